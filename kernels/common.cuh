@@ -1,0 +1,123 @@
+// common.cuh: device helpers shared by every tcreduce kernel file.
+//
+// The Python loader (tcreduce/_compile.py) inlines this header textually into each kernel source before NVRTC sees
+// it, so the compile cache key covers it (CuPy's cache ignores -I headers: facts.md, cupy/cupy#941).
+//
+// Canonical orders of addition (the emulator in tcreduce/emulate/ reproduces these exactly):
+//   warp_fold(v)      xor butterfly over offsets 16, 8, 4, 2, 1: v[l] = v[l] + v[l ^ off]. Every lane ends with the
+//                     same value, equal to folding the 32 values in halves: v[:16] + v[16:], then [:8] + [8:], ...
+//   block_fold(v)     warp_fold in every warp; lane 0 of warp w stores smem[w]; warp 0 loads smem[lane] (0.0f for
+//                     lane >= warps) and warp_folds again. The result is valid in warp 0 (all its lanes).
+//   serial partials   the last block of a grid combines partials p[0..count) as: thread i sums p[i], p[i + T],
+//                     p[i + 2T], ... left to right starting from 0.0f, then block_fold.
+#pragma once
+#include <cuda_fp16.h>
+
+namespace tcr {
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// ---------------------------------------------------------------------------------------------- folds
+__device__ __forceinline__ float warp_fold(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// Folds only across lanes that differ in g = lane >> 2 (offsets 16, 8, 4): the sum over the 8 values held by the
+// lanes t = lane & 3 fixed. Used where the 4 lanes of a quad hold copies of one value (mma row sums).
+__device__ __forceinline__ float warp_fold_rows(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 16);
+    v += __shfl_xor_sync(0xffffffffu, v, 8);
+    v += __shfl_xor_sync(0xffffffffu, v, 4);
+    return v;
+}
+
+// Every thread of the block must call it. smem must hold 32 floats. Result valid in warp 0.
+template <int BLOCK>
+__device__ __forceinline__ float block_fold(float v, float* smem) {
+    constexpr int WARPS = BLOCK / 32;
+    v = warp_fold(v);
+    if (WARPS == 1) return v;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // smem may be reused by the caller between folds
+    if (lane == 0) smem[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < WARPS ? smem[lane] : 0.0f;
+        v = warp_fold(v);
+    }
+    return v;
+}
+
+// ------------------------------------------------------------------------------ single-pass grid combination
+// The last-block-done pattern (CUDA samples threadFenceReduction): each block publishes a partial, fences, and bumps
+// a counter; the block that sees count == expected - 1 is last, combines in a fixed order, and resets the counter to
+// zero for the next launch. Deterministic: which block is last varies, the order of additions does not.
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected) {
+    __shared__ bool is_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned ticket = atomicAdd(counter, 1u);
+        is_last = (ticket == expected - 1);
+        if (is_last) *counter = 0u;  // nobody else touches it in this launch any more
+    }
+    __syncthreads();
+    if (is_last) __threadfence();
+    return is_last;
+}
+
+// Serial-then-fold sum of count partials (read through L2: written by other blocks in this launch).
+template <int BLOCK>
+__device__ __forceinline__ float combine_partials(const float* p, i64 count, i64 stride, float* smem) {
+    float acc = 0.0f;
+    for (i64 i = threadIdx.x; i < count; i += BLOCK) acc += __ldcg(p + i * stride);
+    return block_fold<BLOCK>(acc, smem);
+}
+
+// ------------------------------------------------------------------------------------------ conversions
+template <typename OutT> __device__ __forceinline__ OutT from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ double from_float<double>(float v) { return (double)v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(float v) { return v; }
+
+// ------------------------------------------------------------------------------------------ tensor cores
+// 0x3C00 is 1.0 in binary16; one .f16x2 register of two ones.
+constexpr unsigned HALF2_ONES = 0x3C003C00u;
+
+// D = A * ones + C with mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (facts.md has the fragment layout).
+// a[0]: row g, cols 2t..2t+1; a[1]: row g+8, cols 2t..; a[2]: row g, cols 2t+8..; a[3]: row g+8, cols 2t+8..
+// c[0], c[1]: row g (cols 2t, 2t+1); c[2], c[3]: row g+8. With B all ones every column of a row holds its row sum.
+__device__ __forceinline__ void mma_rowsum(float c[4], const unsigned a[4]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(HALF2_ONES), "r"(HALF2_ONES));
+}
+
+// D = ones * B + C: the ones are the A operand, the data the B operand (b[0]: k = 2t..2t+1, b[1]: k = 2t+8..2t+9,
+// both in column n = g). Every row of D holds the 8 column sums: c[0] is column 2t, c[1] column 2t+1.
+__device__ __forceinline__ void mma_colsum(float c[4], const unsigned b[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(b[0]), "r"(b[1]));
+}
+
+// Transposes an 8x8 b16 matrix held one .b32 per lane (row lane/4, cols 2(lane%4)..+1) across the warp.
+__device__ __forceinline__ unsigned movmatrix_trans(unsigned v) {
+    unsigned r;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(v));
+    return r;
+}
+
+__device__ __forceinline__ unsigned pack_half2(__half lo, __half hi) {
+    return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+
+}  // namespace tcr

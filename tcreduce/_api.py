@@ -1,0 +1,203 @@
+"""The public reductions: :func:`sum`, :func:`max`, :func:`min`, :func:`mean` and :func:`methods`.
+
+Each call validates its arguments, turns the view and axes into a canonical problem (:mod:`tcreduce._layout`), asks the
+method for a launch plan (cached) and launches it on CuPy's current stream without synchronising the host.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import registry
+from ._arrays import DTYPE_NAMES, as_cupy
+from ._auto import choose_method
+from ._layout import normalize_axes, plan_layout
+from ._plan import DeviceSpec, Plan
+
+__all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "prepare"]
+
+AxisLike = Union[None, int, Sequence[int]]
+SUPPORTED_INPUT = ("float16", "float32")
+SUPPORTED_OUTPUT = ("float16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One row of :func:`methods`."""
+
+    name: str
+    description: str
+    dtypes: tuple[str, ...]
+    reference: str
+    deterministic: bool
+    emulated: bool
+    kind: str
+
+
+def methods(kind: Optional[str] = "sum") -> list[MethodInfo]:
+    """The registered methods (of one reduction ``kind``: "sum", "max", "min"; None for all)."""
+    return [MethodInfo(m.name, m.description, m.dtypes, m.reference, m.deterministic, m.emulated, m.kind)
+            for m in registry.methods(kind)]
+
+
+@functools.lru_cache(maxsize=4096)
+def get_plan(method: str, problem, in_dtype: str, out_dtype: str, device: DeviceSpec, kind: str = "sum") -> Plan:
+    """The (cached) launch plan of ``method`` for a canonical problem on a device."""
+    return registry.get(method, kind).plan(problem, in_dtype, out_dtype, device)
+
+
+def _dtype_name(dtype: Any, what: str, allowed: tuple[str, ...]) -> str:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what} {dtype!r} is not a dtype; supported: {', '.join(allowed)}") from None
+    name = DTYPE_NAMES.get(dt, str(dt))
+    if name not in allowed:
+        raise TypeError(f"{what} {name} is not supported; supported: {', '.join(allowed)}")
+    return name
+
+
+def _input_dtype(x_dtype: Any, kind: str) -> str:
+    dt = np.dtype(x_dtype)
+    name = DTYPE_NAMES.get(dt, str(dt))
+    if name not in SUPPORTED_INPUT:
+        hint = (" (float64: use cupy.sum; no tcreduce method takes float64 input, shuffle included)"
+                if name == "float64" else "")
+        raise TypeError(f"tcreduce.{kind} does not take {name} input; supported input dtypes: "
+                        f"{', '.join(SUPPORTED_INPUT)}{hint}")
+    return name
+
+
+@dataclass
+class Prepared:
+    """A validated call: everything but the launch (see :func:`prepare`)."""
+
+    x: Any
+    back: Any
+    axes: tuple[int, ...]
+    in_dtype: str
+    out_dtype: str
+    out_shape: tuple[int, ...]
+    keep_shape: tuple[int, ...]
+    method: str
+
+
+def prepare(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str) -> Prepared:
+    xc, back = as_cupy(x)
+    in_dtype = _input_dtype(xc.dtype, kind)
+    if kind == "sum":
+        out_dtype = "float32" if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
+    else:
+        out_dtype = in_dtype if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string, not {type(method).__name__}")
+    if method != "auto":
+        registry.get(method, kind)  # ValueError listing the methods
+    axes = normalize_axes(axis, xc.ndim)
+    out_shape = tuple(s for i, s in enumerate(xc.shape) if i not in axes)
+    keep_shape = tuple(1 if i in axes else s for i, s in enumerate(xc.shape))
+    return Prepared(xc, back, axes, in_dtype, out_dtype, out_shape, keep_shape, method)
+
+
+def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any) -> Any:
+    import cupy
+
+    from ._device import current_device
+    from ._launch import run_plan
+
+    p = prepare(kind, x, axis, dtype, keepdims, method)
+    xc = p.x
+    with xc.device:
+        device_id, device = current_device()
+        result_shape = p.keep_shape if keepdims else p.out_shape
+        if out is not None:
+            out_c, _ = as_cupy(out)
+            if tuple(out_c.shape) != result_shape:
+                raise ValueError(f"out has shape {tuple(out_c.shape)}, the result has shape {result_shape}")
+            _dtype_name(out_c.dtype, "out dtype", SUPPORTED_OUTPUT)
+        n_reduced = math.prod(xc.shape[i] for i in p.axes)
+        if n_reduced == 0 or math.prod(p.out_shape) == 0:
+            if kind != "sum" and math.prod(p.out_shape) != 0:
+                raise ValueError(f"zero-size array to reduction operation {'maximum' if kind == 'max' else 'minimum'}"
+                                 " which has no identity")
+            res = cupy.zeros(p.out_shape, dtype=p.out_dtype)
+        else:
+            name = p.method if p.method != "auto" else choose_method(kind, xc, p.axes, p.in_dtype, device)
+            m = registry.get(name, kind)
+            if m.runner is not None:
+                if p.in_dtype not in m.dtypes:
+                    m.plan(None, p.in_dtype, p.out_dtype, device)  # raises the method's dtype error
+                res = m.runner(xc, p.axes, p.out_dtype)
+            else:
+                itemsize = xc.dtype.itemsize
+                strides = tuple(s // itemsize for s in xc.strides)
+                layout = plan_layout(xc.shape, strides, p.axes, itemsize, xc.data.ptr % 16)
+                if layout.copy_order is not None:
+                    src = cupy.ascontiguousarray(xc.transpose(layout.copy_order))
+                    x_ptr = src.data.ptr
+                else:
+                    src = xc
+                    x_ptr = xc.data.ptr + layout.base_offset * itemsize
+                plan = get_plan(name, layout.problem, p.in_dtype, p.out_dtype, device, kind)
+                res = cupy.empty(p.out_shape, dtype=p.out_dtype)
+                run_plan(plan, x_ptr, res.data.ptr, device_id)
+                del src
+        if keepdims:
+            res = res.reshape(p.keep_shape)
+        if out is not None:
+            out_c[...] = res
+            return out
+    return p.back(res)
+
+
+def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
+        out: Any = None) -> Any:
+    """Sum of array elements over the given axes, on the GPU.
+
+    x: a ``cupy.ndarray`` or CUDA array (``__cuda_array_interface__`` / ``__dlpack__``, e.g. a torch CUDA tensor) of
+    float16 or float32; the result is of the same kind and stays on the GPU (0-d for a full sum). axis, keepdims, out:
+    as in NumPy. dtype: the result dtype, float32 by default (float16 input is accumulated in float32); float16 or
+    float64 round the float32 result once at the end. method: a name from :func:`methods` or "auto" (fastest correct
+    method for the dtype, axes and shape). Runs on CuPy's current stream and does not synchronise the host.
+    """
+    return _reduce("sum", x, axis, dtype, keepdims, method, out)
+
+
+def max(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
+        out: Any = None) -> Any:
+    """Maximum over the given axes (NaN propagates as in NumPy). Same arguments as :func:`sum`; the default result
+    dtype is the input dtype."""
+    return _reduce("max", x, axis, dtype, keepdims, method, out)
+
+
+def min(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
+        out: Any = None) -> Any:
+    """Minimum over the given axes (NaN propagates as in NumPy). Same arguments as :func:`sum`."""
+    return _reduce("min", x, axis, dtype, keepdims, method, out)
+
+
+def mean(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
+         out: Any = None) -> Any:
+    """Arithmetic mean: :func:`sum` with ``method`` in float32, divided by the element count in float32, then cast
+    to ``dtype`` (float32 by default). The mean of an empty reduction is NaN, as in NumPy."""
+    xc, back = as_cupy(x)
+    out_dtype = "float32" if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
+    axes = normalize_axes(axis, xc.ndim)
+    count = math.prod(xc.shape[i] for i in axes)
+    s = _reduce("sum", xc, axis, "float32", keepdims, method, None)
+    res = (s / np.float32(count)) if count else s * np.float32(np.nan)
+    res = res.astype(out_dtype, copy=False)
+    if out is not None:
+        out_c, _ = as_cupy(out)
+        out_c[...] = res
+        return out
+    return back(res)
+
+
+_ = builtins  # the module shadows sum/max/min on purpose; builtins stays reachable for helpers

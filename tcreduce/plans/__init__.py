@@ -1,0 +1,4 @@
+"""Every registered reduction method, one module each (its kernel: ``kernels/<module>.cu``; its emulator twin:
+``tcreduce/emulate/<module>.py``; its tests: ``tests/test_<module>.py``). Importing this package registers them."""
+
+from . import tensorcore, wmma, shuffle, cub, ladder, minmax  # noqa: F401

@@ -1,0 +1,89 @@
+"""The registry of reduction methods: one :class:`Method` per name, registered by the modules in
+:mod:`tcreduce.plans` (one module per method, named after it, with its kernel in ``kernels/<name>.cu`` and its
+emulator twin in ``tcreduce/emulate/<name>.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ._layout import Problem
+from ._plan import DeviceSpec, Plan
+
+__all__ = ["Method", "register", "get", "names", "methods", "UnsupportedDtype"]
+
+Planner = Callable[[Problem, str, str, DeviceSpec], Plan]
+
+
+class UnsupportedDtype(TypeError):
+    """Raised by a planner for an input dtype the method does not take."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered reduction method.
+
+    name: what ``tcreduce.sum(..., method=name)`` takes. description: one line. dtypes: input dtypes it sums.
+    reference: the paper or seed it follows. planner: ``(problem, in_dtype, out_dtype, device) -> Plan``.
+    deterministic: bitwise identical results run to run. deterministic_note: what ``kinds`` it runs on.
+    emulated: whether :mod:`tcreduce.emulate` reproduces it bit for bit. requires_cc: minimum compute capability.
+    kind: the reduction it computes ("sum", "max", "min"). runner: for methods that delegate to a library instead of
+    launching plan kernels, ``runner(x, axes, out_dtype) -> cupy.ndarray`` (no keepdims).
+    """
+
+    name: str
+    description: str
+    dtypes: tuple[str, ...]
+    reference: str
+    planner: Planner
+    deterministic: bool = True
+    emulated: bool = True
+    requires_cc: tuple[int, int] = (8, 0)
+    kind: str = "sum"
+    runner: Optional[Callable] = None
+
+
+    def plan(self, problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
+        if in_dtype not in self.dtypes:
+            others = [m.name for m in methods(self.kind) if in_dtype in m.dtypes]
+            raise UnsupportedDtype(
+                f"method {self.name!r} sums {', '.join(self.dtypes)} input, not {in_dtype}; "
+                + (f"methods that take {in_dtype}: {', '.join(others)}" if others
+                   else f"no tcreduce method takes {in_dtype} (supported input dtypes: float16, float32)"))
+        if device.cc < self.requires_cc:
+            raise ValueError(f"method {self.name!r} needs compute capability {self.requires_cc[0]}.{self.requires_cc[1]}"
+                             f" or newer; {device.name} is {device.cc[0]}.{device.cc[1]}")
+        return self.planner(problem, in_dtype, out_dtype, device)
+
+
+_REGISTRY: dict[tuple[str, str], Method] = {}  # (kind, name) -> method
+
+
+def register(method: Method) -> Method:
+    key = (method.kind, method.name)
+    if key in _REGISTRY:
+        raise ValueError(f"{method.kind} method {method.name!r} registered twice")
+    _REGISTRY[key] = method
+    return method
+
+
+def _load() -> None:
+    from . import plans  # noqa: F401  (importing it registers every method)
+
+
+def get(name: str, kind: str = "sum") -> Method:
+    _load()
+    m = _REGISTRY.get((kind, name)) if isinstance(name, str) else None
+    if m is None:
+        raise ValueError(f"unknown {kind} method {name!r}; methods: {', '.join(['auto'] + names(kind))}")
+    return m
+
+
+def names(kind: str = "sum") -> list[str]:
+    _load()
+    return [n for (k, n) in _REGISTRY if k == kind]
+
+
+def methods(kind: Optional[str] = "sum") -> list[Method]:
+    _load()
+    return [m for m in _REGISTRY.values() if kind is None or m.kind == kind]
