@@ -6,8 +6,8 @@
 // Canonical orders of addition (the emulator in tcreduce/emulate/ reproduces these exactly):
 //   warp_fold(v)      xor butterfly over offsets 16, 8, 4, 2, 1: v[l] = v[l] + v[l ^ off]. Every lane ends with the
 //                     same value, equal to folding the 32 values in halves: v[:16] + v[16:], then [:8] + [8:], ...
-//   block_fold(v)     warp_fold in every warp; lane 0 of warp w stores smem[w]; warp 0 loads smem[lane] (0.0f for
-//                     lane >= warps) and warp_folds again. The result is valid in warp 0 (all its lanes).
+//   block_fold(v)     warp_fold in every warp, then block_combine: lane 0 of warp w stores smem[w]; warp 0 loads
+//                     smem[lane] (0.0f for lane >= warps) and warp_folds again. Valid in warp 0 (all its lanes).
 //   serial partials   the last block of a grid combines partials p[0..count) as: thread i sums p[i], p[i + T],
 //                     p[i + 2T], ... left to right starting from 0.0f, then block_fold.
 #pragma once
@@ -34,21 +34,29 @@ __device__ __forceinline__ float warp_fold_rows(float v) {
     return v;
 }
 
-// Every thread of the block must call it. smem must hold 32 floats. Result valid in warp 0.
+// Combines per-warp totals (the same value in every lane of a warp) across the block: lane 0 of warp w stores
+// smem[w]; warp 0 loads smem[lane] (0.0f for lane >= warps) and warp_folds. Every thread of the block must call it;
+// smem must hold 32 floats; the result is valid in warp 0 (all lanes).
 template <int BLOCK>
-__device__ __forceinline__ float block_fold(float v, float* smem) {
+__device__ __forceinline__ float block_combine(float warp_total, float* smem) {
     constexpr int WARPS = BLOCK / 32;
-    v = warp_fold(v);
-    if (WARPS == 1) return v;
+    if (WARPS == 1) return warp_total;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __syncthreads();  // smem may be reused by the caller between folds
-    if (lane == 0) smem[warp] = v;
+    if (lane == 0) smem[warp] = warp_total;
     __syncthreads();
+    float v = 0.0f;
     if (warp == 0) {
         v = lane < WARPS ? smem[lane] : 0.0f;
         v = warp_fold(v);
     }
     return v;
+}
+
+// warp_fold in every warp, then block_combine. Result valid in warp 0.
+template <int BLOCK>
+__device__ __forceinline__ float block_fold(float v, float* smem) {
+    return block_combine<BLOCK>(warp_fold(v), smem);
 }
 
 // ------------------------------------------------------------------------------ single-pass grid combination

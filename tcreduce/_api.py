@@ -20,7 +20,7 @@ from ._auto import choose_method
 from ._layout import normalize_axes, plan_layout
 from ._plan import DeviceSpec, Plan
 
-__all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "prepare"]
+__all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "validate", "Call"]
 
 AxisLike = Union[None, int, Sequence[int]]
 SUPPORTED_INPUT = ("float16", "float32")
@@ -74,12 +74,10 @@ def _input_dtype(x_dtype: Any, kind: str) -> str:
     return name
 
 
-@dataclass
-class Prepared:
-    """A validated call: everything but the launch (see :func:`prepare`)."""
+@dataclass(frozen=True)
+class Call:
+    """A validated call (see :func:`validate`): everything but the data."""
 
-    x: Any
-    back: Any
     axes: tuple[int, ...]
     in_dtype: str
     out_dtype: str
@@ -88,9 +86,10 @@ class Prepared:
     method: str
 
 
-def prepare(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str) -> Prepared:
-    xc, back = as_cupy(x)
-    in_dtype = _input_dtype(xc.dtype, kind)
+def validate(kind: str, shape: tuple[int, ...], x_dtype: Any, axis: AxisLike, dtype: Any, method: Any) -> Call:
+    """Check a reduction's arguments against the array's shape and dtype (no GPU needed); raise TypeError,
+    ValueError or numpy's AxisError saying what is supported. Shared by the GPU API and the emulator."""
+    in_dtype = _input_dtype(x_dtype, kind)
     if kind == "sum":
         out_dtype = "float32" if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
     else:
@@ -98,11 +97,11 @@ def prepare(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
     if not isinstance(method, str):
         raise TypeError(f"method must be a string, not {type(method).__name__}")
     if method != "auto":
-        registry.get(method, kind)  # ValueError listing the methods
-    axes = normalize_axes(axis, xc.ndim)
-    out_shape = tuple(s for i, s in enumerate(xc.shape) if i not in axes)
-    keep_shape = tuple(1 if i in axes else s for i, s in enumerate(xc.shape))
-    return Prepared(xc, back, axes, in_dtype, out_dtype, out_shape, keep_shape, method)
+        registry.get(method, kind).check_dtype(in_dtype)  # ValueError listing the methods / TypeError on dtype
+    axes = normalize_axes(axis, len(shape))
+    out_shape = tuple(s for i, s in enumerate(shape) if i not in axes)
+    keep_shape = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return Call(axes, in_dtype, out_dtype, out_shape, keep_shape, method)
 
 
 def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any) -> Any:
@@ -111,8 +110,8 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
     from ._device import current_device
     from ._launch import run_plan
 
-    p = prepare(kind, x, axis, dtype, keepdims, method)
-    xc = p.x
+    xc, back = as_cupy(x)
+    p = validate(kind, tuple(xc.shape), xc.dtype, axis, dtype, method)
     with xc.device:
         device_id, device = current_device()
         result_shape = p.keep_shape if keepdims else p.out_shape
@@ -130,9 +129,8 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
         else:
             name = p.method if p.method != "auto" else choose_method(kind, xc, p.axes, p.in_dtype, device)
             m = registry.get(name, kind)
+            m.check_dtype(p.in_dtype)
             if m.runner is not None:
-                if p.in_dtype not in m.dtypes:
-                    m.plan(None, p.in_dtype, p.out_dtype, device)  # raises the method's dtype error
                 res = m.runner(xc, p.axes, p.out_dtype)
             else:
                 itemsize = xc.dtype.itemsize
@@ -153,7 +151,7 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
         if out is not None:
             out_c[...] = res
             return out
-    return p.back(res)
+    return back(res)
 
 
 def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",

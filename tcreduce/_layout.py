@@ -21,7 +21,8 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-__all__ = ["Flat", "Rows", "Cols", "Problem", "Layout", "normalize_axes", "plan_layout"]
+__all__ = ["Flat", "Rows", "Cols", "Problem", "Layout", "normalize_axes", "plan_layout", "host_layout",
+           "host_align"]
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,9 @@ def normalize_axes(axis: None | int | Sequence[int], ndim: int) -> tuple[int, ..
 
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, bool) or not isinstance(axis, (int, tuple, list)):
+    if isinstance(axis, bool):
+        raise TypeError("axis must be None, an int or a tuple of ints, not bool")
+    if not isinstance(axis, (int, tuple, list)):
         try:
             axis = operator.index(axis)  # numpy integers
         except TypeError:
@@ -184,3 +187,27 @@ def plan_layout(shape: Sequence[int], strides: Sequence[int], axes: tuple[int, .
         r, sr = run
         return Layout(Cols(a, r, b, sa, sr, base_align), base, None, out_shape)
     return copy()
+
+
+def host_align(x) -> int:
+    """Byte offset mod 16 of a NumPy view's first element from the start of its owning array: the alignment the
+    same view of a freshly allocated (256-byte aligned) GPU array would have."""
+    import numpy as np
+
+    owner = x
+    while isinstance(getattr(owner, "base", None), np.ndarray):
+        owner = owner.base
+    if x.size == 0:
+        return 0
+    return (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) % 16
+
+
+def host_layout(x, axis) -> tuple[Layout | None, tuple[int, ...]]:
+    """(layout, axes) for a NumPy array, as the GPU path would choose for the same view; layout is None when the
+    reduction is empty (no outputs or nothing to add)."""
+    axes = normalize_axes(axis, x.ndim)
+    if x.size == 0:
+        return None, axes
+    itemsize = x.dtype.itemsize
+    strides = tuple(s // itemsize for s in x.strides)
+    return plan_layout(x.shape, strides, axes, itemsize, host_align(x)), axes

@@ -15,8 +15,9 @@ __all__ = ["Method", "register", "get", "names", "methods", "UnsupportedDtype"]
 Planner = Callable[[Problem, str, str, DeviceSpec], Plan]
 
 
-class UnsupportedDtype(TypeError):
-    """Raised by a planner for an input dtype the method does not take."""
+class UnsupportedDtype(NotImplementedError, TypeError):
+    """A method does not take an input dtype that other methods take (float32 on the fp16 tensor-core methods).
+    Both a NotImplementedError and a TypeError; the message names the methods that do take it."""
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,17 @@ class Method:
     runner: Optional[Callable] = None
 
 
-    def plan(self, problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
+    def check_dtype(self, in_dtype: str) -> None:
+        """Raise :class:`UnsupportedDtype` (a TypeError) naming the methods that take ``in_dtype``."""
         if in_dtype not in self.dtypes:
             others = [m.name for m in methods(self.kind) if in_dtype in m.dtypes]
             raise UnsupportedDtype(
                 f"method {self.name!r} sums {', '.join(self.dtypes)} input, not {in_dtype}; "
                 + (f"methods that take {in_dtype}: {', '.join(others)}" if others
                    else f"no tcreduce method takes {in_dtype} (supported input dtypes: float16, float32)"))
+
+    def plan(self, problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
+        self.check_dtype(in_dtype)
         if device.cc < self.requires_cc:
             raise ValueError(f"method {self.name!r} needs compute capability {self.requires_cc[0]}.{self.requires_cc[1]}"
                              f" or newer; {device.name} is {device.cc[0]}.{device.cc[1]}")

@@ -1,0 +1,160 @@
+"""Smoke benchmark: the performance floor of issue 2, every method beside torch.sum and cupy.sum (CUB on and off),
+in one run on one GPU. CUDA events, warm-up, median of many timed calls, inputs far larger than L2.
+
+    python benchmarks/perf_floor.py [--out DIR] [--reps 30]
+
+Prints a table (GB/s counts the input bytes read once; "ceiling" is a device-to-device copy measured in the same
+run, bytes read + written) and writes perf_floor.csv with a metadata header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def timed(fn, reps: int, warmup: int = 5) -> float:
+    """Median seconds of ``reps`` calls of fn, timed with CUDA events on the current stream."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return float(np.median(times))
+
+
+def metadata() -> dict:
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],
+                driver=cupy.cuda.runtime.driverGetVersion(), runtime=cupy.cuda.runtime.runtimeGetVersion(),
+                cupy=cupy.__version__, numpy=np.__version__, python=platform.python_version(), commit=commit,
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                command=" ".join(sys.argv))
+    try:
+        import torch
+
+        meta["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return meta
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--reps", type=int, default=30)
+    args = ap.parse_args()
+
+    import cupy
+    from cupy._core import _accelerator as acc
+
+    import tcreduce
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    meta = metadata()
+    rng = cupy.random.default_rng(1)
+    rows = []
+
+    def cupy_sum(x, axis, accel):
+        old_r, old_red = acc.get_routine_accelerators(), acc.get_reduction_accelerators()
+        acc.set_routine_accelerators(accel)
+        acc.set_reduction_accelerators(accel)
+        try:
+            return cupy.sum(x, axis=axis, dtype=cupy.float32)
+        finally:
+            acc.set_routine_accelerators(old_r)
+            acc.set_reduction_accelerators(old_red)
+
+    # ceiling: device-to-device copy of 2 GiB
+    big = cupy.empty(1 << 29, dtype=cupy.float32)
+    dst = cupy.empty_like(big)
+    t = timed(lambda: dst.__setitem__(Ellipsis, big), args.reps)
+    ceiling = 2 * big.nbytes / t / 1e9
+    del big, dst
+    rows.append(dict(case="copy", method="d2d copy", dtype="float32", shape="(2^29,)", us=t * 1e6, gbs=ceiling))
+
+    cases = [
+        ("full", "float16", (1 << 28,), None),
+        ("full", "float32", (1 << 28,), None),
+        ("rows16", "float16", (1 << 24, 16), -1),
+        ("cols16", "float16", (16, 1 << 24), 0),
+        ("rows256", "float16", (1 << 20, 256), -1),
+        ("rows4096", "float16", (1 << 16, 4096), -1),
+    ]
+    for case, dtype, shape, axis in cases:
+        x = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(dtype)
+        nbytes = x.nbytes
+        competitors = {}
+        if torch is not None:
+            xt = torch.from_dlpack(x)
+            dim = None if axis is None else axis
+            competitors["torch.sum"] = (lambda xt=xt, dim=dim: torch.sum(xt, dtype=torch.float32) if dim is None
+                                        else torch.sum(xt, dim=dim, dtype=torch.float32))
+        competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
+        competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        for m in tcreduce.methods():
+            if dtype in m.dtypes and (axis is None or not m.name.startswith("ladder")):
+                competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name))
+        times = {}
+        for name, fn in competitors.items():
+            try:
+                if "native" in name and dtype == "float16" and case == "full":
+                    continue  # CuPy's native fp16 full sum takes minutes at this size (baselines file: 3 GB/s)
+                times[name] = timed(fn, args.reps)
+            except Exception as e:  # report and go on: one broken method must not hide the others
+                print(f"{case} {name}: {type(e).__name__}: {e}", file=sys.stderr)
+        for name, t in times.items():
+            row = dict(case=case, method=name, dtype=dtype, shape=str(shape), us=t * 1e6, gbs=nbytes / t / 1e9)
+            row["frac_ceiling"] = row["gbs"] / ceiling
+            for comp in ("torch.sum", "cupy.sum cub"):
+                if comp in times:
+                    row[f"x_{comp}"] = times[comp] / t
+            rows.append(row)
+        del x
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub"]
+    with open(out / "perf_floor.csv", "w", newline="") as f:
+        f.write("# " + json.dumps(meta) + "\n")
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    print(json.dumps(meta))
+    print(f"{'case':9} {'method':22} {'dtype':8} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6}")
+    for r in rows:
+        print(f"{r['case']:9} {r['method']:22} {r['dtype']:8} {r['us']:9.1f} {r['gbs']:7.0f} "
+              f"{r.get('frac_ceiling', 1):5.2f} {r.get('x_torch.sum', float('nan')):7.2f} "
+              f"{r.get('x_cupy.sum cub', float('nan')):6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""Accuracy study: relative error against the exact sum versus N, per method and input distribution, with the
+a-priori error bound beside each measured curve.
+
+With a GPU: N = 2^10 .. 2^30 (every power of two), every registered sum method that takes the dtype (the ladder
+rungs too, drawn in a figure of their own), ``torch.sum`` and ``cupy.sum`` (CUB) with fp32 accumulation, and a float64
+sum for comparison. Inputs are generated on the GPU with fixed seeds; exact sums come from a one-pass exponent-binned
+integer accumulation on the GPU (:func:`experiments.common.exact_sum_gpu`, checked against ``math.fsum`` at start).
+Up to N = 2^20 (every other power) the same inputs also go through ``tcreduce.emulate.sum`` for the GPU's model, and
+the second figure shows that the GPU and the emulator agree bit for bit.
+
+Without a GPU: the emulator stands in for the GPU (emulated methods only, ``gpu="H100"``), N = 2^10 .. 2^20 (2^16
+with --quick), exact sums from ``tcreduce.reference.exact_sum``.
+
+Bounds: ``tcreduce.bounds.error_bound`` on the data up to N = 2^22; above, the plan's factor
+(``bounds.error_bound_factor``) times the exact sum of |x| (the same quantity; both are checked to agree where both are
+computed).
+
+Outputs: accuracy.csv, accuracy.json, accuracy.png/.pdf (error vs N), accuracy_emulator.png/.pdf (GPU == emulator,
+GPU runs only), accuracy_ladder.png/.pdf (ladder rungs, GPU runs only).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from . import common
+from .common import DISTRIBUTIONS, Context, case_seed, make_input
+
+NAME = "accuracy"
+NEEDS_GPU = False
+SUMMARY = "relative error vs N per method and distribution, with error bounds (GPU, or the emulator without one)"
+
+COLUMNS = ["dtype", "dist", "n", "seed", "kind", "method", "result", "exact", "abs_sum", "cond", "rel_error",
+           "bound_abs", "rel_bound", "bound_kind", "within_bound", "emu_result", "emu_equal", "backend", "note"]
+
+DTYPES = ("float16", "float32")
+
+
+def config(ctx: Context) -> dict[str, Any]:
+    if ctx.mode == "tiny":
+        sizes = [2**8, 2**10]
+        dists = {"float16": ["uniform", "near_overflow"], "float32": ["mixed"]}
+    else:
+        dists = {dt: [d for d, spec in DISTRIBUTIONS.items() if dt in spec["dtypes"]] for dt in DTYPES}
+        if ctx.gpu:
+            sizes = [2**k for k in (range(10, 23, 4) if ctx.quick else range(10, 31))]
+        else:
+            sizes = [2**k for k in (range(10, 17, 2) if ctx.quick else range(10, 21))]
+    if ctx.gpu:
+        emu_max = 2**14 if ctx.quick or ctx.mode == "tiny" else 2**20
+        emu_sizes = [n for n in sizes if n <= emu_max and (ctx.quick or int(math.log2(n)) % 2 == 0)]
+    else:
+        emu_sizes = []
+    return {
+        "sizes": sizes,
+        "distributions": dists,
+        "distribution_params": {k: {kk: vv for kk, vv in v.items() if kk != "dtypes"} for k, v in DISTRIBUTIONS.items()},
+        "emulator_check_sizes": emu_sizes,
+        "bound_direct_max": 2**22,
+        "seed": "crc32(dist/dtype/n)",
+        "emulated_gpu": None if ctx.gpu else ctx.emulated_gpu,
+    }
+
+
+def _bits(v) -> int:
+    return int(np.asarray(v, dtype=np.float32).reshape(()).view(np.uint32))
+
+
+class _Bounds:
+    """Bounds per (method, dtype, n): direct on the data where it is on the host, else the plan factor times sum|x|;
+    both ways are compared wherever both can be computed."""
+
+    def __init__(self, ctx: Context, gpu_model: str):
+        self.ctx = ctx
+        self.gpu = gpu_model
+        self.mod = common.require("tcreduce.bounds", "the accuracy study's error bounds")
+        self._warned: set[str] = set()
+
+    def factor(self, method: str, dtype: str, n: int) -> float:
+        from tcreduce import registry
+        from tcreduce._api import get_plan
+        from tcreduce._device import named_device
+        from tcreduce._layout import Flat
+
+        if not hasattr(self.mod, "error_bound_factor"):
+            raise RuntimeError("tcreduce.bounds has no error_bound_factor(plan, gpu); bounds above the direct size "
+                               "limit need it")
+        m = registry.get(method)
+        if m.runner is not None:  # library methods: the order-free bound, as bounds.error_bound computes it
+            return math.expm1(max(n - 1, 1) * math.log1p(self.mod.mma_unit_roundoff(self.gpu)))
+        plan = get_plan(method, Flat(n, 0), dtype, "float32", named_device(self.gpu))
+        return float(self.mod.error_bound_factor(plan, self.gpu))
+
+    def __call__(self, method: str, dtype: str, n: int, host: Optional[np.ndarray], abs_sum: float,
+                 direct_max: int) -> tuple[float, str]:
+        if host is not None and n <= direct_max:
+            b = float(np.asarray(self.mod.error_bound(host, method=method, gpu=self.gpu)).reshape(()))
+            try:
+                f = self.factor(method, dtype, n) * abs_sum
+                if not math.isclose(f, b, rel_tol=1e-9, abs_tol=0.0) and method not in self._warned:
+                    self._warned.add(method)
+                    self.ctx.note(f"bound of {method} ({dtype}, n={n}): error_bound {b:.6g} but factor*sum|x| "
+                                  f"{f:.6g}; bounds above 2^22 use the factor")
+            except Exception as e:  # the direct bound is what we record; the factor is only a cross-check here
+                if method not in self._warned:
+                    self._warned.add(method)
+                    self.ctx.note(f"bound factor of {method} unavailable ({type(e).__name__}: {e})")
+            return b, "direct"
+        return self.factor(method, dtype, n) * abs_sum, "factor"
+
+
+def _check_exact_gpu(ctx: Context) -> None:
+    """exact_sum_gpu must agree with math.fsum (and tcreduce.reference.exact_sum where present)."""
+    import cupy
+
+    try:
+        from tcreduce import reference
+    except ImportError:
+        reference = None
+    for dtype in DTYPES:
+        for dist in ("uniform", "mixed", "lognormal"):
+            x = make_input(dist, dtype, 65537, seed=case_seed("check", dist, dtype), xp=cupy)
+            h = cupy.asnumpy(x)
+            for absolute in (False, True):
+                got = common.exact_sum_gpu(x, absolute=absolute)
+                want = common.exact_sum_host(np.abs(h) if absolute else h)
+                if got != want:
+                    raise RuntimeError(f"exact_sum_gpu({dist}, {dtype}, abs={absolute}) = {got!r} but math.fsum "
+                                       f"gives {want!r}")
+                if reference is not None and not absolute:
+                    ref = float(reference.exact_sum(h))
+                    if ref != want:
+                        ctx.note(f"tcreduce.reference.exact_sum({dist}, {dtype}) = {ref!r}, math.fsum {want!r}")
+
+
+def run(ctx: Context) -> list[Path]:
+    cfg = config(ctx)
+    if ctx.gpu:
+        rows = _run_gpu(ctx, cfg)
+    else:
+        rows = _run_cpu(ctx, cfg)
+    return write(ctx, rows, cfg)
+
+
+def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
+    viol = [r for r in rows if r.get("within_bound") is False]
+    mism = [r for r in rows if r.get("emu_equal") is False]
+    for r in viol[:10]:
+        ctx.note(f"BOUND VIOLATED: {r['method']} {r['dtype']} {r['dist']} n={r['n']}: rel error {r['rel_error']:.3g} "
+                 f"> bound {r['rel_bound']:.3g}")
+    for r in mism[:10]:
+        ctx.note(f"GPU != emulator: {r['method']} {r['dtype']} {r['dist']} n={r['n']}: {r['result']!r} vs "
+                 f"{r['emu_result']!r}")
+    compared = [r for r in rows if r.get("emu_equal") in (True, False)]
+    extra = {
+        "summary": {
+            "rows": len(rows),
+            "bound_violations": len(viol),
+            "emulator_compared": len(compared),
+            "emulator_mismatches": len(mism),
+            "errors": sum(1 for r in rows if str(r.get("note", "")).startswith("error")),
+        },
+        "notes": list(ctx.notes),
+        "csv_header": {"emulator_compared": len(compared), "emulator_mismatches": len(mism),
+                       "bound_violations": len(viol)},
+    }
+    meta = common.metadata(NAME, ctx, cfg, extra)
+    out = ctx.out
+    paths = [common.write_csv(out / f"{NAME}.csv", rows, COLUMNS, meta),
+             common.write_metadata(out / f"{NAME}.json", meta)]
+    from . import plotting
+
+    paths += plotting.plot_accuracy(out / f"{NAME}.csv", out)
+    return paths
+
+
+# ------------------------------------------------------------------------------------------------ CPU (emulator)
+def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
+    emulate = common.require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)")
+    reference = common.require("tcreduce.reference", "the accuracy study without a GPU (exact sums)")
+    bounds = _Bounds(ctx, ctx.emulated_gpu)
+    rows: list[dict] = []
+    methods = {dt: common.sum_methods(dt, ladder=False, ctx=ctx) for dt in DTYPES}
+    for dt, ms in methods.items():
+        skipped = [m.name for m in ms if not m.emulated]
+        if skipped:
+            ctx.note(f"{dtype_name(dt)}: not emulated, so not measured without a GPU: {', '.join(skipped)}")
+    ctx.note("ladder rungs are measured in GPU runs only (the ladder study and accuracy_ladder figure)")
+    cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
+    bar = ctx.bar(len(cases), NAME)
+    for dt, dist, n in cases:
+        seed = case_seed(dist, dt, n)
+        x = make_input(dist, dt, n, seed)
+        exact = float(reference.exact_sum(x))
+        abs_sum = float(reference.exact_sum(np.abs(x)))
+        base = dict(dtype=dt, dist=dist, n=n, seed=seed, exact=exact, abs_sum=abs_sum,
+                    cond=abs_sum / abs(exact) if exact else float("inf"), backend=f"emulator:{ctx.emulated_gpu}")
+        for m in methods[dt]:
+            if not m.emulated:
+                continue
+            row = dict(base, kind="tcreduce", method=m.name)
+            try:
+                r = float(np.asarray(emulate.sum(x, method=m.name, gpu=ctx.emulated_gpu)).reshape(()))
+                row.update(result=r, rel_error=common.rel_error(r, exact))
+                b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"])
+                row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
+                           within_bound=abs(r - exact) <= b)
+            except Exception as e:
+                row["note"] = f"error: {type(e).__name__}: {e}"
+                ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
+            rows.append(row)
+        r64 = float(reference.float64_sum(x))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
+        bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
+    bar.close()
+    return rows
+
+
+def dtype_name(dt: str) -> str:
+    return common.dtype_label(dt)
+
+
+# ----------------------------------------------------------------------------------------------------------- GPU
+def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
+    import cupy
+
+    import tcreduce
+    from tcreduce._device import named_device
+
+    try:
+        emulate = common.require("tcreduce.emulate", "the GPU == emulator panel")
+    except RuntimeError as e:
+        emulate = None
+        ctx.error(str(e))
+    dev_name = common.device_info().get("gpu_name", "H100")
+    try:
+        gpu_model = named_device(dev_name).name
+    except ValueError:
+        gpu_model = "H100"
+        ctx.note(f"{dev_name} is not a GPU the emulator models; bounds and emulation use H100's parameters")
+    try:
+        bounds: Optional[_Bounds] = _Bounds(ctx, gpu_model)
+    except RuntimeError as e:
+        bounds = None
+        ctx.error(str(e))
+    _check_exact_gpu(ctx)
+    methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}
+    comps = common.competitors(None, native=False)
+    if not any(c.label.startswith("torch") for c in comps):
+        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+    emu_sizes = set(cfg["emulator_check_sizes"])
+    host_max = max([cfg["bound_direct_max"], *emu_sizes])
+    cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
+    bar = ctx.bar(len(cases), NAME)
+    rows: list[dict] = []
+    for dt, dist, n in cases:
+        seed = case_seed(dist, dt, n)
+        x = make_input(dist, dt, n, seed, xp=cupy)
+        exact = common.exact_sum_gpu(x)
+        abs_sum = common.exact_sum_gpu(x, absolute=True)
+        host = cupy.asnumpy(x) if n <= host_max else None
+        base = dict(dtype=dt, dist=dist, n=n, seed=seed, exact=exact, abs_sum=abs_sum,
+                    cond=abs_sum / abs(exact) if exact else float("inf"), backend="gpu")
+        for m in methods[dt]:
+            row = dict(base, kind="tcreduce", method=m.name)
+            try:
+                r32 = cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                r = float(r32)
+                row.update(result=r, rel_error=common.rel_error(r, exact))
+            except Exception as e:
+                row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {row['note'][7:]}")
+                rows.append(row)
+                continue
+            if bounds is not None:
+                try:
+                    b, kind = bounds(m.name, dt, n, host, abs_sum, cfg["bound_direct_max"])
+                    row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
+                               within_bound=abs(r - exact) <= b)
+                except Exception as e:
+                    row["note"] = f"no bound: {type(e).__name__}: {e}"
+            if emulate is not None and m.emulated and n in emu_sizes and host is not None:
+                try:
+                    e_val = np.asarray(emulate.sum(host, method=m.name, gpu=gpu_model))
+                    row.update(emu_result=float(e_val), emu_equal=_bits(e_val) == _bits(r32))
+                except Exception as e:
+                    row["note"] = f"error: emulator: {type(e).__name__}: {e}"
+                    ctx.error(f"emulate {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
+            rows.append(row)
+        for c in comps:
+            row = dict(base, kind="competitor", method=c.label)
+            try:
+                with c.context(), common.torch_stream_guard():
+                    r = float(c.call(c.wrap(x)))
+                row.update(result=r, rel_error=common.rel_error(r, exact))
+            except Exception as e:
+                row["note"] = f"error: {type(e).__name__}: {e}"
+                ctx.error(f"accuracy {c.label} {dt} {dist} n={n}: {type(e).__name__}: {e}")
+            rows.append(row)
+        r64 = float(cupy.sum(x, dtype=np.float64))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
+        del x, host
+        if n >= 2**26:
+            common.free_gpu_memory()
+        bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
+    bar.close()
+    return rows

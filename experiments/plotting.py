@@ -1,0 +1,548 @@
+"""Figures of every study, drawn from its CSV alone (rows plus the ``# key: value`` header), as PNG and PDF, each
+stamped in a footer with the device, commit, date and command of the run that measured it.
+
+``python -m experiments <study> --replot`` redraws a study's figures from an existing CSV.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from .common import DISTRIBUTIONS, LADDER_ORDER, num, read_csv  # noqa: E402
+
+__all__ = ["plot_accuracy", "plot_throughput", "plot_segments", "plot_tradeoff", "plot_ladder", "PLOTTERS",
+           "style_for", "save"]
+
+plt.rcParams.update({
+    "font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8, "xtick.labelsize": 8,
+    "ytick.labelsize": 8, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5, "axes.spines.top": False,
+    "axes.spines.right": False, "savefig.dpi": 200, "pdf.fonttype": 42, "ps.fonttype": 42,
+})
+
+# One style per method or competitor across all figures.
+_STYLES: dict[str, dict[str, Any]] = {
+    "tensorcore": dict(color="#d62728", marker="o", ls="-", lw=1.8),
+    "tensorcore_chained": dict(color="#e377c2", marker="s", ls="--", lw=1.4),
+    "wmma": dict(color="#ff7f0e", marker="^", ls="-", lw=1.4),
+    "shuffle": dict(color="#1f77b4", marker="D", ls="-", lw=1.6),
+    "cub": dict(color="#2ca02c", marker="v", ls="-", lw=1.4),
+    "torch.sum": dict(color="#9467bd", marker="P", ls=":", lw=1.4),
+    "torch.sum fp64": dict(color="#c5b0d5", marker="P", ls=":", lw=1.2),
+    "cupy.sum CUB": dict(color="#17becf", marker="X", ls=":", lw=1.4),
+    "cupy.sum no CUB": dict(color="#7f7f7f", marker="x", ls=":", lw=1.2),
+    "cupy.sum fp64": dict(color="#bcbd22", marker="*", ls=":", lw=1.2),
+    "float64": dict(color="black", marker=".", ls="-", lw=0.8),
+    "read kernel": dict(color="black", marker="", ls="--", lw=1.0),
+    "d2d copy": dict(color="#555555", marker="", ls="-.", lw=1.0),
+}
+_FALLBACK = ["#8c564b", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d",
+             "#31a354", "#756bb1", "#636363"]
+
+DTYPE_LABEL = {"float16": "fp16", "float32": "fp32"}
+ZERO_FLOOR = 1e-17  # relative errors of exactly 0 are drawn here on log axes
+
+
+def style_for(label: str) -> dict[str, Any]:
+    if label in _STYLES:
+        return dict(_STYLES[label])
+    base = label.split(" ")[0]
+    if base in _STYLES:  # "tensorcore chain=16" -> a shade of tensorcore
+        s = dict(_STYLES[base])
+        s["ls"] = "--"
+        return s
+    if label.startswith("ladder_"):
+        order = list(LADDER_ORDER)
+        i = order.index(label) if label in order else len(order)
+        cmap = plt.get_cmap("viridis")
+        return dict(color=cmap(i / max(len(order) - 1, 1)), marker="o", ls="-", lw=1.2)
+    i = zlib.crc32(label.encode()) % len(_FALLBACK)
+    return dict(color=_FALLBACK[i], marker="o", ls="-", lw=1.2)
+
+
+def _line_kw(label: str, **over) -> dict[str, Any]:
+    s = style_for(label)
+    kw = dict(color=s["color"], marker=s["marker"] or None, linestyle=s["ls"], linewidth=s["lw"], markersize=3.5,
+              label=label)
+    kw.update(over)
+    return kw
+
+
+# ----------------------------------------------------------------------------------------------- footer, save
+def footer_text(meta: dict[str, str]) -> str:
+    parts = [meta.get("device", "") or "unknown device"]
+    if meta.get("driver"):
+        parts.append(f"driver {meta['driver']}")
+    if meta.get("cuda_runtime"):
+        parts.append(f"CUDA {meta['cuda_runtime']}")
+    parts.append(f"commit {meta.get('commit', 'unknown')}")
+    if meta.get("date_utc"):
+        parts.append(meta["date_utc"][:10])
+    if meta.get("quick", "").lower() == "true":
+        parts.append("QUICK RUN")
+    cmd = meta.get("command", "")
+    if cmd:
+        cmd = cmd if len(cmd) < 70 else cmd[:67] + "..."
+        parts.append(cmd)
+    return "  ·  ".join(parts)
+
+
+def save(fig, out_dir: Path, stem: str, meta: dict[str, str]) -> list[Path]:
+    """Stamp the footer and write ``stem.png`` and ``stem.pdf``."""
+    fig.text(0.005, 0.004, footer_text(meta), fontsize=6, color="#666666", ha="left", va="bottom")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        p = out_dir / f"{stem}.{ext}"
+        fig.savefig(p, bbox_inches="tight", pad_inches=0.08)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _pow2_axis(ax, values: Iterable[float]) -> None:
+    """Log2 x axis with 2^k tick labels."""
+    vals = [v for v in values if v > 0 and math.isfinite(v)]
+    ax.set_xscale("log", base=2)
+    if not vals:
+        return
+    lo, hi = int(math.floor(math.log2(min(vals)))), int(math.ceil(math.log2(max(vals))))
+    step = max(1, math.ceil((hi - lo + 1) / 8))
+    ticks = [2.0**k for k in range(lo, hi + 1, step)]
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"$2^{{{int(round(math.log2(v)))}}}$" if v > 0 else ""))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _log_y(ax) -> None:
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
+
+
+def _legend_below(fig, handles: Sequence, labels: Sequence[str], ncol: Optional[int] = None, y: float = 1.0) -> None:
+    if not handles:
+        return
+    ncol = ncol or min(len(handles), 6)
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, y), ncol=ncol, frameon=False)
+
+
+def _collect(axes_handles: dict[str, Any], ax) -> None:
+    for h, lab in zip(*ax.get_legend_handles_labels()):
+        axes_handles.setdefault(lab, h)
+
+
+def _ordered(labels: Iterable[str]) -> list[str]:
+    pref = list(_STYLES) + list(LADDER_ORDER)
+    rank = {n: i for i, n in enumerate(pref)}
+    return sorted(set(labels), key=lambda s: (rank.get(s.split(" ")[0], len(rank)), s))
+
+
+def _empty_figure(out_dir: Path, stem: str, meta: dict, text: str) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(5, 2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center")
+    return save(fig, out_dir, stem, meta)
+
+
+# -------------------------------------------------------------------------------------------------- accuracy
+def plot_accuracy(csv_path: Path, out_dir: Path) -> list[Path]:
+    rows, meta = read_csv(csv_path)
+    paths = _accuracy_main(rows, meta, out_dir)
+    if any(r.get("emu_equal") in ("true", "false") for r in rows):
+        paths += _accuracy_emulator(rows, meta, out_dir)
+    if any(r["method"].startswith("ladder_") for r in rows):
+        paths += _accuracy_ladder(rows, meta, out_dir)
+    return paths
+
+
+def _acc_series(rows: list[dict], pred) -> dict[tuple[str, str, str], list[tuple[float, float, float]]]:
+    series: dict = defaultdict(list)
+    for r in rows:
+        if not pred(r) or r.get("rel_error", "") == "":
+            continue
+        series[(r["dtype"], r["dist"], r["method"])].append((num(r["n"]), num(r["rel_error"]), num(r.get("rel_bound"))))
+    for v in series.values():
+        v.sort()
+    return series
+
+
+def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> list[Path]:
+    series = _acc_series(rows, pred)
+    if not series:
+        return _empty_figure(out_dir, stem, meta, "no accuracy rows")
+    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in series)]
+    fig, axes = plt.subplots(len(dtypes), len(dists), figsize=(2.9 * len(dists) + 0.6, 2.5 * len(dtypes) + 0.9),
+                             squeeze=False, sharex=True)
+    handles: dict[str, Any] = {}
+    all_n = [p[0] for v in series.values() for p in v]
+    for i, dt in enumerate(dtypes):
+        for j, dist in enumerate(dists):
+            ax = axes[i][j]
+            keys = [k for k in series if k[0] == dt and k[1] == dist]
+            if not keys:
+                ax.axis("off")
+                ax.text(0.5, 0.5, f"{DISTRIBUTIONS[dist]['label']}:\nnot defined for {DTYPE_LABEL.get(dt, dt)}",
+                        ha="center", va="center", transform=ax.transAxes, fontsize=8, color="#666666")
+                continue
+            for k in sorted(keys, key=lambda k: _ordered([k[2]]) and _ordered([x[2] for x in keys]).index(k[2])):
+                pts = series[k]
+                xs = [p[0] for p in pts]
+                ys = [max(p[1], ZERO_FLOOR) for p in pts]
+                ax.plot(xs, ys, **_line_kw(k[2]))
+                if with_bounds:
+                    bs = [(p[0], p[2]) for p in pts if math.isfinite(p[2]) and p[2] > 0]
+                    if bs:
+                        s = style_for(k[2])
+                        ax.plot([b[0] for b in bs], [b[1] for b in bs], color=s["color"], linestyle=(0, (2, 2)),
+                                linewidth=0.9, alpha=0.8)
+            _log_y(ax)
+            _pow2_axis(ax, all_n)
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {DISTRIBUTIONS[dist]['label']}")
+            if j == 0:
+                ax.set_ylabel("relative error |s − exact| / |exact|")
+            if i == len(dtypes) - 1:
+                ax.set_xlabel("N (elements summed)")
+            _collect(handles, ax)
+    labels = _ordered(handles)
+    hs = [handles[lab] for lab in labels]
+    if with_bounds:
+        hs.append(Line2D([], [], color="#444444", linestyle=(0, (2, 2)), linewidth=0.9))
+        labels.append("a-priori bound (dashed, same colour)")
+    fig.suptitle(title, y=1.0 + 0.06 * math.ceil(len(labels) / 6) + 0.02, fontsize=10.5)
+    fig.tight_layout()
+    _legend_below(fig, hs, labels, y=1.0)
+    return save(fig, out_dir, stem, meta)
+
+
+def _accuracy_main(rows, meta, out_dir) -> list[Path]:
+    backend = meta.get("backend", "")
+    where = "measured on the GPU" if backend == "gpu" else f"through the {backend}" if backend else ""
+    title = (f"Relative error of full sums against the exact sum ({where}; fp32 accumulation; "
+             f"errors of 0 drawn at {ZERO_FLOOR:g})")
+    return _accuracy_grid(rows, meta, out_dir, "accuracy", lambda r: not r["method"].startswith("ladder_"), title)
+
+
+def _accuracy_ladder(rows, meta, out_dir) -> list[Path]:
+    title = "Relative error of the CUDA-core ladder rungs (full sums, fp32 accumulation; dashed: a-priori bound)"
+    return _accuracy_grid(rows, meta, out_dir, "accuracy_ladder",
+                          lambda r: r["method"].startswith("ladder_") or r["method"] in ("shuffle", "float64"), title)
+
+
+def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
+    """A matrix: methods x (dtype, distribution), each cell 'equal/compared' GPU vs emulator results."""
+    cells: dict = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r.get("emu_equal") not in ("true", "false"):
+            continue
+        c = cells[(r["method"], r["dtype"], r["dist"])]
+        c[1] += 1
+        c[0] += r["emu_equal"] == "true"
+    methods = _ordered({k[0] for k in cells})
+    cols = [(dt, d) for dt in ("float16", "float32") for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
+    fig, ax = plt.subplots(figsize=(1.0 + 1.05 * len(cols), 0.8 + 0.33 * len(methods)))
+    ax.grid(False)
+    for i, m in enumerate(methods):
+        for j, col in enumerate(cols):
+            c = cells.get((m, *col))
+            if c is None:
+                color, text = "#eeeeee", "–"
+            else:
+                color = "#b7e4b0" if c[0] == c[1] else "#f4a6a6"
+                text = f"{c[0]}/{c[1]}"
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=color, edgecolor="white", linewidth=1.5))
+            ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7.5)
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(methods), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(cols))])
+    ax.set_xticklabels([f"{DTYPE_LABEL.get(dt, dt)}\n{d}" for dt, d in cols], fontsize=7.5)
+    ax.set_yticks([i + 0.5 for i in range(len(methods))])
+    ax.set_yticklabels(methods, fontsize=7.5)
+    ax.tick_params(length=0)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    total = sum(c[1] for c in cells.values())
+    equal = sum(c[0] for c in cells.values())
+    ns = sorted({int(num(r["n"])) for r in rows if r.get("emu_equal") in ("true", "false")})
+    span = f"N = 2^{int(math.log2(ns[0]))}..2^{int(math.log2(ns[-1]))}" if ns else ""
+    ax.set_title(f"GPU result == emulator result, bit for bit: {equal} of {total} sums ({span})\n"
+                 "cell: equal / compared (sizes), green = all equal", fontsize=9)
+    fig.tight_layout()
+    return save(fig, out_dir, "accuracy_emulator", meta)
+
+
+# ------------------------------------------------------------------------------------------------ throughput
+def _ceiling_axis(ax, ceiling: float, log: bool) -> None:
+    if not (ceiling and math.isfinite(ceiling)):
+        return
+    ax.axhline(ceiling, color="#444444", linewidth=0.8, linestyle=(0, (6, 3)))
+    ax.annotate(f"ceiling {ceiling:,.0f} GB/s", xy=(0.01, ceiling), xycoords=("axes fraction", "data"),
+                xytext=(0, 3), textcoords="offset points", fontsize=7, color="#444444")
+    sec = ax.secondary_yaxis("right", functions=(lambda y: y / ceiling, lambda f: f * ceiling))
+    sec.set_ylabel("fraction of ceiling")
+    if log:
+        sec.set_yscale("log")
+
+
+def plot_throughput(csv_path: Path, out_dir: Path) -> list[Path]:
+    rows, meta = read_csv(csv_path)
+    ceiling = num(meta.get("ceiling_gbs"))
+    series: dict = defaultdict(list)
+    for r in rows:
+        if r.get("gbs", "") == "":
+            continue
+        series[(r["dtype"], r["method"])].append((num(r["n"]), num(r["gbs"])))
+    if not series:
+        return _empty_figure(out_dir, "throughput", meta, "no throughput rows")
+    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.0), squeeze=False, sharey=True)
+    handles: dict = {}
+    for j, dt in enumerate(dtypes):
+        ax = axes[0][j]
+        labels = _ordered(k[1] for k in series if k[0] == dt)
+        for lab in labels:
+            pts = sorted(series[(dt, lab)])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], **_line_kw(lab))
+        _log_y(ax)
+        _pow2_axis(ax, [p[0] for v in series.values() for p in v])
+        ax.set_xlabel("N (elements, full sum)")
+        if j == 0:
+            ax.set_ylabel("effective bandwidth (GB/s, bytes read + written)")
+        ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} input, fp32 accumulation")
+        _ceiling_axis(ax, ceiling, log=True)
+        _collect(handles, ax)
+    labs = _ordered(handles)
+    fig.suptitle("Full-sum throughput vs N: each call timed back to back with CUDA events (median); small N is "
+                 "launch-bound", y=1.0 + 0.05 * math.ceil(len(labs) / 6) + 0.03, fontsize=10)
+    fig.tight_layout()
+    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    return save(fig, out_dir, "throughput", meta)
+
+
+# -------------------------------------------------------------------------------------------------- segments
+LAYOUT_TITLE = {"rows": "[M, n] summed over the last axis", "cols": "[n, M] summed over the first axis"}
+
+
+def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
+    rows, meta = read_csv(csv_path)
+    ceiling = num(meta.get("ceiling_gbs"))
+    series: dict = defaultdict(list)
+    for r in rows:
+        if r.get("gbs", "") == "":
+            continue
+        series[(r["dtype"], r["layout"], r["method"])].append((num(r["n"]), num(r["gbs"]), r.get("kind", "")))
+    if not series:
+        return _empty_figure(out_dir, "segments", meta, "no segment rows")
+    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    layouts = [lay for lay in ("rows", "cols") if any(k[1] == lay for k in series)]
+    all_n = [p[0] for v in series.values() for p in v]
+    total = meta.get("total_bytes", "")
+    tb = f"{num(total) / 2**20:.0f} MiB per call" if total else ""
+    paths = []
+    # 1. GB/s per method and competitor (the headline chart)
+    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.3 * len(dtypes) + 0.8),
+                             squeeze=False, sharex=True)
+    handles: dict = {}
+    for i, dt in enumerate(dtypes):
+        for j, lay in enumerate(layouts):
+            ax = axes[i][j]
+            for lab in _ordered(k[2] for k in series if k[0] == dt and k[1] == lay):
+                pts = sorted(series[(dt, lay, lab)])
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], **_line_kw(lab))
+            _pow2_axis(ax, all_n)
+            ax.set_ylim(bottom=0)
+            top = max([p[1] for k, v in series.items() if k[0] == dt for p in v] + [ceiling if ceiling == ceiling else 0])
+            ax.set_ylim(0, top * 1.08)
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {LAYOUT_TITLE.get(lay, lay)}")
+            if j == 0:
+                ax.set_ylabel("GB/s (bytes read + written)")
+            if i == len(dtypes) - 1:
+                ax.set_xlabel("n (segment length: elements per output)")
+            _ceiling_axis(ax, ceiling, log=False)
+            _collect(handles, ax)
+    labs = _ordered(handles)
+    fig.suptitle(f"Segmented sums, total input fixed ({tb}): bandwidth vs segment length",
+                 y=1.0 + 0.045 * math.ceil(len(labs) / 6) + 0.03, fontsize=10.5)
+    fig.tight_layout()
+    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    paths += save(fig, out_dir, "segments", meta)
+
+    # 2. speedup of each tcreduce method over the fastest library call at the same n
+    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.0 * len(dtypes) + 0.8),
+                             squeeze=False, sharex=True)
+    handles = {}
+    for i, dt in enumerate(dtypes):
+        for j, lay in enumerate(layouts):
+            ax = axes[i][j]
+            best: dict[float, float] = {}
+            for k, v in series.items():
+                if k[0] == dt and k[1] == lay and v and v[0][2] == "competitor":
+                    for n, g, _ in v:
+                        best[n] = max(best.get(n, 0.0), g)
+            for k in series:
+                if k[0] != dt or k[1] != lay or series[k][0][2] != "tcreduce" or k[2] == "cub":
+                    continue
+                pts = sorted((n, g / best[n]) for n, g, _ in series[k] if best.get(n))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], **_line_kw(k[2]))
+            ax.axhline(1.0, color="#444444", linewidth=0.8)
+            ax.set_yscale("log", base=2)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+            _pow2_axis(ax, all_n)
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {LAYOUT_TITLE.get(lay, lay)}")
+            if j == 0:
+                ax.set_ylabel("speedup over the fastest library call")
+            if i == len(dtypes) - 1:
+                ax.set_xlabel("n (segment length)")
+            _collect(handles, ax)
+    labs = _ordered(handles)
+    fig.suptitle("tcreduce against the fastest of torch.sum / cupy.sum (CUB on or off) at each segment length",
+                 y=1.0 + 0.045 * math.ceil(max(len(labs), 1) / 6) + 0.03, fontsize=10.5)
+    fig.tight_layout()
+    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    paths += save(fig, out_dir, "segments_speedup", meta)
+    return paths
+
+
+# -------------------------------------------------------------------------------------------------- trade-off
+def pareto(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both axes (higher x = throughput, lower y = error)."""
+    idx = []
+    for i, (x, y) in enumerate(points):
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        dominated = any((x2 >= x and y2 <= y) and (x2 > x or y2 < y) for j, (x2, y2) in enumerate(points)
+                        if j != i and math.isfinite(x2) and math.isfinite(y2))
+        if not dominated:
+            idx.append(i)
+    return sorted(idx, key=lambda i: points[i][0])
+
+
+def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
+    rows, meta = read_csv(csv_path)
+    pts: dict = defaultdict(list)
+    for r in rows:
+        if r.get("gbs", "") == "" or r.get("rel_error_median", "") == "":
+            continue
+        pts[(r["dtype"], r["dist"])].append((num(r["gbs"]), max(num(r["rel_error_median"]), ZERO_FLOOR), r["label"],
+                                             r["method"]))
+    if not pts:
+        return _empty_figure(out_dir, "tradeoff", meta, "no trade-off rows")
+    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in pts)]
+    dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in pts)]
+    fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.4 * len(dtypes), 3.9 * len(dists) + 0.6),
+                             squeeze=False)
+    n_meta = meta.get("n", "")
+    for i, dist in enumerate(dists):
+        for j, dt in enumerate(dtypes):
+            ax = axes[i][j]
+            p = pts.get((dt, dist), [])
+            if not p:
+                ax.axis("off")
+                continue
+            front = pareto([(q[0], q[1]) for q in p])
+            for k, (x, y, lab, method) in enumerate(p):
+                s = style_for(lab)
+                on = k in front
+                ax.scatter([x], [y], s=40 if on else 22, color=s["color"], marker=s["marker"] or "o",
+                           edgecolors="black" if on else "none", linewidths=0.7, zorder=3)
+                ax.annotate(lab, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=6.5,
+                            color="black" if on else "#555555")
+            fx = [p[k][0] for k in front]
+            fy = [p[k][1] for k in front]
+            if len(front) > 1:
+                ax.step(fx, fy, where="post", color="#444444", linewidth=0.9, linestyle="--", zorder=2,
+                        label="Pareto front")
+            ax.set_xscale("log")
+            _log_y(ax)
+            ax.set_xlabel("throughput (GB/s, bytes read)")
+            ax.set_ylabel("relative error (median over seeds)")
+            nn = f", N = 2^{int(round(math.log2(num(n_meta))))}" if n_meta else ""
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {DISTRIBUTIONS[dist]['label']}{nn}")
+    fig.suptitle("Accuracy against throughput on the same inputs: one point per method and setting "
+                 "(outlined: on the Pareto front; lower right is better)", fontsize=10.5)
+    fig.tight_layout()
+    return save(fig, out_dir, "tradeoff", meta)
+
+
+# ----------------------------------------------------------------------------------------------------- ladder
+def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
+    rows, meta = read_csv(csv_path)
+    rungs = [r for r in rows if r.get("kind") == "rung"]
+    if not rungs:
+        return _empty_figure(out_dir, "ladder", meta, "no ladder rows")
+    sizes = []
+    for r in rungs:
+        if r["size_label"] not in sizes:
+            sizes.append(r["size_label"])
+    order = _ordered(r["method"] for r in rungs)
+    refs = [r for r in rows if r.get("kind") in ("library", "tcreduce")]
+    ref_names = []
+    for r in refs:
+        if r["method"] not in ref_names:
+            ref_names.append(r["method"])
+    names = order + ref_names
+    fig, ax = plt.subplots(figsize=(max(7.5, 0.62 * len(names) + 1.5), 4.6))
+    width = 0.8 / max(len(sizes), 1)
+    shades = ["#3b6fb6", "#f0a030", "#5aa05a", "#b05050"]
+    by = {(r["method"], r["size_label"]): r for r in rows if r.get("kind") in ("rung", "library", "tcreduce")}
+    for s_i, size in enumerate(sizes):
+        xs, ys, labels = [], [], []
+        for k, name in enumerate(names):
+            r = by.get((name, size))
+            if r is None or r.get("frac_ceiling", "") == "":
+                continue
+            xs.append(k + (s_i - (len(sizes) - 1) / 2) * width)
+            ys.append(100 * num(r["frac_ceiling"]))
+            labels.append(num(r["gbs"]))
+        bars = ax.bar(xs, ys, width=width * 0.95, color=shades[s_i % len(shades)],
+                      label=f"N = {size} fp32", zorder=3)
+        for b, g in zip(bars, labels):
+            ax.annotate(f"{g:,.0f}", (b.get_x() + b.get_width() / 2, b.get_height()), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=5.5, rotation=90)
+    # the seed's claims (percent of the H100's 3.35 TB/s datasheet peak, N = 1e8)
+    claim_x, claim_y = [], []
+    for k, name in enumerate(names):
+        rs = [r for r in rows if r["method"] == name and r.get("seed_claim_pct", "") != ""]
+        if rs:
+            claim_x.append(k)
+            claim_y.append(num(rs[0]["seed_claim_pct"]))
+    if claim_x:
+        ax.scatter(claim_x, claim_y, marker="D", s=22, facecolors="white", edgecolors="black", zorder=4,
+                   label="seed 003's claim (% of H100 peak)")
+    ax.axhline(100, color="#444444", linewidth=0.8, linestyle=(0, (6, 3)))
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([n.replace("ladder_", "") for n in names], rotation=35, ha="right", fontsize=7.5)
+    if ref_names:
+        ax.axvline(len(order) - 0.5, color="#999999", linewidth=0.8)
+        ax.text(len(order) - 0.4, 104, "references", fontsize=7, color="#666666", va="bottom")
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("% of the measured ceiling (bar labels: GB/s)")
+    ceil_txt = ", ".join(f"N = {s}: {num(next((r['ceiling_gbs'] for r in rows if r['size_label'] == s), 'nan')):,.0f}"
+                         f" GB/s" for s in sizes)
+    ax.set_title("The seeds' reduction ladder, one bar per rung (full fp32 sums)\nceiling = max(plain read kernel, "
+                 f"device copy) at the same N: {ceil_txt}", fontsize=9.5)
+    ax.legend(loc="upper left", frameon=False, fontsize=7.5)
+    ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return save(fig, out_dir, "ladder", meta)
+
+
+PLOTTERS = {
+    "accuracy": plot_accuracy,
+    "throughput": plot_throughput,
+    "segments": plot_segments,
+    "tradeoff": plot_tradeoff,
+    "ladder": plot_ladder,
+}

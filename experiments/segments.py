@@ -1,0 +1,124 @@
+"""Segment-size sweep (the paper's headline chart): shapes [M, n] summed over the last axis and [n, M] summed over
+the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16 and fp32, every tcreduce
+sum method (not the ladder rungs: full sums only) beside ``torch.sum`` and ``cupy.sum`` with CUB on and off, all
+accumulating in fp32 into an fp32 output.
+
+One random pool per dtype (uniform [-0.25, 0.75)) is reshaped for every n, so every method reads the same bytes; the
+pool exceeds the L2 cache many times, so no rotation is needed. GB/s counts the input read once plus the fp32 outputs
+written once (at n = 16 fp16 the outputs add 12.5 %). The bandwidth ceiling (read kernel, device copy) is measured
+at the same total size in the same run.
+
+Needs a GPU. Outputs: segments.csv, segments.json, segments.png/.pdf (GB/s vs n), segments_speedup.png/.pdf
+(each tcreduce method over the fastest library call).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from . import common
+from .common import Context, TimingConfig
+
+NAME = "segments"
+NEEDS_GPU = True
+SUMMARY = "GB/s per method and competitor for [M, n] (last axis) and [n, M] (first axis), n = 16..2^20"
+WHY_GPU = "it times kernels on a GPU with CUDA events"
+
+COLUMNS = ["dtype", "layout", "shape", "axis", "n", "m", "method", "kind", "time_us", "p10_us", "p90_us", "reps",
+           "batch", "bytes", "gbs", "frac_ceiling", "note"]
+DTYPES = ("float16", "float32")
+LAYOUTS = ("rows", "cols")
+
+
+def config(ctx: Context) -> dict[str, Any]:
+    if ctx.mode == "tiny":
+        seg = [16, 256]
+        total = 2**22
+    elif ctx.quick:
+        seg = [16, 256, 4096, 65536]
+        total = 2**27
+    else:
+        seg = [2**k for k in range(4, 21)]
+        total = 2**29
+    tcfg = TimingConfig.for_mode(ctx.mode)
+    if ctx.mode == "full":
+        tcfg = TimingConfig(target_s=0.05)
+    return {"segment_lengths": seg, "total_bytes": total, "layouts": {"rows": "[M, n], axis=-1",
+                                                                       "cols": "[n, M], axis=0"},
+            "input": "uniform [-0.25, 0.75), one pool per dtype reshaped", "timing": tcfg.__dict__}
+
+
+def run(ctx: Context) -> list[Path]:
+    cfg = config(ctx)
+    tcfg = TimingConfig(**cfg["timing"])
+    total = cfg["total_bytes"]
+    ceiling = common.measure_ceiling(total, TimingConfig.for_mode(ctx.mode))
+    ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
+             f"({total / 2**20:.0f} MiB)")
+    comps_probe = common.competitors(-1)
+    if not any(c.label == "torch.sum" for c in comps_probe):
+        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+    methods = {dt: [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx)] for dt in DTYPES}
+    n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in DTYPES)
+    bar = ctx.bar(n_total, NAME)
+    rows: list[dict] = []
+    for dt in DTYPES:
+        itemsize = 2 if dt == "float16" else 4
+        elems = total // itemsize
+        pool = common.random_pool(dt, elems, seed=common.case_seed(NAME, dt), low=-0.25, high=0.75)
+        for n in cfg["segment_lengths"]:
+            m_out = elems // n
+            for layout in LAYOUTS:
+                if layout == "rows":
+                    x = pool[: m_out * n].reshape(m_out, n)
+                    axis = -1
+                else:
+                    x = pool[: m_out * n].reshape(n, m_out)
+                    axis = 0
+                base = dict(dtype=dt, layout=layout, shape=f"{x.shape[0]}x{x.shape[1]}", axis=axis, n=n, m=m_out,
+                            bytes=m_out * n * itemsize + m_out * 4)
+                entries: list[tuple[str, str, Any, list]] = [(m, "tcreduce", _tc_call(m, axis), [x])
+                                                             for m in methods[dt]]
+                for c in common.competitors(axis):
+                    entries.append((c.label, "competitor", c, [c.wrap(x)]))
+                for label, kind, call, inputs in entries:
+                    row = dict(base, method=label, kind=kind)
+                    try:
+                        if kind == "competitor":
+                            with call.context(), common.torch_stream_guard():
+                                t = common.time_gpu(call.call, inputs, tcfg)
+                        else:
+                            t = common.time_gpu(call, inputs, tcfg)
+                        row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6,
+                                   reps=t.reps, batch=t.batch)
+                        row["gbs"] = row["bytes"] / t.median_s / 1e9
+                        row["frac_ceiling"] = row["gbs"] / ceiling.gbs
+                    except Exception as e:
+                        row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                        ctx.error(f"segments {label} {dt} {layout} n={n}: {row['note'][7:]}")
+                    rows.append(row)
+                    bar.update(1, f"{common.dtype_label(dt)} {layout} n=2^{int(math.log2(n))} {label}")
+                del x, entries
+        del pool
+        common.free_gpu_memory()
+    bar.close()
+    meta = common.metadata(NAME, ctx, cfg, {"ceiling": ceiling.as_dict(), "notes": list(ctx.notes),
+                                            "csv_header": {"ceiling_gbs": ceiling.gbs,
+                                                           "read_kernel_gbs": ceiling.read_gbs,
+                                                           "copy_gbs": ceiling.copy_gbs, "total_bytes": total}})
+    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    from . import plotting
+
+    return paths + plotting.plot_segments(ctx.out / f"{NAME}.csv", ctx.out)
+
+
+def _tc_call(method: str, axis: int):
+    import tcreduce
+
+    def call(x):
+        return tcreduce.sum(x, axis=axis, method=method)
+
+    return call

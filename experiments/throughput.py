@@ -1,0 +1,140 @@
+"""Throughput study: GB/s and fraction of the measured bandwidth ceiling versus N for full sums, fp16 and fp32,
+every tcreduce sum method (the ladder rungs have their own study) beside ``torch.sum`` and ``cupy.sum`` with CUB on and
+off, all accumulating in fp32, and the plain read kernel at the same N.
+
+N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). Inputs are uniform random in
+[-0.25, 0.75) from one pool per dtype; small N rotate among views of the pool so that the bytes touched exceed twice
+the L2 cache (up to 1024 views, so N below about 2^15 fp16 stays partly L2-resident, and is launch-bound anyway).
+Each call is timed back to back (:func:`experiments.common.time_gpu`): for small N the number is the per-call cost
+of a stream of calls, host dispatch included. A method whose call takes longer than 50 ms (10 ms with --quick) is not
+timed at larger N (the CSV says so). Bytes: the input once plus the 4-byte output.
+
+Needs a GPU. Outputs: throughput.csv, throughput.json, throughput.png/.pdf.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from . import common
+from .common import Context, TimingConfig
+
+NAME = "throughput"
+NEEDS_GPU = True
+SUMMARY = "GB/s and fraction of the measured ceiling vs N, full sums, every method beside torch.sum and cupy.sum"
+WHY_GPU = "it times kernels on a GPU with CUDA events"
+
+COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "buffers",
+           "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "note"]
+DTYPES = ("float16", "float32")
+
+
+def config(ctx: Context) -> dict[str, Any]:
+    if ctx.mode == "tiny":
+        sizes = [2**12, 2**16]
+    elif ctx.quick:
+        sizes = [2**k for k in (12, 16, 20, 24, 28)]
+    else:
+        sizes = [2**k for k in range(10, 31)]
+    return {
+        "sizes": sizes,
+        "ceiling_bytes": 2**28 if ctx.quick or ctx.mode == "tiny" else 2**30,
+        "slow_cutoff_s": 0.01 if ctx.quick else 0.05,
+        "input": "uniform [-0.25, 0.75), one pool per dtype, 256-byte aligned views",
+        "timing": TimingConfig.for_mode(ctx.mode).__dict__,
+    }
+
+
+def run(ctx: Context) -> list[Path]:
+    import cupy
+
+    cfg = config(ctx)
+    tcfg = TimingConfig.for_mode(ctx.mode)
+    ceiling = common.measure_ceiling(cfg["ceiling_bytes"], tcfg)
+    ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
+             f"({ceiling.bytes / 2**20:.0f} MiB)")
+    comps = common.competitors(None)
+    if not any(c.label == "torch.sum" for c in comps):
+        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+    rows: list[dict] = []
+    l2 = common.l2_bytes()
+    plan = []
+    for dt in DTYPES:
+        methods = [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx)]
+        plan.append((dt, methods))
+    total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)
+    bar = ctx.bar(total, NAME)
+    for dt, methods in plan:
+        itemsize = 2 if dt == "float16" else 4
+        pool_n = max(max(cfg["sizes"]), (4 * l2) // itemsize)
+        pool = common.random_pool(dt, pool_n, seed=common.case_seed(NAME, dt), low=-0.25, high=0.75)
+        dropped: dict[str, int] = {}
+        for n in cfg["sizes"]:
+            views = common.rotating_views(pool, n)
+            ws = len(views) * n * itemsize
+            base = dict(dtype=dt, n=n, buffers=len(views), working_set_mib=ws / 2**20, l2_resident=ws < 2 * l2,
+                        bytes=n * itemsize + 4)
+            entries: list[tuple[str, str, Any, list]] = []
+            for m in methods:
+                entries.append((m, "tcreduce", _tc_call(m), views))
+            for c in comps:
+                entries.append((c.label, "competitor", c, [c.wrap(v) for v in views]))
+            entries.append(("read kernel", "ceiling", None, views))
+            for label, kind, call, inputs in entries:
+                row = dict(base, method=label, kind=kind)
+                if label in dropped:
+                    row["note"] = f"not timed: slower than {cfg['slow_cutoff_s'] * 1e3:.0f} ms per call at n={dropped[label]}"
+                    rows.append(row)
+                    bar.update(1)
+                    continue
+                try:
+                    if kind == "ceiling":
+                        t, _ = common.time_read_kernel(inputs, tcfg, ceiling.read_config)
+                        row["bytes"] = (n * itemsize) // 16 * 16
+                    elif kind == "competitor":
+                        with call.context(), common.torch_stream_guard():
+                            t = common.time_gpu(call.call, inputs, tcfg)
+                    else:
+                        t = common.time_gpu(call, inputs, tcfg)
+                    _fill(row, t, ceiling.gbs)
+                    if t.median_s > cfg["slow_cutoff_s"]:
+                        dropped[label] = n
+                except Exception as e:
+                    row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
+                rows.append(row)
+                bar.update(1, f"{common.dtype_label(dt)} 2^{int(math.log2(n))} {label}")
+            del views, entries
+        del pool
+        common.free_gpu_memory()
+    bar.close()
+    cupy.cuda.Device().synchronize()
+    return write(ctx, rows, cfg, ceiling.as_dict())
+
+
+def _tc_call(method: str):
+    import tcreduce
+
+    def call(x):
+        return tcreduce.sum(x, method=method)
+
+    return call
+
+
+def _fill(row: dict, t: common.Timing, ceiling_gbs: float) -> None:
+    row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps, batch=t.batch)
+    row["gbs"] = row["bytes"] / t.median_s / 1e9
+    row["frac_ceiling"] = row["gbs"] / ceiling_gbs if ceiling_gbs else None
+
+
+def write(ctx: Context, rows: list[dict], cfg: dict, ceiling: dict) -> list[Path]:
+    meta = common.metadata(NAME, ctx, cfg, {"ceiling": ceiling, "notes": list(ctx.notes),
+                                            "csv_header": {k: ceiling[k] for k in ("ceiling_gbs", "read_kernel_gbs",
+                                                                                   "copy_gbs", "ceiling_bytes")}})
+    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    from . import plotting
+
+    return paths + plotting.plot_throughput(ctx.out / f"{NAME}.csv", ctx.out)

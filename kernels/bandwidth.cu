@@ -1,0 +1,42 @@
+// bandwidth.cu: the plain read kernel behind the experiments' measured bandwidth ceiling. Not a reduction method:
+// experiments/common.py loads it through tcreduce._compile.get_function and times it beside every study, so that
+// "fraction of the ceiling" means the fraction of what a kernel that only reads the same bytes achieves on the same
+// GPU in the same run (METHOD: measure the ceiling, don't take the datasheet's).
+//
+// read16<UNROLL, STREAM>(x, n16, sink): a grid-stride loop over n16 16-byte words (uint4), UNROLL independent 16-byte
+// loads in flight per thread (STREAM: ld.global.cs, evict-first; else plain loads the compiler may schedule freely),
+// folded with XOR (no floating point, so no arithmetic limit). Every loaded word reaches a value
+// that decides a store, so the compiler cannot drop a load; the store itself happens only if a thread's XOR equals a
+// magic constant, i.e. practically never, so the kernel moves only the bytes it reads. The caller passes a 16-byte
+// aligned pointer and ignores any tail of fewer than 16 bytes.
+
+namespace tcr_bw {
+
+typedef long long i64;
+
+template <bool STREAM>
+__device__ __forceinline__ uint4 load16(const uint4* p) {
+    if (STREAM) return __ldcs(p);
+    return *p;
+}
+
+template <int UNROLL, bool STREAM>
+__global__ void __launch_bounds__(256) read16(const uint4* __restrict__ x, i64 n16, unsigned* sink) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0u;
+    for (; i + (UNROLL - 1) * stride < n16; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = load16<STREAM>(x + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n16; i += stride) {
+        const uint4 v = load16<STREAM>(x + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9E3779B9u) sink[0] = acc;
+}
+
+}  // namespace tcr_bw

@@ -1,0 +1,450 @@
+// shuffle.cu: method "shuffle", the modern CUDA-core baseline (fp16 and fp32 input, fp32 accumulation).
+//
+// Seeds: 003 v4-v6 (16-byte vector loads, __shfl_xor_sync warp reduction, one shared-memory hop per block), 001/004
+// reduce7 (many elements per thread, warp shuffle), CUB-like two-level combination made deterministic and single-pass
+// with the last-block-done pattern (cuda-samples threadFenceReduction) instead of v6's float atomics.
+//
+// Common to every kernel here:
+//   - VEC = 16 / sizeof(T) elements (8 halves or 4 floats) form a "chunk"; a chunk is read with one 16-byte load when
+//     the plan says the addresses allow it (ALIGNED) and the chunk is whole, else with VEC masked scalar loads. The
+//     order of additions never depends on how a chunk was loaded.
+//   - Every addition is a round-to-nearest fp32 add (no FMA contraction: there are no products; no fast-math).
+//     Elements are converted to fp32 exactly (__half2float). An accumulator starts at +0.0f and the elements of a
+//     chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
+//     an accumulator that started at +0.0f, so "skipped" and "added as +0.0f" are the same bits.
+//   - UNROLL only decides how many chunks are in flight per thread; it never changes the order of additions.
+//   - The canonical folds (tcr::warp_fold, tcr::block_fold, serial partials) are documented in common.cuh.
+//   - 64-bit indexing everywhere. Deterministic: no float atomics; the last block combines partials in a fixed order
+//     and resets its counter to zero.
+//   - The result (fp32) is rounded once to OutT (float, __half, double) by tcr::from_float.
+#include "common.cuh"
+
+using tcr::i64;
+
+namespace shuffle_detail {
+
+template <typename T>
+struct Vec {
+    static constexpr int N = 16 / (int)sizeof(T);
+};
+
+__device__ __forceinline__ unsigned load_bits(const float* p) { return __float_as_uint(__ldg(p)); }
+__device__ __forceinline__ unsigned load_bits(const __half* p) {
+    return (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p));
+}
+
+__device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
+
+// The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1.
+template <typename T, bool VECTOR>
+__device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid) {
+    constexpr int N = Vec<T>::N;
+    if (VECTOR && valid >= N) return __ldg(reinterpret_cast<const uint4*>(p));
+    unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+        if (e < valid) {
+            if constexpr (sizeof(T) == 4) {
+                w[e] = load_bits(p + e);
+            } else {
+                w[e >> 1] |= load_bits(p + e) << (16 * (e & 1));
+            }
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ float lo_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
+__device__ __forceinline__ float hi_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+
+// acc += element 0, then element 1, ..., element VEC-1 of the chunk (increasing address order).
+template <typename T>
+__device__ __forceinline__ void add_chunk(float& acc, const uint4& v) {
+    if constexpr (sizeof(T) == 4) {
+        acc += __uint_as_float(v.x);
+        acc += __uint_as_float(v.y);
+        acc += __uint_as_float(v.z);
+        acc += __uint_as_float(v.w);
+    } else {
+        acc += lo_half(v.x); acc += hi_half(v.x);
+        acc += lo_half(v.y); acc += hi_half(v.y);
+        acc += lo_half(v.z); acc += hi_half(v.z);
+        acc += lo_half(v.w); acc += hi_half(v.w);
+    }
+}
+
+// acc[e] += element e of the chunk, for e = 0..VEC-1 (one accumulator per column).
+template <typename T>
+__device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v) {
+    if constexpr (sizeof(T) == 4) {
+        acc[0] += __uint_as_float(v.x);
+        acc[1] += __uint_as_float(v.y);
+        acc[2] += __uint_as_float(v.z);
+        acc[3] += __uint_as_float(v.w);
+    } else {
+        acc[0] += lo_half(v.x); acc[1] += hi_half(v.x);
+        acc[2] += lo_half(v.y); acc[3] += hi_half(v.y);
+        acc[4] += lo_half(v.z); acc[5] += hi_half(v.z);
+        acc[6] += lo_half(v.w); acc[7] += hi_half(v.w);
+    }
+}
+
+// Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte
+// aligned, scalar stores otherwise. Rounding to OutT is the same either way.
+template <typename OutT, int N>
+__device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&v)[N], i64 valid) {
+    constexpr int BYTES = N * (int)sizeof(OutT);
+    const bool vec_ok = valid >= N && BYTES % 16 == 0 && (((unsigned long long)dst) & 15ull) == 0ull;
+    if (vec_ok) {
+        if constexpr (BYTES % 16 == 0) {
+            if constexpr (sizeof(OutT) == 4) {
+#pragma unroll
+                for (int q = 0; q < N / 4; ++q)
+                    reinterpret_cast<float4*>(dst)[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+            } else if constexpr (sizeof(OutT) == 8) {
+#pragma unroll
+                for (int q = 0; q < N / 2; ++q)
+                    reinterpret_cast<double2*>(dst)[q] = make_double2((double)v[2 * q], (double)v[2 * q + 1]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < N / 8; ++q) {
+                    unsigned w[4];
+#pragma unroll
+                    for (int h = 0; h < 4; ++h)
+                        w[h] = tcr::pack_half2(__float2half_rn(v[8 * q + 2 * h]), __float2half_rn(v[8 * q + 2 * h + 1]));
+                    reinterpret_cast<uint4*>(dst)[q] = make_uint4(w[0], w[1], w[2], w[3]);
+                }
+            }
+            return;
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+        if (e < valid) dst[e] = tcr::from_float<OutT>(v[e]);
+}
+
+}  // namespace shuffle_detail
+
+using namespace shuffle_detail;
+
+// =====================================================================================================================
+// shuffle_flat<T, OutT, BLOCK, UNROLL, ALIGNED>: full sum of n contiguous elements x[0..n).
+//
+// Variant: seed 003 v5 (vector loads, warp shuffle, one smem hop) made single-pass and deterministic (v6 without its
+// float atomic: last-block-done), with reduce7's grid-stride "many elements per thread".
+//
+// Order of additions (Tg = gridDim.x * BLOCK threads, thread g = blockIdx.x * BLOCK + threadIdx.x):
+//   head = 0 if ALIGNED, else min(n, ((16 - (address of x) % 16) % 16) / sizeof(T)) elements before the first
+//   16-byte boundary; nv = (n - head) / VEC whole chunks start at x + head (chunk v = x[head + v*VEC ..]); the tail
+//   is x[head + nv*VEC .. n).
+//   Per thread: acc = +0.0f. Thread 0 of block 0 first adds the head x[0], ..., x[head-1], then the tail
+//   x[head + nv*VEC], ..., x[n-1], one at a time in increasing order. Then every thread adds its chunks
+//   v = g, g + Tg, g + 2*Tg, ... (v < nv) in increasing v, each chunk's VEC elements in increasing order, into the
+//   same acc (UNROLL chunks of one thread are loaded together: v = it*Tg*UNROLL + u*Tg + g, u = 0..UNROLL-1).
+//   Per block: tcr::block_fold<BLOCK>(acc) (warp_fold in each warp, lane 0 of warp w -> smem[w], warp 0 folds
+//   smem[0..32) with 0.0f past the last warp).
+//   Across blocks: if gridDim.x == 1 the block's value is the result. Else block b writes ws[b]; the last block to
+//   arrive (counters[0]) computes tcr::combine_partials<BLOCK>(ws, gridDim.x): thread i adds ws[i], ws[i + BLOCK],
+//   ... to +0.0f in increasing index, then block_fold. That value is the result.
+//   out[0] = from_float<OutT>(result).
+// Workspace: gridDim.x floats when gridDim.x > 1; counters: 1.
+// =====================================================================================================================
+template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out,
+                                                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+    static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
+    constexpr int N = Vec<T>::N;
+    __shared__ float smem[32];
+
+    i64 head = 0;
+    if constexpr (!ALIGNED) {
+        head = (i64)(((16u - (unsigned)(((unsigned long long)x) & 15ull)) & 15u) / (unsigned)sizeof(T));
+        if (head > n) head = n;
+    }
+    const i64 nv = (n - head) / N;
+    const uint4* __restrict__ xv = reinterpret_cast<const uint4*>(x + head);
+    const i64 threads = (i64)gridDim.x * BLOCK;
+    const i64 g = (i64)blockIdx.x * BLOCK + threadIdx.x;
+
+    float acc = 0.0f;
+    if (g == 0) {
+        for (i64 e = 0; e < head; ++e) acc += tcr::to_float(x[e]);
+        for (i64 e = head + nv * N; e < n; ++e) acc += tcr::to_float(x[e]);
+    }
+    const i64 step = threads * UNROLL;
+    i64 base = 0;
+    for (; base + step <= nv; base += step) {  // whole rounds: every thread has UNROLL chunks
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(xv + base + u * threads + g);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+    }
+    {  // the last partial round (chunks past nv are absent)
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 i = base + u * threads + g;
+            v[u] = i < nv ? __ldg(xv + i) : zero4();
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+    }
+
+    float s = tcr::block_fold<BLOCK>(acc, smem);
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
+        return;
+    }
+    if (threadIdx.x == 0) ws[blockIdx.x] = s;
+    if (tcr::arrive_last(counters, gridDim.x)) {
+        s = tcr::combine_partials<BLOCK>(ws, (i64)gridDim.x, 1, smem);
+        if (threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
+    }
+}
+
+// =====================================================================================================================
+// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED>: m rows of k elements, row i at x + i*ld; out[i] = sum of row i.
+//
+// Variant: seed 003 v5 / reduce7 per row: a row is a segment reduced by a group of G lanes (segmented
+// __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory) or by a whole block (G == BLOCK: long rows,
+// block_fold, optionally split over `splits` blocks combined by the row's last block).
+// ALIGNED: x and ld * sizeof(T) are multiples of 16 bytes (whole chunks use 16-byte loads); otherwise scalar loads.
+// Chunk c of a row is its elements [c*VEC, min(k, c*VEC + VEC)); chunks = ceil(k / VEC).
+//
+// Order of additions, G <= 32 (splits must be 1):
+//   Row i is owned by the group of G consecutive lanes; lane l (0 <= l < G) of the group: acc = +0.0f, then adds the
+//   chunks c = l, l + G, l + 2G, ... (c < chunks) in increasing c, each chunk's elements in increasing order.
+//   Then the group folds with __shfl_xor_sync over offsets G/2, G/4, ..., 1: v[l] = v[l] + v[l ^ off] (the G values
+//   folded in halves: v[:G/2] + v[G/2:], then [:G/4] + [G/4:], ...). out[i] = from_float<OutT>(v[0]).
+//   (Which block and which UNROLL slot handle row i: rows are dealt in tiles of UNROLL * BLOCK/G rows, grid-strided
+//   over blocks; row = tile*UNROLL*(BLOCK/G) + u*(BLOCK/G) + threadIdx.x/G. This does not affect the order.)
+// Order of additions, G == BLOCK (split s = 0..splits-1 of row i is handled by one block):
+//   Thread t of split s, with q = s*BLOCK + t and Q = splits*BLOCK: acc = +0.0f, then adds the chunks
+//   c = q, q + Q, q + 2Q, ... (c < chunks) in increasing c, each chunk's elements in increasing order.
+//   Then tcr::block_fold<BLOCK> over the BLOCK threads. If splits == 1 that is the row's sum. Else the split's value
+//   goes to ws[i*splits + s] and the last of the row's blocks to arrive (counters[i]) computes
+//   tcr::combine_partials<BLOCK>(ws + i*splits, splits): thread t adds ws[i*splits + t], ws[i*splits + t + BLOCK],
+//   ... to +0.0f in increasing index, then block_fold; that is the row's sum. out[i] = from_float<OutT>(sum).
+//   (Work items (i, s) = (item / splits, item % splits) are grid-strided over blocks.)
+// Workspace: m * splits floats and m counters when splits > 1, none otherwise.
+// =====================================================================================================================
+template <typename T, typename OutT, int BLOCK, int UNROLL, int G, bool ALIGNED, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld,
+                                                      OutT* __restrict__ out, float* __restrict__ ws,
+                                                      unsigned* __restrict__ counters, i64 splits) {
+    static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
+    static_assert(G == BLOCK || (G >= 1 && G <= 32 && (G & (G - 1)) == 0), "G: a power of two <= 32, or BLOCK");
+    constexpr int N = Vec<T>::N;
+    const i64 chunks = (k + N - 1) / N;
+
+    if constexpr (G <= 32) {
+        constexpr int RPB = BLOCK / G;                // rows per block per UNROLL slot
+        constexpr i64 TILE = (i64)UNROLL * RPB;       // rows per block per round
+        const int l = threadIdx.x & (G - 1);
+        const i64 rib = threadIdx.x / G;
+        for (i64 tile = blockIdx.x; tile * TILE < m; tile += gridDim.x) {  // block-uniform: shuffles see all lanes
+            float acc[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
+            const i64 row0 = tile * TILE + rib;
+            for (i64 c = l; c < chunks; c += G) {
+                const i64 valid = k - c * N < N ? k - c * N : (i64)N;
+                const T* __restrict__ p = x + c * N;
+                uint4 v[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 row = row0 + (i64)u * RPB;
+                    v[u] = row < m ? load_chunk<T, ALIGNED>(p + row * ld, valid) : zero4();
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc[u], v[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                float s = acc[u];
+#pragma unroll
+                for (int off = G / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+                const i64 row = row0 + (i64)u * RPB;
+                if (l == 0 && row < m) out[row] = tcr::from_float<OutT>(s);
+            }
+        }
+    } else {
+        __shared__ float smem[32];
+        const i64 items = m * splits;
+        const i64 Q = splits * BLOCK;
+        for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+            const i64 row = item / splits;
+            const i64 s = item - row * splits;
+            const T* __restrict__ rp = x + row * ld;
+            float acc = 0.0f;
+            i64 c = s * BLOCK + threadIdx.x;
+            for (; c + (UNROLL - 1) * Q < chunks; c += UNROLL * Q) {
+                uint4 v[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 cc = c + u * Q;
+                    v[u] = load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N);
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+            }
+            for (; c < chunks; c += Q) add_chunk<T>(acc, load_chunk<T, ALIGNED>(rp + c * N, k - c * N));
+
+            float r = tcr::block_fold<BLOCK>(acc, smem);
+            if (splits == 1) {
+                if (threadIdx.x == 0) out[row] = tcr::from_float<OutT>(r);
+            } else {
+                if (threadIdx.x == 0) ws[row * splits + s] = r;
+                if (tcr::arrive_last(counters + row, (unsigned)splits)) {
+                    r = tcr::combine_partials<BLOCK>(ws + row * splits, splits, 1, smem);
+                    if (threadIdx.x == 0) out[row] = tcr::from_float<OutT>(r);
+                }
+            }
+        }
+    }
+}
+
+// =====================================================================================================================
+// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED>: element (i, j, l) at x + i*sa + j*sr + l (i < a, j < r, l < b);
+// out[i*b + l] = sum over j.
+//
+// Variant: seed 003 v4/v5 turned sideways: each thread owns VEC consecutive columns (one chunk, VEC fp32
+// accumulators) and walks j; j is split over threads of a block (warp shuffle + one smem hop) and, when there are
+// too few columns to fill the GPU, over `splits` blocks (combined by the last block of the column strip).
+// ALIGNED: x, sa * sizeof(T) (when a > 1) and sr * sizeof(T) are multiples of 16 bytes; otherwise scalar loads.
+//
+// Layout: a row i has cvecs = ceil(b / VEC) column chunks; chunk cv = i*cvecs + c (0 <= cv < a*cvecs) holds columns
+// l = c*VEC + e, e < VEC, l < b. A strip is CT consecutive chunks (strip*CT .. strip*CT + CT - 1). Thread t of a block
+// has ct = t % CT (its chunk in the strip) and jt = t / CT (its j lane, JT = BLOCK / CT lanes); a work item is
+// (strip, s) = (item / splits, item % splits), grid-strided over blocks.
+//
+// Order of additions, for column l = c*VEC + e of chunk cv = strip*CT + ct, and split s:
+//   1. Thread (jt, ct): acc[e] = +0.0f, then acc[e] += x[i, j, l] for j = s*JT + jt, then + splits*JT, then
+//      + 2*splits*JT, ... (j < r), in increasing j.
+//   2. If CT < 32 (a warp holds 32/CT j lanes of each chunk): __shfl_xor_sync over offsets 16, 8, ..., CT:
+//      v = v + v[lane ^ off], i.e. the warp's 32/CT j lanes (jt = 32w/CT + 0 .. 32/CT - 1) folded in halves.
+//   3. Let the block's j groups be: the warps (CT < 32, NJ = BLOCK/32 groups, group w = warp w's folded value) or
+//      the j lanes (CT >= 32, NJ = BLOCK/CT groups, group jt = thread (jt, ct)'s value). If NJ > 1 the groups'
+//      values go through shared memory and the block's value is red[0] + red[1] + ... + red[NJ-1], added left to
+//      right starting from red[0] (no +0.0f). If NJ == 1 (CT == BLOCK) the block's value is the thread's acc[e].
+//   4. If splits == 1 the block's value is the column sum. Else split s writes it to
+//      ws[(strip*CT*VEC + e*CT + ct)*splits + s], and the strip's last block to arrive (counters[strip]) combines
+//      each column with one warp: lane L adds ws[.. + L], ws[.. + L + 32], ... (split indices L, L+32, ...) to
+//      +0.0f in increasing split index, then tcr::warp_fold (offsets 16, 8, 4, 2, 1); that is the column sum.
+//   out[i*b + l] = from_float<OutT>(column sum).
+// Workspace: strips * CT * VEC * splits floats and `strips` counters when splits > 1, none otherwise.
+// =====================================================================================================================
+template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
+                                                      OutT* __restrict__ out, float* __restrict__ ws,
+                                                      unsigned* __restrict__ counters, i64 splits) {
+    static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
+    static_assert(CT >= 1 && CT <= BLOCK && (CT & (CT - 1)) == 0, "CT: a power of two <= BLOCK");
+    constexpr int N = Vec<T>::N;
+    constexpr int JT = BLOCK / CT;
+    constexpr int GW = CT < 32 ? 32 : CT;  // threads per j group after step 2
+    constexpr int NJ = BLOCK / GW;         // j groups per block
+    constexpr int NCOL = CT * N;           // columns per strip
+    constexpr int WARPS = BLOCK / 32;
+    __shared__ float red[NJ > 1 ? NJ * NCOL : 1];
+
+    const int ct = threadIdx.x % CT;
+    const int jt = threadIdx.x / CT;
+    const int lane = threadIdx.x & 31;
+    const i64 cvecs = (b + N - 1) / N;
+    const i64 ncv = a * cvecs;
+    const i64 strips = (ncv + CT - 1) / CT;
+    const i64 items = strips * splits;
+    const i64 QJ = splits * JT;
+
+    for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+        const i64 strip = item / splits;
+        const i64 s = item - strip * splits;
+
+        // ---- 1. walk j for this thread's chunk
+        const i64 cv = strip * CT + ct;
+        i64 i = 0, c = 0, valid = 0, rr = 0;
+        if (cv < ncv) {
+            i = cv / cvecs;
+            c = cv - i * cvecs;
+            valid = b - c * N < N ? b - c * N : (i64)N;
+            rr = r;
+        }
+        const T* __restrict__ p = x + i * sa + c * N;
+        float acc[N];
+#pragma unroll
+        for (int e = 0; e < N; ++e) acc[e] = 0.0f;
+        i64 j = s * JT + jt;
+        const T* __restrict__ q = p + j * sr;
+        const i64 step = QJ * sr;  // elements between this thread's consecutive j
+        for (; j + (UNROLL - 1) * QJ < rr; j += UNROLL * QJ, q += UNROLL * step) {
+            uint4 v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, ALIGNED>(q + u * step, valid);
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
+        }
+        for (; j < rr; j += QJ, q += step) add_cols<T>(acc, load_chunk<T, ALIGNED>(q, valid));
+
+        // ---- 2. fold the j lanes within a warp
+        if constexpr (CT < 32) {
+#pragma unroll
+            for (int e = 0; e < N; ++e) {
+#pragma unroll
+                for (int off = 16; off >= CT; off >>= 1) acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], off);
+            }
+        }
+
+        // ---- 3 + 4. combine the block's j groups, then the splits
+        if constexpr (NJ > 1) {
+            __syncthreads();  // red[] is reused across work items
+            if (CT >= 32 || lane < CT) {
+                const int jg = threadIdx.x / GW;
+#pragma unroll
+                for (int e = 0; e < N; ++e) red[(jg * N + e) * CT + ct] = acc[e];
+            }
+            __syncthreads();
+            for (int col = threadIdx.x; col < NCOL; col += BLOCK) {
+                float v = red[col];
+#pragma unroll
+                for (int gi = 1; gi < NJ; ++gi) v += red[gi * NCOL + col];
+                const int e = col / CT, cc = col % CT;
+                const i64 cv2 = strip * CT + cc;
+                if (splits == 1) {
+                    if (cv2 < ncv) {
+                        const i64 i2 = cv2 / cvecs, c2 = cv2 - i2 * cvecs;
+                        if (c2 * N + e < b) out[i2 * b + c2 * N + e] = tcr::from_float<OutT>(v);
+                    }
+                } else {
+                    ws[(strip * NCOL + col) * splits + s] = v;
+                }
+            }
+        } else {  // CT == BLOCK: one j lane, every thread holds its chunk's N column sums
+            if (splits == 1) {
+                if (cv < ncv) store_run<OutT, N>(out + i * b + c * N, acc, valid);
+            } else {
+#pragma unroll
+                for (int e = 0; e < N; ++e) ws[(strip * NCOL + e * CT + ct) * splits + s] = acc[e];
+            }
+        }
+
+        if (splits > 1) {
+            if (tcr::arrive_last(counters + strip, (unsigned)splits)) {
+                const int warp = threadIdx.x >> 5;
+                for (int col = warp; col < NCOL; col += WARPS) {
+                    const float* __restrict__ pp = ws + (strip * NCOL + col) * splits;
+                    float v = 0.0f;
+                    for (i64 q = lane; q < splits; q += 32) v += __ldcg(pp + q);
+                    v = tcr::warp_fold(v);
+                    const int e = col / CT, cc = col % CT;
+                    const i64 cv2 = strip * CT + cc;
+                    if (lane == 0 && cv2 < ncv) {
+                        const i64 i2 = cv2 / cvecs, c2 = cv2 - i2 * cvecs;
+                        if (c2 * N + e < b) out[i2 * b + c2 * N + e] = tcr::from_float<OutT>(v);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,353 @@
+// tensorcore.cu: fp16 sums on tensor cores with inline-PTX mma.sync.aligned.m16n8k16 (f32 += f16 * f16).
+//
+// The idea of Dakkak et al. (ICS 2019) and Navarro et al. (TPDS 2021): a sum is a product with a matrix of ones.
+// Unlike both, every partial sum here is fp32, and the tensor core's own accumulation (aligned, truncated, rounded
+// toward zero: facts.md) is used for at most CHAIN consecutive mmas before the accumulator C is flushed into a
+// round-to-nearest fp32 register sum and restarted from zero. CHAIN = 1 (the default method) keeps each mma's
+// rounding to one 16-term fused block; a huge CHAIN reproduces the long-chain drift the prototype showed.
+//
+// Flush rule (all kernels): per warp, mmas are counted in issue order; after every CHAIN-th mma, and once after the
+// last mma if any are pending, acc_lo += c[0] and acc_hi += c[2] (round to nearest), then c = 0.
+#include "common.cuh"
+
+using namespace tcr;
+
+namespace {
+
+template <int CHAIN>
+struct RowAccumulator {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float lo = 0.0f, hi = 0.0f;  // round-to-nearest sums of mma rows g and g + 8
+    int pending = 0;
+
+    __device__ __forceinline__ void flush() {
+        lo += c[0];
+        hi += c[2];
+        c[0] = c[1] = c[2] = c[3] = 0.0f;
+        pending = 0;
+    }
+    __device__ __forceinline__ void mma(unsigned a0, unsigned a1, unsigned a2, unsigned a3) {
+        const unsigned a[4] = {a0, a1, a2, a3};
+        mma_rowsum(c, a);
+        if (++pending == CHAIN) flush();
+    }
+    __device__ __forceinline__ void finish() {
+        if (pending) flush();
+    }
+};
+
+__device__ __forceinline__ __half zero_half() { return __ushort_as_half((unsigned short)0); }
+
+// VEC halves of one row starting at column col (masked: zero beyond cend or past the last row).
+template <int VEC, bool ALIGNED>
+__device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64 row, i64 m, i64 ld, i64 col,
+                                               i64 cend, unsigned (&w)[VEC / 2]) {
+    const bool row_ok = row < m;
+    const __half* p = x + row * ld + col;
+    if (ALIGNED && row_ok && col + VEC <= cend) {
+        if constexpr (VEC == 8) {
+            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+            w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+        } else {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
+            w[0] = q.x; w[1] = q.y;
+        }
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; e += 2) {
+        const __half h0 = (row_ok && col + e < cend) ? __ldg(p + e) : zero_half();
+        const __half h1 = (row_ok && col + e + 1 < cend) ? __ldg(p + e + 1) : zero_half();
+        w[e / 2] = pack_half2(h0, h1);
+    }
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------- tc_flat
+// Full sum of n fp16 values (Flat problem). Reduction256 in spirit: each lane's 16-byte load (halves h0..h7) is one
+// A fragment as is: a0 = (h0,h1), a1 = (h2,h3), a2 = (h4,h5), a3 = (h6,h7); so mma row g (g = lane >> 2) sums
+// h0,h1,h4,h5 of the 4 lanes 4g..4g+3 and row g + 8 sums their h2,h3,h6,h7 (16 values per row, one fused block).
+// Order of additions:
+//  1. head = elements before the first 16-byte boundary (<= 7), tail = the < 8 elements after the last whole
+//     vector. If head + tail > 0, warp 0 of block 0 first does one extra mma whose lane l holds extras[8l .. 8l+7]
+//     (extras = head elements then tail elements, zero-padded), mapped to rows as above.
+//  2. Vectors v[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
+//     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does mmas in (it, u) order.
+//  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
+//     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
+template <int BLOCK, int UNROLL, int CHAIN, typename OutT>
+__global__ void __launch_bounds__(BLOCK, 4)
+tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+    __shared__ float smem[32];
+    const int lane = threadIdx.x & 31;
+    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15u);
+    const i64 head = min((i64)(((16 - misalign) & 15) >> 1), n);
+    const i64 nvec = (n - head) >> 3;
+    const i64 tail = n - head - (nvec << 3);
+    const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x + head);
+    const i64 nthreads = (i64)gridDim.x * BLOCK;
+    const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
+
+    RowAccumulator<CHAIN> acc;
+    if (blockIdx.x == 0 && threadIdx.x < 32 && head + tail > 0) {
+        __half h[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const i64 j = (i64)lane * 8 + i;
+            h[i] = j < head ? x[j] : (j < head + tail ? x[n - tail + (j - head)] : zero_half());
+        }
+        acc.mma(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]), pack_half2(h[6], h[7]));
+    }
+    // warp-uniform loop bound: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
+    for (i64 warp_base = tid - lane; warp_base < nvec; warp_base += nthreads * UNROLL) {
+        uint4 q[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 i = warp_base + lane + (i64)u * nthreads;
+            q[u] = i < nvec ? __ldg(v + i) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc.mma(q[u].x, q[u].y, q[u].z, q[u].w);
+    }
+    acc.finish();
+    const float warp_total = warp_fold_rows(acc.lo + acc.hi);
+    const float block_total = block_combine<BLOCK>(warp_total, smem);
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) out[0] = from_float<OutT>(block_total);
+        return;
+    }
+    if (threadIdx.x == 0) ws[blockIdx.x] = block_total;
+    if (arrive_last(counters, gridDim.x)) {
+        const float total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
+        if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
+    }
+}
+
+// -------------------------------------------------------------------------------------------------- tc_rows
+// Last-axis sums (Rows problem: m rows of k halves, row stride ld). Reduction16/16n with mma.m16n8k16: the 16 rows
+// of a row tile are the 16 rows of A, so one mma adds 16 columns of 16 segments. Lane (g, t) loads VEC halves of
+// row g (lo) and of row g + 8 (hi) at column c + VEC*t, where c steps by CHUNK = 4*VEC columns:
+//   VEC = 4: one mma per chunk, a = {lo.x, hi.x, lo.y, hi.y}: mma row g sums columns c .. c+15.
+//   VEC = 8: two mmas per chunk, {lo.x, hi.x, lo.y, hi.y} then {lo.z, hi.z, lo.w, hi.w}: the first sums columns
+//            c + 8t + {0..3}, the second c + 8t + {4..7}, t = 0..3.
+// Work split: row tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
+// columns are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
+// q, q + WPT, q + 2 WPT, ... of its range, UNROLL chunks per step (when the range is one chunk, UNROLL row tiles per
+// step instead). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
+// (one warp: the value itself); with splits > 1 the per-split values go to ws[row * splits + s] and the last block of
+// the tile adds them in s order starting from 0.0f.
+template <int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT>
+__global__ void __launch_bounds__(BLOCK, 2)
+tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+        unsigned* counters, i64 splits) {
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 4 * VEC, W = VEC / 2;
+    static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
+    __shared__ float red[WARPS][16];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int group = warp / WPT, q = warp % WPT;
+    const i64 ntiles = (m + 15) >> 4;
+    const i64 nchunks_all = (k + CHUNK - 1) / CHUNK;
+    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
+    const i64 split = blockIdx.y;
+    const i64 c_begin = split * chunks_per_split * CHUNK;
+    const i64 c_end = min(k, c_begin + chunks_per_split * CHUNK);
+    const i64 nchunks = c_end > c_begin ? (c_end - c_begin + CHUNK - 1) / CHUNK : 0;
+    const i64 tile_step = (i64)gridDim.x * GROUPS;
+
+    auto mma_piece = [](RowAccumulator<CHAIN>& acc, const unsigned (&lo)[W], const unsigned (&hi)[W]) {
+        acc.mma(lo[0], hi[0], lo[1], hi[1]);
+        if constexpr (VEC == 8) acc.mma(lo[2], hi[2], lo[3], hi[3]);
+    };
+    // Adds the group's warps, then writes the row sums (or the split partials and, if last, the final sums).
+    auto finish_tile = [&](i64 tile, float lo_sum, float hi_sum) {
+        const i64 row0 = tile * 16;
+        float total_lo = lo_sum, total_hi = hi_sum;
+        if (WPT > 1) {
+            __syncthreads();
+            if (t == 0) { red[warp][g] = lo_sum; red[warp][g + 8] = hi_sum; }
+            __syncthreads();
+        }
+        // lane r < 16 of the group's first warp owns row row0 + r
+        float row_total = 0.0f;
+        if (WPT > 1) {
+            if (q == 0 && lane < 16) {
+#pragma unroll
+                for (int w = 0; w < WPT; ++w) row_total += red[group * WPT + w][lane];
+            }
+        } else {
+            // rows g and g + 8 sit in lanes 4g (t = 0): move them to lanes g and g + 8
+            const float a = __shfl_sync(0xffffffffu, total_lo, (lane & 7) * 4);
+            const float b = __shfl_sync(0xffffffffu, total_hi, (lane & 7) * 4);
+            row_total = lane < 8 ? a : b;
+        }
+        const i64 row = row0 + lane;
+        if (splits == 1) {
+            if (q == 0 && lane < 16 && tile < ntiles && row < m) out[row] = from_float<OutT>(row_total);
+            return;
+        }
+        if (q == 0 && lane < 16 && tile < ntiles) ws[row * splits + split] = row_total;
+        if (arrive_last(counters + tile, (unsigned)splits)) {
+            if (threadIdx.x < 16 && row0 + threadIdx.x < m) {
+                float s = 0.0f;
+                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (row0 + threadIdx.x) * splits + j);
+                out[row0 + threadIdx.x] = from_float<OutT>(s);
+            }
+        }
+    };
+
+    if (nchunks == 1 && WPT == 1) {
+        // short rows: one chunk per tile, UNROLL row tiles in flight per warp
+        for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
+            unsigned lo[UNROLL][W], hi[UNROLL][W];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 r = (tile0 + u * tile_step) * 16 + g;
+                load_row_piece<VEC, ALIGNED>(x, r, m, ld, c_begin + VEC * t, c_end, lo[u]);
+                load_row_piece<VEC, ALIGNED>(x, r + 8, m, ld, c_begin + VEC * t, c_end, hi[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 tile = tile0 + u * tile_step;
+                if (tile >= ntiles) break;  // warp-uniform
+                RowAccumulator<CHAIN> acc;
+                mma_piece(acc, lo[u], hi[u]);
+                acc.finish();
+                finish_tile(tile, acc.lo, acc.hi);
+            }
+        }
+        return;
+    }
+    // long rows: block-uniform tile loop (the group combination may synchronise the block)
+    for (i64 tile_base = (i64)blockIdx.x * GROUPS; tile_base < ntiles; tile_base += tile_step) {
+        const i64 tile = tile_base + group;
+        const i64 r = tile * 16 + g;  // >= m for a tile past the end: loads are masked to zero
+        RowAccumulator<CHAIN> acc;
+        for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
+            unsigned lo[UNROLL][W], hi[UNROLL][W];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + VEC * t;
+                load_row_piece<VEC, ALIGNED>(x, r, m, ld, col, c_end, lo[u]);
+                load_row_piece<VEC, ALIGNED>(x, r + 8, m, ld, col, c_end, hi[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
+                mma_piece(acc, lo[u], hi[u]);
+            }
+        }
+        acc.finish();
+        finish_tile(tile, acc.lo, acc.hi);
+    }
+}
+
+// -------------------------------------------------------------------------------------------------- tc_cols
+// Sums over a non-last axis (Cols problem: element (i, j, l) at i*sa + j*sr + l; out[i*b + l] = sum_j). The ones are
+// the A operand and the data the B operand (column sums): facts.md, "the same trick along the other axis". A warp
+// owns a strip of 32 columns l0 .. l0+31 of one i and walks j in chunks of 16 rows. Lane (g, t) loads 8 halves of
+// row j0 + g (lo) and of row j0 + 8 + g (hi) at columns l0 + 8t .. l0 + 8t + 7 (16-byte loads when aligned). Register
+// w (0..3) of lo, across the warp, is the 8x8 matrix M[g][2t + e] = x[j0 + g][l0 + 8t + 2w + e]; movmatrix.trans
+// hands lane (g, t) the pair x[j0 + 2t + e][l0 + 8(g >> 1) + 2w + (g & 1)], e = 0, 1: exactly the B fragment
+// (k = 2t, 2t+1; n = g) of the column l0 + 8(g >> 1) + 2w + (g & 1); hi gives k = 2t+8, 2t+9. So mma w sums 16 rows
+// of 8 columns, and its outputs c[0], c[1] in lane (g, t) are the columns l0 + 8t + 2w + {0, 1}: every lane ends up
+// holding the sums of the 8 columns it loaded. Each mma output column is one fused block of the 16 values
+// x[j0 .. j0+15][col].
+// Work split: strips (i, l0) go to groups of WPS warps; rows are cut into `splits` ranges of whole 16-row chunks
+// (blockIdx.y); warp q of a group takes chunks q, q + WPS, ... of its range. Order: per warp and column, the flush
+// rule (per mma w; acc[2w + e] += c_w[e]); per column, the group's warps in q order from 0.0f; with splits > 1 the
+// split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
+template <int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT>
+__global__ void __launch_bounds__(BLOCK, 2)
+tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
+        float* __restrict__ ws, unsigned* counters, i64 splits) {
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS;
+    static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
+    __shared__ float red[WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int group = warp / WPS, q = warp % WPS;
+    const i64 strips_per_i = (b + 31) >> 5;
+    const i64 nstrips = a * strips_per_i;
+    const i64 nchunks_all = (r + 15) >> 4;
+    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
+    const i64 split = blockIdx.y;
+    const i64 j_begin = split * chunks_per_split * 16;
+    const i64 j_end = min(r, j_begin + chunks_per_split * 16);
+    const i64 nchunks = j_end > j_begin ? (j_end - j_begin + 15) >> 4 : 0;
+
+    for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
+        const i64 strip = strip_base + group;
+        const bool strip_ok = strip < nstrips;
+        const i64 i = strip_ok ? strip / strips_per_i : 0;
+        const i64 l0 = strip_ok ? (strip % strips_per_i) * 32 : 0;
+        const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
+        const __half* __restrict__ xs = x + i * sa;
+        float c[4][4];
+        float acc[8];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) { c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f; acc[2 * w] = acc[2 * w + 1] = 0.0f; }
+        int pending = 0;
+        for (i64 ch = q; ch < nchunks; ch += WPS) {
+            const i64 j0 = j_begin + ch * 16;
+            unsigned lo[4], hi[4];
+            // rows past j_end load zeros: treat them as rows past the end of a 0-column matrix
+            load_row_piece<8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo);
+            load_row_piece<8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi);
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+                const unsigned bf[2] = {movmatrix_trans(lo[w]), movmatrix_trans(hi[w])};
+                mma_colsum(c[w], bf);
+            }
+            if (++pending == CHAIN) {
+#pragma unroll
+                for (int w = 0; w < 4; ++w) {
+                    acc[2 * w] += c[w][0];
+                    acc[2 * w + 1] += c[w][1];
+                    c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
+                }
+                pending = 0;
+            }
+        }
+        if (pending) {
+#pragma unroll
+            for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][1]; }
+        }
+        // lanes 0..3 (g = 0) hold columns l0 + 8t + 0..7
+        float col_total;
+        if (WPS > 1) {
+            __syncthreads();
+            if (g == 0) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) red[warp][8 * t + e] = acc[e];
+            }
+            __syncthreads();
+            col_total = 0.0f;
+            if (q == 0) {
+#pragma unroll
+                for (int w = 0; w < WPS; ++w) col_total += red[group * WPS + w][lane];
+            }
+        } else {
+            // column l0 + lane lives in lane lane / 8 (t), slot lane % 8
+            float mine = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const float v = __shfl_sync(0xffffffffu, acc[e], lane >> 3);
+                if ((lane & 7) == e) mine = v;
+            }
+            col_total = mine;
+        }
+        const i64 col = l0 + lane;
+        if (splits == 1) {
+            if (q == 0 && strip_ok && col < b) out[i * b + col] = from_float<OutT>(col_total);
+            continue;
+        }
+        if (q == 0 && strip_ok) ws[(strip * 32 + lane) * splits + split] = col_total;
+        if (arrive_last(counters + strip, (unsigned)splits)) {
+            if (threadIdx.x < 32 && l0 + threadIdx.x < b) {
+                float s = 0.0f;
+                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (strip * 32 + threadIdx.x) * splits + j);
+                out[i * b + l0 + threadIdx.x] = from_float<OutT>(s);
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+"""A-priori error bounds: ``|computed - exact| <= c * sum|x_i|`` per output, derived from the launch plan.
+
+The analysis (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 3-4): if every value reaches
+the output through at most ``d_rn`` round-to-nearest fp32 additions (unit roundoff u = 2^-24) and ``d_mma``
+tensor-core fused blocks, then ``|error| <= ((1 + u_mma)^d_mma (1 + u)^d_rn - 1) * sum|x_i|``.
+
+A fused block (facts.md, Khattak and Mikaitis 2025) adds up to 16 exact products and the accumulator c: each of the
+<= 17 terms is truncated to 23 + e fraction bits relative to the largest exponent (e extra bits: 2 on H100/H200, 1
+on A100, 0 on V100), an absolute error below 2^-(23+e) * max|term|, and the exact sum of the truncated terms is
+rounded toward zero (relative error < 2^-23). So one block is an operation with relative error, measured against
+the sum of the magnitudes of its terms, below ``u_mma = 17 * 2^-(23+e) + 2^-23 (1 + 17 * 2^-(23+e))``.
+
+Each method's plan gives ``(d_mma, d_rn)`` through a structure function registered in :data:`STRUCTURES`; the final
+conversion to a float16 output adds its own rounding (2^-11 relative). Methods without a registered structure fall back
+to the order-free bound (every value through at most n - 1 operations, each counted as a fused block), which is valid
+for any summation order but loose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ._layout import Flat, Rows, host_layout
+from ._plan import Plan, param_dict
+
+__all__ = ["error_bound", "error_bound_factor", "Depth", "STRUCTURES", "U_RN", "mma_unit_roundoff"]
+
+U_RN = 2.0 ** -24
+EXTRA_BITS = {"H100": 2, "H200": 2, "A100": 1, "V100": 0}
+OUT_ROUNDING = {"float16": 2.0 ** -11, "float32": 0.0, "float64": 0.0}
+
+
+@dataclass(frozen=True)
+class Depth:
+    """The longest path of any input value to its output: fused tensor-core blocks and fp32 round-to-nearest
+    additions (counting fp32 round-toward-zero additions as two: their unit roundoff is 2^-23)."""
+
+    mma: int
+    rn: int
+
+
+def mma_unit_roundoff(gpu: str) -> float:
+    e = EXTRA_BITS.get(gpu.upper(), 0)
+    t = 17 * 2.0 ** -(23 + e)
+    return t + 2.0 ** -23 * (1 + t)
+
+
+def _log2(n: int) -> int:
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tensorcore_depth(plan: Plan) -> Depth:
+    """tensorcore / tensorcore_chained (kernels/tensorcore.cu). Per warp: each mma's output enters an RN register
+    chain; with chain C an element also rides through up to C - 1 later mmas as part of c."""
+    p = param_dict(plan)
+    prob = plan.problem
+    chain = p["chain"]
+    if isinstance(prob, Flat):
+        threads = p["grid"] * p["block"]
+        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] + 1  # + the head/tail mma
+        flushes = _cdiv(mmas, min(chain, mmas))
+        d_mma = min(chain, mmas)
+        # acc chain, lo + hi, warp_fold_rows (3), block_combine (5), partial serial + block fold (5 + 5)
+        d_rn = flushes + 1 + 3 + 5 + (_cdiv(p["grid"], p["block"]) + 10 if p["grid"] > 1 else 0)
+        return Depth(d_mma, d_rn)
+    if isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
+        warps = p["wpt"]
+        per_warp = _cdiv(_cdiv(_cdiv(prob.k, 4 * p["vec"]), p["splits"]), warps) * (2 if p["vec"] == 8 else 1)
+    else:  # Cols: chunks of 16 rows, one mma per column group
+        warps = p["wps"]
+        per_warp = _cdiv(_cdiv(_cdiv(prob.r, 16), p["splits"]), warps)
+    per_warp = max(per_warp, 1)
+    d_mma = min(chain, per_warp)
+    # the warp's flush chain, the group's warps added in order, the splits added in order
+    return Depth(d_mma, _cdiv(per_warp, d_mma) + warps + p["splits"])
+
+
+STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
+    "tensorcore": _tensorcore_depth,
+    "tensorcore_chained": _tensorcore_depth,
+}
+
+
+def error_bound_factor(plan: Plan, gpu: str = "H100") -> float:
+    """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding)."""
+    u_mma = mma_unit_roundoff(gpu)
+    fn = STRUCTURES.get(plan.method)
+    if fn is None:
+        n = plan.problem.length
+        return math.expm1(max(n - 1, 1) * math.log1p(u_mma))
+    d = fn(plan)
+    return math.expm1(d.mma * math.log1p(u_mma) + d.rn * math.log1p(U_RN))
+
+
+def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dtype: str | None = None,
+                keepdims: bool = False) -> np.ndarray:
+    """Absolute a-priori bound on |computed - exact| per output of ``tcreduce.sum(x, axis, dtype, method=method)``
+    on ``gpu``, including the final rounding to ``dtype`` (float32 by default). Returns float64, shaped like the
+    result. ``x`` is a NumPy array (float16 or float32)."""
+    from ._api import get_plan
+    from ._device import named_device
+    from .registry import get
+
+    x = np.asarray(x)
+    out_dtype = dtype or "float32"
+    layout, axes = host_layout(x, axis)
+    abs_sum = np.sum(np.abs(x, dtype=np.float64), axis=axes, keepdims=keepdims)
+    if x.size == 0 or layout is None:
+        return np.zeros_like(abs_sum)
+    m = get(method)
+    if m.runner is not None:  # library methods (cub): order-free bound over the reduction length
+        c = math.expm1(max(layout.problem.length - 1, 1) * math.log1p(mma_unit_roundoff(gpu)))
+    else:
+        in_dtype = str(x.dtype)
+        plan = get_plan(method, layout.problem, in_dtype, out_dtype, named_device(gpu))
+        c = error_bound_factor(plan, gpu)
+    b = c * abs_sum
+    u_out = OUT_ROUNDING[out_dtype]
+    return b + u_out * (abs_sum + b)

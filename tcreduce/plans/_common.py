@@ -1,0 +1,66 @@
+"""Planning helpers shared by the method planners: C++ type names, alignment tests, and how to spread
+(output tiles x chunks of work) over a GPU."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._plan import DeviceSpec
+
+__all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "cdiv", "WorkSplit", "split_work"]
+
+CTYPE = {"float16": "__half", "float32": "float", "float64": "double"}
+
+
+def ctype(dtype: str) -> str:
+    """The C++ type of a dtype name ("float16" -> "__half")."""
+    return CTYPE[dtype]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def is_aligned(align: int, strides_bytes: tuple[int, ...], vector_bytes: int) -> bool:
+    """True when a base address ``align`` (mod 16) and every stride (bytes) are multiples of ``vector_bytes``."""
+    return align % vector_bytes == 0 and all(s % vector_bytes == 0 for s in strides_bytes)
+
+
+@dataclass(frozen=True)
+class WorkSplit:
+    """How tiles of independent outputs and their chunks of work spread over the GPU.
+
+    warps_per_tile: warps of one block that share a tile (they take its chunks round-robin); splits: ranges of
+    chunks handled by different blocks (their partials combined by the last block of the tile); grid_x: blocks along
+    the tiles (tiles are grid-strided when fewer than needed)."""
+
+    warps_per_tile: int
+    splits: int
+    grid_x: int
+
+
+def split_work(tiles: int, chunks: int, warps_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> WorkSplit:
+    """Give every resident warp work: one warp per tile when tiles are plentiful, else several warps per tile, else
+    several blocks per tile (``splits``), never more parallel workers on a tile than it has chunks."""
+    resident_warps = device.sm_count * blocks_per_sm * warps_per_block
+    max_blocks = device.sm_count * blocks_per_sm
+    if tiles >= resident_warps or chunks <= 1:
+        wpt = 1
+    else:
+        wpt = min(warps_per_block, next_pow2(cdiv(resident_warps, tiles)), next_pow2(chunks))
+    splits = 1
+    if wpt == warps_per_block and tiles * wpt < resident_warps:
+        splits = max(1, min(cdiv(resident_warps, tiles * wpt), cdiv(chunks, wpt * 4)))
+    groups = warps_per_block // wpt
+    grid_x = cdiv(tiles, groups) if splits > 1 else min(cdiv(tiles, groups), max_blocks)
+    return WorkSplit(wpt, splits, max(1, grid_x))
+
+
+def full_grid(work_items: int, items_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> int:
+    """Blocks for a grid-stride kernel: enough to fill the GPU, no more than there is work for."""
+    return max(1, min(math.ceil(work_items / items_per_block), device.sm_count * blocks_per_sm))

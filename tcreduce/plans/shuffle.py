@@ -1,0 +1,244 @@
+"""Method "shuffle": the modern CUDA-core baseline for fp16 and fp32 sums (fp32 round-to-nearest accumulation).
+
+Kernels: ``kernels/shuffle.cu`` (``shuffle_flat``, ``shuffle_rows``, ``shuffle_cols``), whose header comments pin
+the order of every addition; this module chooses their template arguments, grids and splits, and records in
+``Plan.params`` everything the emulator needs to replay that order.
+
+What it launches: exactly one kernel per call, and nothing else (no memset: the single-pass kernels reset the counters
+they use).
+
+- Full sums (:class:`~tcreduce._layout.Flat`): ``shuffle_flat``, a grid-stride kernel with 16-byte loads (8 halves or
+  4 floats), ``UNROLL`` chunks in flight per thread, up to ``FLAT_BLOCKS_PER_SM`` blocks of ``BLOCK`` threads per
+  SM (never more blocks than there are ``BLOCK * UNROLL`` chunks). A misaligned start (a view ``x[1:]``) is handled
+  by a scalar head before the first 16-byte boundary; the last block to finish combines the block partials.
+- Last-axis sums (:class:`~tcreduce._layout.Rows`): ``shuffle_rows`` with a group of ``G`` lanes per row
+  (``G = next_pow2(ceil(k / VEC)) <= 32``: a segmented shuffle, no shared memory), or a whole block per row
+  (``G = BLOCK``) for long rows, split over ``splits`` blocks when there are too few rows to fill the GPU (combined
+  by the row's last block).
+- Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
+  the reduced axis; the reduced axis is split over the block's threads and over ``splits`` blocks when there are
+  too few columns to fill the GPU.
+
+Float64 input is not supported (the API says so); fp16 and fp32 output rounding is one ``from_float`` at the end;
+float64 output is the fp32 result widened exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._layout import Cols, Flat, Problem, Rows
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
+from ..registry import Method, UnsupportedDtype, register
+from ._common import cdiv, ctype, next_pow2
+
+__all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM"]
+
+SOURCE = "shuffle.cu"
+BLOCK = 256  # threads per block, every kernel
+UNROLL = 4  # 16-byte chunks in flight per thread (flat: per round; rows G <= 32: rows per thread; others: chunks)
+# Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: flat fits in 32
+# registers (full occupancy); rows and cols need more registers for their 64-bit indexing and accumulators.
+BLOCKS_PER_SM = {"flat": 8, "rows": 4, "cols": 3}
+ITEMSIZE = {"float16": 2, "float32": 4}
+MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
+MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
+SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this of the best
+
+
+def _vec(in_dtype: str) -> int:
+    return 16 // ITEMSIZE[in_dtype]
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _wave_efficiency(items: int, cap: int) -> float:
+    """Fraction of the block slots busy when ``items`` equal work items run on ``cap`` resident blocks."""
+    return items / (cap * cdiv(items, cap))
+
+
+def _choose_splits(units: int, s_max: int, cap: int) -> int:
+    """Splits per unit (row or column strip) so that ``units * splits`` work items fill ``cap`` resident blocks
+    evenly: the fewest splits whose wave efficiency is within SPLIT_TOLERANCE of the best in 1..s_max."""
+    s_max = max(1, min(s_max, 4 * cap))
+    effs = [_wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
+    best = max(effs)
+    for s, e in enumerate(effs, start=1):
+        if e >= best - SPLIT_TOLERANCE:
+            return s
+    return 1  # pragma: no cover
+
+
+def _check_elements_aligned(align: int, in_dtype: str) -> None:
+    if align % ITEMSIZE[in_dtype]:
+        raise ValueError(f"shuffle: a {in_dtype} array whose first element sits at byte {align} mod 16 is not "
+                         f"element-aligned; copy it first")
+
+
+def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
+                                                                                            dict[str, Any]]:
+    vec, minb = _vec(in_dtype), BLOCKS_PER_SM["flat"]
+    _check_elements_aligned(problem.align, in_dtype)
+    aligned = problem.align == 0
+    head = 0 if aligned else min(problem.n, ((16 - problem.align) % 16) // ITEMSIZE[in_dtype])
+    nv = (problem.n - head) // vec
+    tail = problem.n - head - nv * vec
+    grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * UNROLL)))
+    name = f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {_bool(aligned)}, {minb}>"
+    launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
+                          (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
+    params = dict(kernel="flat", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+                  head=head, nv=nv, tail=tail)
+    return launch, (grid if grid > 1 else 0), (1 if grid > 1 else 0), params
+
+
+def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
+                                                                                            dict[str, Any]]:
+    vec, minb, isz = _vec(in_dtype), BLOCKS_PER_SM["rows"], ITEMSIZE[in_dtype]
+    _check_elements_aligned(problem.align, in_dtype)
+    m, k = problem.m, problem.k
+    aligned = problem.align == 0 and (m == 1 or (problem.ld * isz) % 16 == 0)
+    chunks = cdiv(k, vec)
+    cap = device.sm_count * minb
+    warps = BLOCK // 32
+    if chunks <= 32:
+        group = next_pow2(chunks)  # one pass of G lanes covers the row
+    elif chunks <= 2 * 32 or cdiv(m, UNROLL * warps) >= cap:
+        group = 32  # a warp per row: enough rows to fill the GPU, or rows too short for a block
+    else:
+        group = BLOCK  # a block (or several) per row
+    if group <= 32:
+        splits = 1
+        tiles = cdiv(m, UNROLL * (BLOCK // group))
+        grid = max(1, min(cap, tiles))
+    else:
+        splits = _choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
+        grid = max(1, min(cap, m * splits))
+    name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {group}, {_bool(aligned)}, "
+            f"{minb}>")
+    launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
+                          (Buf("x"), m, k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"), splits))
+    params = dict(kernel="rows", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+                  group=group, splits=splits, chunks=chunks)
+    ws = m * splits if splits > 1 else 0
+    return launch, ws, (m if splits > 1 else 0), params
+
+
+def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
+                                                                                            dict[str, Any]]:
+    vec, minb, isz = _vec(in_dtype), BLOCKS_PER_SM["cols"], ITEMSIZE[in_dtype]
+    _check_elements_aligned(problem.align, in_dtype)
+    a, r, b = problem.a, problem.r, problem.b
+    aligned = (problem.align == 0 and (problem.sr * isz) % 16 == 0
+               and (a == 1 or (problem.sa * isz) % 16 == 0))
+    cvecs = cdiv(b, vec)
+    ncv = a * cvecs  # column chunks
+    cap = device.sm_count * minb
+    if ncv >= cap * BLOCK // 2 or r <= MIN_J_PER_THREAD:
+        ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
+    else:
+        ct = 32 if ncv >= 32 else next_pow2(ncv)
+        splits = _choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap)
+    jt = BLOCK // ct
+    nj = BLOCK // max(ct, 32)
+    strips = cdiv(ncv, ct)
+    grid = max(1, min(cap, strips * splits))
+    name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {ct}, {_bool(aligned)}, "
+            f"{minb}>")
+    launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
+                          (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
+    params = dict(kernel="cols", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+                  ct=ct, jt=jt, nj=nj, splits=splits, strips=strips, cvecs=cvecs)
+    ws = strips * ct * vec * splits if splits > 1 else 0
+    return launch, ws, (strips if splits > 1 else 0), params
+
+
+def plan_shuffle(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
+    """The launch plan of method "shuffle" for a canonical problem on ``device`` (see the module docstring).
+
+    ``params`` (see :func:`~tcreduce._plan.param_dict`): kernel ("flat", "rows", "cols"), block (threads), unroll,
+    vec (elements per 16-byte chunk), minb (blocks per SM compiled for), aligned (16-byte loads legal), grid
+    (blocks); flat: head, nv (whole chunks), tail (elements); rows: group (lanes per row, or BLOCK), splits, chunks
+    (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups combined through shared
+    memory), splits, strips, cvecs (column chunks per row of the output)."""
+    if in_dtype not in ITEMSIZE:
+        raise UnsupportedDtype(f"method 'shuffle' sums float16 and float32 input, not {in_dtype}")
+    if out_dtype not in ("float16", "float32", "float64"):
+        raise TypeError(f"method 'shuffle' writes float16, float32 or float64 results, not {out_dtype}")
+    if isinstance(problem, Flat):
+        launch, ws, counters, params = _plan_flat(problem, in_dtype, out_dtype, device)
+    elif isinstance(problem, Rows):
+        launch, ws, counters, params = _plan_rows(problem, in_dtype, out_dtype, device)
+    elif isinstance(problem, Cols):
+        launch, ws, counters, params = _plan_cols(problem, in_dtype, out_dtype, device)
+    else:
+        raise TypeError(f"unknown problem {problem!r}")
+    return Plan(method="shuffle", problem=problem, in_dtype=in_dtype, out_dtype=out_dtype, device=device,
+                launches=(launch,), workspace_floats=ws, counters=counters, params=tuple(sorted(params.items())))
+
+
+def _log2(n: int) -> int:
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def chain_length(plan: Plan) -> int:
+    """The longest chain of fp32 round-to-nearest additions any input element goes through on its way to its output
+    (counting the first addition to +0.0f). With L this number, every output of the plan satisfies
+    ``|computed - exact| <= gamma_L * sum|x|`` with ``gamma_L = L*u / (1 - L*u)``, ``u = 2**-24`` (Higham, ch. 4),
+    before the final rounding to the output dtype."""
+    p = param_dict(plan)
+    fold = 5 + (5 if p["block"] > 32 else 0)  # block_fold: warp_fold, then warp 0 folds the warps' totals
+    prob = plan.problem
+    if p["kernel"] == "flat":
+        threads = p["grid"] * p["block"]
+        length = p["head"] + p["tail"] + p["vec"] * cdiv(p["nv"], threads) + fold
+        if p["grid"] > 1:
+            length += cdiv(p["grid"], p["block"]) + fold
+        return length
+    if p["kernel"] == "rows":
+        assert isinstance(prob, Rows)
+        if p["group"] <= 32:
+            return p["vec"] * cdiv(p["chunks"], p["group"]) + _log2(p["group"])
+        length = p["vec"] * cdiv(p["chunks"], p["splits"] * p["block"]) + fold
+        if p["splits"] > 1:
+            length += cdiv(p["splits"], p["block"]) + fold
+        return length
+    assert isinstance(prob, Cols)
+    length = cdiv(prob.r, p["splits"] * p["jt"])
+    if p["ct"] < 32:
+        length += _log2(32 // p["ct"])
+    if p["nj"] > 1:
+        length += p["nj"] - 1
+    if p["splits"] > 1:
+        length += cdiv(p["splits"], 32) + 5
+    return length
+
+
+def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
+    """Every kernel name expression the planner can produce for one dtype pair (for compile tests)."""
+    it, ot = ctype(in_dtype), ctype(out_dtype)
+    names = []
+    for al in (True, False):
+        names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {UNROLL}, {_bool(al)}, {BLOCKS_PER_SM['flat']}>")
+        for g in (1, 2, 4, 8, 16, 32, BLOCK):
+            names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {UNROLL}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
+        for ct in (1, 2, 4, 8, 16, 32, BLOCK):
+            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {UNROLL}, {ct}, {_bool(al)}, {BLOCKS_PER_SM['cols']}>")
+    return names
+
+
+register(Method(
+    name="shuffle",
+    description="CUDA-core baseline: 16-byte loads, fp32 register sums, __shfl_xor_sync warp folds, one smem hop per "
+                "block, single-pass deterministic grid combination (last block done); full, last-axis and "
+                "other-axis kernels",
+    dtypes=("float16", "float32"),
+    reference="modern CUDA-core baseline: seed 003 v5-v6, seed 001/004 reduce7 (warp shuffle), CUB-like "
+              "deterministic two-level combination",
+    planner=plan_shuffle,
+    deterministic=True,
+    emulated=True,
+))

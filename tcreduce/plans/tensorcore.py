@@ -1,0 +1,92 @@
+"""Method "tensorcore" (and "tensorcore_chained"): fp16 sums on tensor cores with mma.sync.m16n8k16 against an
+all-ones operand, fp32 accumulation. Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_cols, whose comments
+pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
+
+What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
+last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
+warps and, for few long rows, across blocks (the last block of a tile combines). Other axes: the ones as the A operand
+and the data as B (column sums, movmatrix transposes in registers), split the same way.
+"""
+
+from __future__ import annotations
+
+from .._layout import Cols, Flat, Problem, Rows
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
+from ..registry import Method, register
+from ._common import cdiv, ctype, full_grid, is_aligned, split_work
+
+SOURCE = "tensorcore.cu"
+BLOCK = 256
+BLOCKS_PER_SM = 4  # tc_flat: __launch_bounds__(256, 4)
+BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
+FLAT_UNROLL = 4
+ROWS_UNROLL_SHORT = 4  # row tiles in flight per warp when a row is one chunk
+ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
+NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
+
+
+def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
+    """Plan for the tensor-core kernels. ``chain``: mmas accumulated in the tensor core's C before each
+    round-to-nearest flush into a register sum (1: every mma starts from zero)."""
+    out_t = ctype(out_dtype)
+    common = dict(method="tensorcore" if chain == 1 else "tensorcore_chained", problem=problem, in_dtype=in_dtype,
+                  out_dtype=out_dtype, device=device)
+    if isinstance(problem, Flat):
+        head = min(((16 - problem.align) % 16) // 2, problem.n)
+        nvec = (problem.n - head) // 8
+        grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
+        launch = KernelLaunch(SOURCE, f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}>", (grid, 1, 1),
+                              (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
+        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
+        return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1, params=tuple(sorted(params.items())))
+    if isinstance(problem, Rows):
+        vec = 8 if problem.k > 16 else 4
+        aligned = is_aligned(problem.align, (problem.ld * 2,), 2 * vec)
+        chunk = 4 * vec
+        tiles = cdiv(problem.m, 16)
+        work = split_work(tiles, cdiv(problem.k, chunk), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+        short = cdiv(problem.k, chunk) == 1 and work.splits == 1 and work.warps_per_tile == 1
+        unroll = ROWS_UNROLL_SHORT if short else ROWS_UNROLL_LONG
+        name = (f"tc_rows<{BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
+                f"{out_t}>")
+        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
+                              (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
+                               work.splits))
+        ws = tiles * 16 * work.splits if work.splits > 1 else 0
+        params = dict(block=BLOCK, vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
+                      splits=work.splits, grid=work.grid_x)
+        return Plan(**common, launches=(launch,), workspace_floats=ws, counters=tiles if work.splits > 1 else 0,
+                    params=tuple(sorted(params.items())))
+    if isinstance(problem, Cols):
+        aligned = is_aligned(problem.align, (problem.sa * 2, problem.sr * 2), 16)
+        strips = problem.a * cdiv(problem.b, 32)
+        work = split_work(strips, cdiv(problem.r, 16), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+        name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}>"
+        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
+                              (Buf("x"), problem.a, problem.r, problem.b, problem.sa, problem.sr, Buf("out"), Buf("ws"),
+                               Buf("counters"), work.splits))
+        ws = strips * 32 * work.splits if work.splits > 1 else 0
+        params = dict(block=BLOCK, aligned=aligned, chain=chain, wps=work.warps_per_tile, splits=work.splits,
+                      grid=work.grid_x)
+        return Plan(**common, launches=(launch,), workspace_floats=ws, counters=strips if work.splits > 1 else 0,
+                    params=tuple(sorted(params.items())))
+    raise TypeError(f"unknown problem {problem!r}")
+
+
+register(Method(
+    name="tensorcore",
+    description="mma.sync m16n8k16 with fp16 data against all-ones, fp32 accumulators flushed after every mma "
+                "(round-to-nearest register sums); full, last-axis (rows as A) and other-axis (ones as A) kernels",
+    dtypes=("float16",),
+    reference="Dakkak et al., ICS 2019 (sum = product with ones), on PTX mma.sync with fp32 accumulation",
+    planner=plan_tensorcore,
+))
+
+register(Method(
+    name="tensorcore_chained",
+    description="as tensorcore, but every warp keeps one tensor-core accumulator for its whole share (no flushes): "
+                "the truncating, round-toward-zero accumulation of Navarro et al. and of the prototype, for contrast",
+    dtypes=("float16",),
+    reference="Navarro et al., TPDS 2021 (chained MMA accumulation), with an fp32 accumulator",
+    planner=lambda p, i, o, d: plan_tensorcore(p, i, o, d, chain=NO_FLUSH),
+))

@@ -1,0 +1,217 @@
+"""Method "wmma": the tensor-core reductions of Dakkak et al. (ICS 2019, c3sr/tcu_scope) on ``nvcuda::wmma``
+16x16x16 fragments, half inputs and fp32 accumulators. Kernels: ``kernels/wmma.cu`` (its comments pin the order of
+every addition); emulator twin: ``tcreduce/emulate/wmma.py``.
+
+Variants (``params["variant"]``), all reading ``Rows(m, k, ld)``; a full sum is ``Rows(1, n, n)``:
+
+- ``"r16n"``: Reduction16 / Reduction16n (``wmma_rows16``): a warp owns 16 rows, a 16x16 tile of 16 row pieces times
+  P^T (first column ones) leaves the 16 row sums in column 0; ceil(k/16) products chained in one fp32 accumulator.
+  The default for k <= 256. Grid-stride over row groups, 128-thread blocks.
+- ``"r256n"``: Reduction256 / 256n (``wmma_rows256n``): a warp per row, V = P * (sum_t A_t) * P^T over the row's
+  256-element tiles; the final product with P^T goes through the fp32-exact hand-off (below). The default for
+  256 < k <= 4096 when there are enough rows to fill the GPU (m >= 16 warps per SM).
+- ``"block"``: the block variant (seg_wmma_256n_block, ``wmma_rows_block``): 8 warps share a stretch of one row (tiles
+  interleaved), their column sums stacked as the rows of one matrix times P^T, then summed once more; long rows and
+  few rows are split over several blocks whose partials the last block of the row combines
+  (``tcr::arrive_last`` + ``tcr::combine_partials``: deterministic, one launch). The default for full sums and for
+  long rows. Each warp chains at most :data:`CHAIN` products.
+- other axes (``Cols``): the paper has no column kernel, so the plan first launches ``wmma_transpose``, a tiled
+  transposing copy of the fp16 data into the workspace in the rows layout (row ``i*b + l`` holds the r reduced
+  values, rows padded to a multiple of 8 halves so that they are 16-byte aligned), then the rows kernel reads
+  ``Rows(a*b, r, ldw)`` from the workspace. Two launches; the copy costs one extra read and write of the input.
+
+The fp32-through-fp16 hand-off: where the paper stores an accumulator and loads it back as a half operand, each fp32
+value is scaled by a power of two (the row's largest finite value into [2^14, 2^15)) and split exactly into three
+halves (hi + mid + lo: 11 + 11 + 2 significant bits); three chained products with P^T (lo, mid, hi) sum the 48 parts
+in the tensor core and the result is scaled back. The split is exact down to 2^-39 of the row's largest value, so
+the hand-off costs three tensor-core accumulation steps and nothing else (the paper's half partials lost 2^-11).
+
+Misaligned views (x[1:]) and row strides that are not multiples of 8 halves use masked scalar loads; aligned data
+uses 16-byte loads. Every tail (k or n not a multiple of 16/256) is masked with zeros. Deterministic, 64-bit indexing.
+"""
+
+from __future__ import annotations
+
+from .._layout import Cols, Flat, Problem, Rows
+from .._plan import Arg, Buf, DeviceSpec, KernelLaunch, Plan, param_dict
+from ..registry import Method, UnsupportedDtype, register
+from ._common import cdiv, ctype, is_aligned
+
+__all__ = ["plan_wmma", "choose_variant", "kernel_names", "wmma_depth", "VARIANTS", "CHAIN", "TILE"]
+
+SOURCE = "wmma.cu"
+TILE = 256  # elements per 16x16 tile
+VARIANTS = ("r16n", "r256n", "block")
+WARP_KERNEL_WARPS = 4  # r16n and r256n: 128-thread blocks, grid-stride
+WARP_KERNEL_BLOCKS_PER_SM = 16  # 16 x 4 warps = 64 resident warps per SM
+BLOCK_WARPS = 8  # the block variant: 256 threads, one hand-off row per warp (at most 16)
+BLOCK_BLOCKS_PER_SM = 8  # blocks per SM the block variant aims to fill the GPU with
+CHAIN = 16  # most tensor-core products chained into one fp32 accumulator by the default variant choices
+R16_MAX_K = 16 * CHAIN  # r16n up to k = 256
+R256_MAX_K = TILE * CHAIN  # r256n up to k = 4096
+STAGE = 4  # tiles staged per warp per batch (kernels/wmma.cu STAGE)
+MAX_GRID = (1 << 31) - 1
+OUT_TYPES = ("float16", "float32", "float64")
+
+
+def _vec(rows: Rows) -> bool:
+    """16-byte vector loads are legal: every row starts 16-byte aligned (base and, with several rows, the stride)."""
+    return is_aligned(rows.align, (rows.ld * 2,) if rows.m > 1 else (), 16)
+
+
+def choose_variant(rows: Rows, device: DeviceSpec) -> str:
+    """The default variant for a rows problem (full sums are Rows(1, n, n))."""
+    if rows.k <= R16_MAX_K:
+        return "r16n"
+    if rows.k <= R256_MAX_K and rows.m >= 16 * device.sm_count:
+        return "r256n"
+    return "block"
+
+
+def _name(kernel: str, out_t: str, vec: bool, warps: int) -> str:
+    return f"{kernel}<{out_t}, {str(vec).lower()}, {warps}>"
+
+
+def kernel_names() -> list[str]:
+    """Every kernel name expression the planner can produce (for compile checks)."""
+    names = []
+    for out in OUT_TYPES:
+        for vec in (False, True):
+            names.append(_name("wmma_rows16", ctype(out), vec, WARP_KERNEL_WARPS))
+            names.append(_name("wmma_rows256n", ctype(out), vec, WARP_KERNEL_WARPS))
+            names.append(_name("wmma_rows_block", ctype(out), vec, BLOCK_WARPS))
+    names.append("wmma_transpose<0>")
+    return names
+
+
+def block_split(rows: Rows, device: DeviceSpec) -> tuple[int, int]:
+    """(splits, tiles per block) of the block variant: enough blocks to fill the GPU (about BLOCK_BLOCKS_PER_SM per
+    SM), at most CHAIN tiles per warp, at least about one tile per warp; every block gets at least one tile."""
+    tiles = cdiv(rows.k, TILE)
+    least = cdiv(tiles, BLOCK_WARPS * CHAIN)
+    want = cdiv(device.sm_count * BLOCK_BLOCKS_PER_SM, rows.m)
+    most = cdiv(tiles, BLOCK_WARPS)
+    splits = max(least, min(want, most), 1)
+    tpb = cdiv(tiles, splits)
+    return cdiv(tiles, tpb), tpb
+
+
+def _rows_plan(rows: Rows, out_dtype: str, device: DeviceSpec, variant: str, x: Buf,
+               ws_offset: int) -> tuple[list[KernelLaunch], int, int, dict]:
+    """Launch, workspace floats beyond ws_offset, counters and params of one rows problem."""
+    out_t = ctype(out_dtype)
+    vec = _vec(rows)
+    m, k = rows.m, rows.k
+    args: tuple[Arg, ...] = (x, m, k, rows.ld, Buf("out"), Buf("ws", ws_offset), Buf("counters"))
+    if variant == "r16n":
+        groups = cdiv(m, 16)
+        grid = max(1, min(cdiv(groups, WARP_KERNEL_WARPS), device.sm_count * WARP_KERNEL_BLOCKS_PER_SM))
+        launch = KernelLaunch(SOURCE, _name("wmma_rows16", out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
+                              (WARP_KERNEL_WARPS * 32, 1, 1), args + (1,))
+        params = dict(variant=variant, warps=WARP_KERNEL_WARPS, block=WARP_KERNEL_WARPS * 32, grid=grid, vec=vec,
+                      tiles=cdiv(k, 16), chain=cdiv(k, 16), splits=1, stage=STAGE)
+        return [launch], 0, 0, params
+    if variant == "r256n":
+        grid = max(1, min(cdiv(m, WARP_KERNEL_WARPS), device.sm_count * WARP_KERNEL_BLOCKS_PER_SM))
+        launch = KernelLaunch(SOURCE, _name("wmma_rows256n", out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
+                              (WARP_KERNEL_WARPS * 32, 1, 1), args + (1,))
+        params = dict(variant=variant, warps=WARP_KERNEL_WARPS, block=WARP_KERNEL_WARPS * 32, grid=grid, vec=vec,
+                      tiles=cdiv(k, TILE), chain=cdiv(k, TILE), splits=1, stage=STAGE)
+        return [launch], 0, 0, params
+    if variant == "block":
+        splits, tpb = block_split(rows, device)
+        grid = m * splits
+        if grid > MAX_GRID or splits >= 1 << 32:
+            raise ValueError(f"wmma: {m} rows x {splits} splits exceed the grid limit")
+        launch = KernelLaunch(SOURCE, _name("wmma_rows_block", out_t, vec, BLOCK_WARPS), (grid, 1, 1),
+                              (BLOCK_WARPS * 32, 1, 1), args + (splits, tpb))
+        params = dict(variant=variant, warps=BLOCK_WARPS, block=BLOCK_WARPS * 32, grid=grid, vec=vec,
+                      tiles=cdiv(k, TILE), chain=cdiv(tpb, BLOCK_WARPS), splits=splits, tpb=tpb, stage=STAGE)
+        multi = splits > 1
+        return [launch], (m * splits if multi else 0), (m if multi else 0), params
+    raise ValueError(f"wmma: unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
+
+
+def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, variant: str = "auto") -> Plan:
+    """The launch plan of method "wmma" for a canonical problem. ``variant``: "auto" (the default rule,
+    :func:`choose_variant`) or one of :data:`VARIANTS` to force a kernel (tests, experiments); every variant takes
+    every problem."""
+    if in_dtype != "float16":
+        raise UnsupportedDtype(f"method 'wmma' sums float16 input, not {in_dtype}")
+    if out_dtype not in OUT_TYPES:
+        raise ValueError(f"wmma: output dtype {out_dtype!r} not in {OUT_TYPES}")
+    if variant != "auto" and variant not in VARIANTS:
+        raise ValueError(f"wmma: unknown variant {variant!r}; variants: auto, {', '.join(VARIANTS)}")
+    common = dict(method="wmma", problem=problem, in_dtype=in_dtype, out_dtype=out_dtype, device=device)
+    if isinstance(problem, (Flat, Rows)):
+        rows = Rows(1, problem.n, problem.n, problem.align) if isinstance(problem, Flat) else problem
+        if rows.m <= 0 or rows.k <= 0:
+            raise ValueError(f"wmma: empty problem {problem!r} (the API returns zeros without launching)")
+        if variant == "auto":
+            variant = "block" if isinstance(problem, Flat) else choose_variant(rows, device)
+        launches, ws, counters, params = _rows_plan(rows, out_dtype, device, variant, Buf("x"), 0)
+        params["rows"] = rows
+        return Plan(**common, launches=tuple(launches), workspace_floats=ws, counters=counters,
+                    params=tuple(sorted(params.items())))
+    if isinstance(problem, Cols):
+        a, r, b = problem.a, problem.r, problem.b
+        if a * r * b <= 0:
+            raise ValueError(f"wmma: empty problem {problem!r} (the API returns zeros without launching)")
+        ldw = cdiv(r, 8) * 8
+        rows = Rows(a * b, r, ldw, 0)
+        ws_off = cdiv(cdiv(rows.m * ldw, 2), 64) * 64  # the fp16 copy, in floats, rounded to 256 bytes
+        tgrid = a * cdiv(r, 32) * cdiv(b, 32)
+        if tgrid > MAX_GRID:
+            raise ValueError(f"wmma: transposing copy of {problem!r} exceeds the grid limit")
+        transpose = KernelLaunch(SOURCE, "wmma_transpose<0>", (tgrid, 1, 1), (256, 1, 1),
+                                 (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("ws"), ldw))
+        if variant == "auto":
+            variant = choose_variant(rows, device)
+        launches, ws, counters, params = _rows_plan(rows, out_dtype, device, variant, Buf("ws"), ws_off)
+        params.update(rows=rows, transpose_ld=ldw, transpose_grid=tgrid, ws_offset=ws_off)
+        return Plan(**common, launches=(transpose, *launches), workspace_floats=ws_off + ws, counters=counters,
+                    params=tuple(sorted(params.items())))
+    raise TypeError(f"wmma: unknown problem {problem!r}")
+
+
+def wmma_depth(plan: Plan):
+    """The longest path of any input value to its output (:class:`tcreduce.bounds.Depth`): tensor-core products
+    it rides through, and fp32 round-to-nearest operations. r16n: its chain. r256n: its chain, then the hand-off
+    (3 products; its split, exact to 2^-39 of the row's largest value, is counted as one RN step). block: the warp's
+    chain, two hand-offs, and (splits > 1) tcr::combine_partials: ceil(splits / 256) serial additions plus the block
+    fold (5 + 5 levels)."""
+    from ..bounds import Depth
+
+    p = param_dict(plan)
+    chain = max(1, p["chain"])
+    if p["variant"] == "r16n":
+        return Depth(chain, 0)
+    if p["variant"] == "r256n":
+        return Depth(chain + 3, 1)
+    rn = 2
+    if p["splits"] > 1:
+        rn += cdiv(p["splits"], p["block"]) + 10
+    return Depth(chain + 6, rn)
+
+
+def _register_bound() -> None:
+    """Give tcreduce.bounds this plan's structure (it falls back to a loose order-free bound without one)."""
+    try:
+        from ..bounds import STRUCTURES
+    except ImportError:  # pragma: no cover - bounds is optional for planning
+        return
+    STRUCTURES.setdefault("wmma", wmma_depth)
+
+
+_register_bound()
+
+register(Method(
+    name="wmma",
+    description="Dakkak et al.'s WMMA kernels with fp32 accumulators: Reduction16/16n (A*P), Reduction256/256n "
+                "(P*A*P^T, fp32 partials handed back to the tensor core as exact hi/mid/lo fp16 splits), the block "
+                "variant with a last-block grid combination for full sums and long rows; other axes through a "
+                "transposing copy",
+    dtypes=("float16",),
+    reference="Dakkak et al., Accelerating Reduction and Scan Using Tensor Core Units, ICS 2019 (c3sr/tcu_scope)",
+    planner=plan_wmma,
+))

@@ -1,0 +1,74 @@
+"""CPU (CI) tests: every kernel instantiation the planners produce for a wide set of problems compiles for sm_80 and
+sm_90 with the compiler and options used at run time (NVRTC, tcreduce._compile.NVRTC_OPTIONS), without errors,
+warnings or register spills, and tensor-core kernels contain mma/wmma instructions in their PTX."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from tcreduce import registry
+from tcreduce._compile import compile_kernel, kernel_dir, load_source
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Rows
+
+pytestmark = pytest.mark.slow
+
+TENSOR_CORE_SOURCES = {"tensorcore.cu": "mma.sync.aligned", "wmma.cu": "wmma.mma.sync", "mma_probe.cu": "mma.sync"}
+
+PROBLEMS = (
+    [Flat(n, a) for n in (1, 100, 1 << 20, 1 << 28, 1 << 31) for a in (0, 2, 4, 8)]
+    + [Rows(m, k, ld, a) for (m, k, ld) in ((1, 1, 1), (1 << 24, 16, 16), (1000, 17, 17), (1 << 16, 4096, 4096),
+                                             (16, 1 << 20, 1 << 20), (3, 1000, 1000), (256, 64, 72), (1 << 20, 256, 256))
+       for a in (0, 2)]
+    + [Cols(a, r, b, sa, sr, al) for (a, r, b, sa, sr) in ((1, 16, 1 << 24, 0, 1 << 24), (1, 1 << 24, 16, 0, 16),
+                                                            (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7))
+       for al in (0, 2)]
+)
+
+
+def _instantiations() -> dict[tuple[str, str], str]:
+    """(source, name expression) -> arch, over every method, dtype pair, problem and GPU (sm_80 and sm_90)."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for method in registry.methods(None):
+        if method.runner is not None:
+            continue
+        for gpu in ("A100", "H100"):
+            device = KNOWN_GPUS[gpu]
+            if device.cc < method.requires_cc:
+                continue
+            for in_dt, out_dt, prob in itertools.product(method.dtypes, ("float16", "float32", "float64"), PROBLEMS):
+                try:
+                    plan = method.plan(prob, in_dt, out_dt, device)
+                except ValueError:
+                    continue  # the method does not take this form (ladder rungs: full sums only)
+                for ln in plan.launches:
+                    seen.setdefault((ln.source, ln.kernel), set()).add(device.arch)
+    return {k: v for k, v in seen.items() for v in [sorted(v)]}
+
+
+INSTANTIATIONS = _instantiations()
+
+
+def test_every_kernel_file_is_used():
+    files = {p.name for p in kernel_dir().glob("*.cu")}
+    used = {src for src, _ in INSTANTIATIONS} | {"mma_probe.cu", "bandwidth.cu"}
+    assert files <= used, f"kernel files no planner launches: {files - used}"
+
+
+def test_headers_are_inlined_into_the_hashed_source():
+    text = load_source("tensorcore.cu")
+    assert '#include "common.cuh"' not in text and "namespace tcr" in text
+
+
+@pytest.mark.parametrize("source,kernel", sorted(INSTANTIATIONS), ids=[f"{s}:{k}" for s, k in sorted(INSTANTIATIONS)])
+def test_compiles_clean(source, kernel):
+    for arch in INSTANTIATIONS[(source, kernel)]:
+        ck = compile_kernel(source, kernel, arch, use_cache=False)
+        assert not re.search(r"warning", ck.log, re.I), ck.log
+        assert not ck.spills, f"{kernel} spills registers on {arch}:\n{ck.log}"
+        needle = TENSOR_CORE_SOURCES.get(source)
+        if needle:
+            assert needle in ck.ptx, f"{kernel} has no {needle} instruction in its PTX on {arch}"

@@ -1,0 +1,490 @@
+"""Tests of method "wmma" (Dakkak et al. on nvcuda::wmma; kernels/wmma.cu, tcreduce/plans/wmma.py).
+
+CPU: the planner (variant choice, splits, workspace, counters, arguments), the exactness of the fp32 -> 3 x fp16
+hand-off split, and every kernel instantiation the planner can produce compiled for sm_80 and sm_90 (no warnings, no
+spills, wmma.mma in the PTX). GPU (``-m gpu``): full, last-axis and other-axis sums over awkward sizes, every variant
+forced, misaligned and non-contiguous views, keepdims and out=, outputs poisoned with NaN, bitwise repeatability,
+NaN/Inf propagation, against references with a tolerance from the plan's error bound.
+
+The tolerance (see ``_bound``): every input value reaches its output through at most ``d_mma`` tensor-core products
+(the chain of products into one accumulator, plus 3 per fp32 -> fp16 hand-off) and ``d_rn`` fp32 round-to-nearest
+operations (the grid combination of partials; plus one per hand-off for its split, exact to 2^-39 of the largest
+value). A tensor-core product adds 16 exact products to the fp32 accumulator, truncating every aligned term and
+rounding the sum toward zero, so it is not an IEEE addition: its relative error against the sum of the magnitudes of
+its terms is below u_mma = 17 * 2^-(23+e) + 2^-23 (1 + 17 * 2^-(23+e)) (e extra alignment bits: 2 on H100/H200; at
+least 2^-23 per step, the round-toward-zero unit). Errors of one sign do not cancel (truncation of same-sign data), so
+the bound is the worst case ``((1 + u_mma)^d_mma (1 + 2^-24)^d_rn - 1) * sum|x|`` per output
+(:func:`tcreduce.bounds.error_bound_factor` with :func:`tcreduce.plans.wmma.wmma_depth`), plus the rounding to a
+float16 output (2^-11 relative) and the reference's own error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import numpy as np
+import pytest
+
+from tcreduce import registry
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Rows
+from tcreduce._plan import Buf, param_dict
+from tcreduce.plans import wmma as W
+
+H100 = KNOWN_GPUS["H100"]
+A100 = KNOWN_GPUS["A100"]
+
+# ==================================================================================================== CPU: planner
+PROBLEMS = (
+    [Flat(n, a) for n in (1, 15, 16, 17, 255, 256, 257, 4097, 65537, 1 << 20, (1 << 28) + 1, (1 << 31) + 3)
+     for a in (0, 2, 8)]
+    + [Rows(m, k, ld, a) for (m, k, ld) in ((1, 1, 1), (3, 15, 15), (17, 16, 16), (1 << 20, 16, 16), (1 << 24, 16, 16),
+                                             (1000, 17, 17), (33, 255, 256), (16, 257, 264), (1 << 16, 4096, 4096),
+                                             (16, 4097, 4097), (16, 1 << 20, 1 << 20), (3, 1000, 1000), (256, 64, 72),
+                                             (2, (1 << 30) + 5, (1 << 30) + 5), (5, 9, -16))
+       for a in (0, 2)]
+    + [Cols(a, r, b, sa, sr, al) for (a, r, b, sa, sr) in ((1, 16, 1 << 20, 0, 1 << 20), (1, 1 << 20, 16, 0, 16),
+                                                            (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7),
+                                                            (1, 65537, 5, 0, 5), (5, 17, 40, 680, 40))
+       for al in (0, 2)]
+)
+
+
+def _plans():
+    for dev, out, prob, variant in itertools.product((H100, A100), W.OUT_TYPES, PROBLEMS, ("auto",) + W.VARIANTS):
+        if variant in ("r16n", "r256n") and prob.length > 1 << 22:
+            continue  # forced warp-per-segment variants on huge rows: legal but not worth planning here
+        yield W.plan_wmma(prob, "float16", out, dev, variant=variant)
+
+
+ALL_PLANS = list(_plans())
+
+
+def test_registered():
+    m = registry.get("wmma")
+    assert m.dtypes == ("float16",)
+    assert "Dakkak" in m.reference and "ICS 2019" in m.reference and "tcu_scope" in m.reference
+    assert m.description and m.deterministic
+
+
+def test_float32_rejected_with_the_methods_that_take_it():
+    with pytest.raises(TypeError, match="float32") as e:
+        registry.get("wmma").plan(Flat(100), "float32", "float32", H100)
+    assert isinstance(e.value, registry.UnsupportedDtype)
+    with pytest.raises(TypeError):
+        W.plan_wmma(Rows(4, 4, 4), "float32", "float32", H100)
+
+
+def test_bad_variant_and_empty_problems():
+    with pytest.raises(ValueError, match="variant"):
+        W.plan_wmma(Flat(100), "float16", "float32", H100, variant="r64")
+    for prob in (Flat(0), Rows(0, 5, 5), Rows(5, 0, 0), Cols(1, 0, 4, 0, 4), Cols(2, 3, 0, 0, 0)):
+        with pytest.raises(ValueError, match="empty"):
+            W.plan_wmma(prob, "float16", "float32", H100)
+
+
+def test_default_variants():
+    def variant(prob):
+        return param_dict(W.plan_wmma(prob, "float16", "float32", H100))["variant"]
+
+    assert variant(Rows(1 << 20, 16, 16)) == "r16n"
+    assert variant(Rows(7, 256, 256)) == "r16n"
+    assert variant(Rows(1 << 16, 4096, 4096)) == "r256n"
+    assert variant(Rows(1 << 16, 4097, 4097)) == "block"
+    assert variant(Rows(16, 1 << 20, 1 << 20)) == "block"
+    assert variant(Rows(100, 1000, 1000)) == "block"  # too few rows for one warp per row
+    assert variant(Flat(17)) == "block"
+    assert variant(Cols(1, 16, 1 << 20, 0, 1 << 20)) == "r16n"
+
+
+@pytest.mark.parametrize("plan", ALL_PLANS[::7] + ALL_PLANS[1::7], ids=lambda p: f"{p.problem}-{p.out_dtype}")
+def test_plan_invariants(plan):
+    p = param_dict(plan)
+    names = set(W.kernel_names())
+    rows: Rows = p["rows"]
+    assert hash(plan) is not None
+    for ln in plan.launches:
+        assert ln.source == "wmma.cu" and ln.kernel in names
+        assert 1 <= ln.grid[0] <= W.MAX_GRID and ln.grid[1:] == (1, 1)
+        assert all(isinstance(a, (Buf, int)) for a in ln.args)
+    main = plan.launches[-1]
+    out_t = {"float16": "__half", "float32": "float", "float64": "double"}[plan.out_dtype]
+    assert main.kernel.startswith(f"wmma_rows") and f"<{out_t}, {str(p['vec']).lower()}," in main.kernel
+    assert main.block == (p["block"], 1, 1) and p["block"] == 32 * p["warps"]
+    assert main.args[1:4] == (rows.m, rows.k, rows.ld)
+    assert main.args[4] == Buf("out") and main.args[6] == Buf("counters")
+    # 16-byte loads only when every row starts 16-byte aligned
+    assert p["vec"] == (rows.align == 0 and (rows.m == 1 or (2 * rows.ld) % 16 == 0))
+    ws_off = p.get("ws_offset", 0)
+    if isinstance(plan.problem, Cols):
+        pr = plan.problem
+        assert len(plan.launches) == 2 and plan.launches[0].kernel == "wmma_transpose<0>"
+        assert plan.launches[0].args == (Buf("x"), pr.a, pr.r, pr.b, pr.sa, pr.sr, Buf("ws"), p["transpose_ld"])
+        assert rows == Rows(pr.a * pr.b, pr.r, p["transpose_ld"], 0) and rows.ld % 8 == 0 and rows.ld >= pr.r
+        assert ws_off % 64 == 0 and 2 * ws_off >= rows.m * rows.ld  # the fp16 copy fits below the partials
+        assert main.args[0] == Buf("ws") and main.args[5] == Buf("ws", ws_off)
+    else:
+        assert len(plan.launches) == 1 and main.args[0] == Buf("x") and main.args[5] == Buf("ws", 0)
+        expect = Rows(1, plan.problem.n, plan.problem.n, plan.problem.align) if isinstance(plan.problem, Flat) \
+            else plan.problem
+        assert rows == expect
+    if p["variant"] == "block":
+        tiles, splits, tpb = math.ceil(rows.k / 256), p["splits"], p["tpb"]
+        assert main.args[7:] == (splits, tpb)
+        assert (splits - 1) * tpb < tiles <= splits * tpb  # every block has work, all tiles covered
+        assert main.grid[0] == rows.m * splits
+        assert p["chain"] == math.ceil(tpb / p["warps"]) <= W.CHAIN
+        assert plan.workspace_floats == ws_off + (rows.m * splits if splits > 1 else 0)
+        assert plan.counters == (rows.m if splits > 1 else 0)
+    else:
+        assert main.args[7:] == (1,) and plan.counters == 0 and plan.workspace_floats == ws_off
+        assert p["chain"] == math.ceil(rows.k / (16 if p["variant"] == "r16n" else 256))
+
+
+def test_auto_chains_are_short():
+    """The default choices never chain more than CHAIN products into one fp32 accumulator."""
+    for dev, prob in itertools.product((H100, A100), PROBLEMS):
+        auto = W.plan_wmma(prob, "float16", "float32", dev)
+        assert param_dict(auto)["chain"] <= W.CHAIN, auto.describe()
+
+
+def test_block_split_fills_the_gpu():
+    plan = W.plan_wmma(Rows(16, 1 << 20, 1 << 20), "float16", "float32", H100)
+    assert plan.launches[0].grid[0] >= H100.sm_count * 4
+    plan = W.plan_wmma(Flat(1 << 28), "float16", "float32", H100)
+    p = param_dict(plan)
+    assert p["splits"] == (1 << 20) // 128 and p["chain"] == 16
+    plan = W.plan_wmma(Flat(1000), "float16", "float32", H100)
+    assert param_dict(plan)["splits"] == 1 and plan.counters == 0 and plan.workspace_floats == 0
+
+
+def test_depth():
+    from tcreduce.bounds import STRUCTURES
+
+    assert "wmma" in STRUCTURES  # the bound of tcreduce.bounds follows this plan's structure
+    d = W.wmma_depth(W.plan_wmma(Rows(1 << 20, 100, 100), "float16", "float32", H100))
+    assert (d.mma, d.rn) == (7, 0)
+    d = W.wmma_depth(W.plan_wmma(Rows(1 << 16, 4000, 4000), "float16", "float32", H100))
+    assert (d.mma, d.rn) == (16 + 3, 1)
+    d = W.wmma_depth(W.plan_wmma(Flat(1 << 28), "float16", "float32", H100))
+    assert (d.mma, d.rn) == (16 + 6, 2 + 32 + 10)
+
+
+# ------------------------------------------------------------------------------------- CPU: the hand-off arithmetic
+def _handoff_parts(v: np.ndarray):
+    """NumPy model of kernels/wmma.cu HANDOFF's scaling and split for rows of 16 fp32 values (finite)."""
+    v = v.astype(np.float32)
+    amax = np.max(np.abs(v), axis=-1, keepdims=True)
+    _, e = np.frexp(np.where(amax > 0, amax, 1).astype(np.float64))  # amax = f * 2^e, f in [0.5, 1)
+    sh = np.where(amax > 0, 14 - (e.astype(np.int64) - 1), 0)
+    w = np.ldexp(v, sh.astype(np.int32)).astype(np.float32)
+    hi = w.astype(np.float16)
+    r1 = w - hi.astype(np.float32)
+    mid = r1.astype(np.float16)
+    r2 = r1 - mid.astype(np.float32)
+    lo = r2.astype(np.float16)
+    return w, hi, mid, lo, sh, amax
+
+
+def test_handoff_split_is_exact(rng):
+    """The documented claim: every w = v * 2^sh with |w| >= 2^-1 is exactly hi + mid + lo; smaller w lose < 2^-25;
+    the largest |w| of a row lies in [2^14, 2^15), so no part overflows fp16."""
+    exps = rng.integers(-140, 120, size=(4000, 1))
+    spread = rng.integers(-40, 1, size=(4000, 16))  # values up to 2^40 below the row's largest
+    mant = rng.uniform(1, 2, size=(4000, 16)) * rng.choice([-1, 1], size=(4000, 16))
+    v = np.ldexp(mant, exps + spread).astype(np.float32)
+    v = v[np.all(np.isfinite(v), axis=1)]
+    w, hi, mid, lo, sh, amax = _handoff_parts(v)
+    big = np.max(np.abs(w), axis=-1)
+    assert np.all((big >= 2.0 ** 14) & (big < 2.0 ** 15))
+    assert np.all(np.isfinite(hi)) and np.all(np.isfinite(mid)) and np.all(np.isfinite(lo))
+    recon = hi.astype(np.float64) + mid.astype(np.float64) + lo.astype(np.float64)
+    err = np.abs(recon - w.astype(np.float64))
+    large = np.abs(w) >= 0.5
+    assert np.all(err[large] == 0)
+    assert np.all(err[~large] <= 2.0 ** -25)
+    # in unscaled units: at most 2^-39 of the row's largest value
+    assert np.all(np.ldexp(err, -sh) <= 2.0 ** -39 * amax.astype(np.float64) + 1e-300)
+
+
+# ------------------------------------------------------------------------------------------- CPU: kernel sources
+def test_kernel_comments_name_the_paper_variants():
+    from tcreduce._compile import kernel_dir
+
+    text = (kernel_dir() / "wmma.cu").read_text()
+    for needle in ("Reduction16 / Reduction16n", "Reduction256 / Reduction256n", "seg_wmma_256n_block",
+                   "Transposing copy", "HANDOFF", "tcr::arrive_last"):
+        assert needle in text
+    assert "atomicAdd(" not in text.replace("tcr::arrive_last", "")  # no float atomics of our own
+
+
+def test_planner_uses_only_listed_kernels():
+    names = set(W.kernel_names())
+    used = {ln.kernel for plan in ALL_PLANS for ln in plan.launches}
+    assert used <= names
+    assert used == names  # and every listed instantiation is reachable
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", W.kernel_names())
+def test_compiles_for_sm80_and_sm90(kernel):
+    from tcreduce._compile import compile_kernel
+
+    for arch in ("sm_80", "sm_90"):
+        ck = compile_kernel("wmma.cu", kernel, arch, use_cache=False)
+        assert not re.search(r"warning", ck.log, re.I), ck.log
+        assert not ck.spills, f"{kernel} spills on {arch}:\n{ck.log}"
+        if kernel.startswith("wmma_rows"):
+            assert "wmma.mma.sync" in ck.ptx, f"{kernel} has no wmma.mma on {arch}"
+        else:  # the transposing copy does no arithmetic
+            assert "wmma.mma" not in ck.ptx
+
+
+# ===================================================================================================== GPU tests
+def _gpu_name() -> str:
+    from tcreduce._device import current_device, named_device
+
+    try:
+        return named_device(current_device()[1].name).name
+    except ValueError:
+        return "V100"  # unknown GPU: the most pessimistic tensor-core model (no extra alignment bits)
+
+
+def _reference(xv_host: np.ndarray | None, xd, axis):
+    """(float64 reference, its own error bound, sum|x|) per output. Up to 2^25 elements: the exact sum, correctly
+    rounded to float64 (error <= 2^-53 |sum|). Larger: CuPy's float64 sum on the GPU (error <= n 2^-52 sum|x|)."""
+    import cupy
+
+    if xv_host is not None and xv_host.size <= 1 << 25:
+        from tcreduce.reference import exact_sum
+
+        ref = np.asarray(exact_sum(xv_host, axis=axis), dtype=np.float64)
+        abs_sum = np.sum(np.abs(xv_host.astype(np.float64)), axis=axis)
+        return ref, 2.0 ** -53 * np.abs(ref), abs_sum
+    ref = cupy.sum(xd, axis=axis, dtype=cupy.float64).get()
+    abs_sum = cupy.sum(cupy.abs(xd), axis=axis, dtype=cupy.float64).get()
+    n = xd.size // max(ref.size, 1)
+    return ref, n * 2.0 ** -52 * abs_sum, abs_sum
+
+
+def _bound(plan, abs_sum: np.ndarray, out_dtype: str) -> np.ndarray:
+    from tcreduce.bounds import OUT_ROUNDING, error_bound_factor
+
+    c = error_bound_factor(plan, _gpu_name())
+    b = c * abs_sum
+    return b + OUT_ROUNDING[out_dtype] * (abs_sum + b) + (2.0 ** -24 if out_dtype == "float16" else 0.0)
+
+
+def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32"):
+    """Run the wmma plan (a forced variant) as tcreduce.sum would, into a NaN-poisoned output. Returns (result as
+    NumPy, plan)."""
+    import cupy
+
+    from tcreduce._device import current_device
+    from tcreduce._launch import run_plan
+    from tcreduce._layout import normalize_axes, plan_layout
+    from tcreduce.testing import poisoned
+
+    axes = normalize_axes(axis, xd.ndim)
+    out_shape = tuple(s for i, s in enumerate(xd.shape) if i not in axes)
+    strides = tuple(s // 2 for s in xd.strides)
+    layout = plan_layout(xd.shape, strides, axes, 2, xd.data.ptr % 16)
+    if layout.copy_order is not None:
+        src = cupy.ascontiguousarray(xd.transpose(layout.copy_order))
+        ptr = src.data.ptr
+    else:
+        src = xd
+        ptr = xd.data.ptr + layout.base_offset * 2
+    dev_id, dev = current_device()
+    plan = W.plan_wmma(layout.problem, "float16", out_dtype, dev, variant=variant)
+    res = poisoned(out_shape, out_dtype)
+    run_plan(plan, ptr, res.data.ptr, dev_id)
+    cupy.cuda.get_current_stream().synchronize()
+    del src
+    return res.get(), plan
+
+
+def _check(got: np.ndarray, xv_host, xd, axis, plan, out_dtype="float32") -> None:
+    ref, ref_err, abs_sum = _reference(xv_host, xd, axis)
+    got = np.asarray(got)
+    assert got.shape == ref.shape and got.dtype == np.dtype(out_dtype)
+    assert not np.any(np.isnan(got)), "an output was not written (still NaN from the poisoned buffer)"
+    bound = _bound(plan, abs_sum, out_dtype) + ref_err
+    err = np.abs(got.astype(np.float64) - ref)
+    bad = ~(err <= bound)
+    if np.any(bad):
+        i = np.flatnonzero(bad)[0]
+        raise AssertionError(f"{int(bad.sum())}/{bad.size} outputs beyond the bound; first {i}: got "
+                             f"{got.flat[i]!r} ref {ref.flat[i]!r} err {err.flat[i]:.3e} bound {bound.flat[i]:.3e}\n"
+                             + plan.describe())
+
+
+def _data(rng, shape, dtype=np.float16):
+    """Fresh uniform data in [-0.25, 0.75) (never zeros), host and device."""
+    import cupy
+
+    xh = rng.uniform(-0.25, 0.75, size=shape).astype(dtype)
+    if not np.any(xh):
+        xh.flat[0] = 1
+    return xh, cupy.asarray(xh)
+
+
+AWKWARD_N = [1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 32767, 32768, 32769, 65535, 65537,
+             (1 << 20) - 1, (1 << 20) + 1, (1 << 24) + 3]
+OFFSETS = [0, 1, 3, 8]  # x[o:]: 16-byte aligned for 0 and 8, misaligned (scalar loads) for 1 and 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", AWKWARD_N)
+def test_full_sum_awkward_sizes(n, rng):
+    xh, xd = _data(rng, n + 8)
+    for off in OFFSETS:
+        xv, dv = xh[off:off + n], xd[off:off + n]
+        if xv.size == 0:
+            continue
+        variants = ["auto"] + (["r256n", "r16n"] if n <= 65537 else [])
+        for variant in variants:
+            got, plan = _run(dv, None, variant)
+            assert param_dict(plan)["vec"] == (off % 8 == 0)
+            _check(got, xv, dv, None, plan)
+
+
+ROW_KS = [1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 65537]
+ROW_MS = [1, 15, 17, 33]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", ROW_KS)
+@pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
+def test_rows_every_variant(k, variant, rng):
+    for m in ROW_MS:
+        xh, xd = _data(rng, (m, k + 9))
+        views = [(xh[:, :k], xd[:, :k]),            # ld = k + 9: not a multiple of 8 -> scalar loads
+                 (xh[:, 1:k + 1], xd[:, 1:k + 1]),  # misaligned base
+                 (xh[:, 8:k + 8], xd[:, 8:k + 8])]  # aligned base, odd ld
+        xc_h, xc_d = _data(rng, (m, k))           # contiguous (vector loads when k % 8 == 0)
+        views.append((xc_h, xc_d))
+        for xv, dv in views:
+            got, plan = _run(dv, -1, variant)
+            _check(got, xv, dv, -1, plan)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,variant", [((1 << 20, 16), "auto"), ((1 << 20, 16), "r256n"),
+                                           ((1 << 16, 4096), "auto"), ((1 << 16, 4096), "block"),
+                                           ((16, 1 << 20), "auto"), ((3, (1 << 22) + 1), "auto")])
+def test_rows_large(shape, variant, rng):
+    xh, xd = _data(rng, shape)
+    got, plan = _run(xd, -1, variant)
+    _check(got, xh if xh.size <= 1 << 25 else None, xd, -1, plan)
+
+
+COL_CASES = [
+    ((16, 1 << 20), 0, None), ((1 << 16, 4096), 0, None), ((65537, 5), 0, None), ((257, 33), 0, None),
+    ((5, 17, 40), 1, None), ((3, 1000, 7), 1, None), ((1000, 16), 0, None),
+    ((64, 257), 0, lambda x: x[1:, 1:]),  # misaligned
+    ((96, 80), 0, lambda x: x[:, ::2]),  # strided kept axis
+    ((96, 80), 1, lambda x: x.T),  # transposed: reduces the non-contiguous axis
+    ((96, 80), 0, lambda x: x[::-1]),  # reversed
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis,view", COL_CASES, ids=[f"{s}-{a}-{i}" for i, (s, a, _) in enumerate(COL_CASES)])
+@pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
+def test_other_axes(shape, axis, view, variant, rng):
+    if variant != "auto" and math.prod(shape) > 1 << 22:
+        pytest.skip("forced variants on the small cases only")
+    xh, xd = _data(rng, shape)
+    xv, dv = (view(xh), view(xd)) if view else (xh, xd)
+    got, plan = _run(dv, axis, variant)
+    _check(got, xv if xv.size <= 1 << 25 else None, dv, axis, plan)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((300, 200), 1), ((300, 200), 0), ((7, 50, 9), (0, 2))])
+def test_api_keepdims_and_out(shape, axis, rng):
+    import tcreduce
+    from tcreduce.testing import poisoned
+
+    xh, xd = _data(rng, shape)
+    expect_shape = np.sum(xh, axis=axis, keepdims=True).shape
+    out = poisoned(expect_shape, "float32")
+    res = tcreduce.sum(xd, axis=axis, keepdims=True, method="wmma", out=out)
+    assert res is out and out.shape == expect_shape
+    got = out.get()
+    assert not np.any(np.isnan(got))
+    plain = tcreduce.sum(xd, axis=axis, method="wmma").get()
+    np.testing.assert_array_equal(got.reshape(plain.shape), plain)
+    from tcreduce.testing import check_sum
+
+    check_sum(res, xh, axis, method="wmma", keepdims=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", ["float16", "float64"])
+@pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
+def test_output_dtypes(out_dtype, variant, rng):
+    xh, xd = _data(rng, (300, 1000))
+    got, plan = _run(xd, 1, variant, out_dtype)
+    _check(got, xh, xd, 1, plan, out_dtype)
+    got32, _ = _run(xd, 1, variant, "float32")
+    np.testing.assert_array_equal(got, got32.astype(out_dtype))  # one rounding of the fp32 result
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis,variant", [((1 << 22) + 5, None, "auto"), ((16, 1 << 20), -1, "block"),
+                                                ((1 << 16, 64), -1, "r16n"), ((1 << 14, 1000), -1, "r256n"),
+                                                ((64, 1 << 16), 0, "auto"), ((3, 5000, 33), 1, "block")])
+def test_repeated_calls_bitwise_equal(shape, axis, variant, rng):
+    xh, xd = _data(rng, shape)
+    first, plan = _run(xd, axis, variant)
+    for _ in range(9):
+        again, _ = _run(xd, axis, variant)
+        assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
+    assert np.array_equal(xd.get(), xh), "the input was modified"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
+@pytest.mark.parametrize("k", [16, 300, 5000])
+def test_nan_inf_propagate(variant, k, rng):
+    import cupy
+
+    xh, _ = _data(rng, (8, k))
+    xh[1, 5] = np.nan
+    xh[2, k - 1] = np.inf
+    xh[3, k // 2] = -np.inf
+    xh[4, 1], xh[4, k - 2] = np.inf, -np.inf
+    xh[5, 0] = 60000.0  # large but finite: must not overflow through the hand-off
+    xd = cupy.asarray(xh)
+    ref = xh.astype(np.float64).sum(axis=1)
+    for axis, data, r in ((1, xd, ref), (0, cupy.ascontiguousarray(xd.T), ref)):
+        got, plan = _run(data, axis, variant)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(r), err_msg=plan.describe())
+        np.testing.assert_array_equal(got[[2, 3]], r[[2, 3]])
+        assert np.all(np.isfinite(got[[0, 5, 6, 7]]))
+    for rows, expect in (((2,), np.inf), ((3,), -np.inf), ((2, 3), None), ((1,), None)):
+        got, _ = _run(xd[list(rows)], None, variant)
+        if expect is None:
+            assert np.isnan(got)
+        else:
+            assert got == expect
+
+
+@pytest.mark.gpu
+@pytest.mark.large
+@pytest.mark.slow
+def test_full_sum_beyond_2_31(rng):
+    """64-bit indexing: 2^31 + 3 fp16 elements (4 GiB), aligned and misaligned."""
+    import cupy
+
+    n = (1 << 31) + 3
+    gen = cupy.random.default_rng(7)
+    xd = (gen.random(n + 1, dtype=cupy.float32) - 0.25).astype(cupy.float16)
+    for dv in (xd[:n], xd[1:]):
+        got, plan = _run(dv, None, "auto")
+        assert param_dict(plan)["splits"] > 1 << 16
+        _check(got, None, dv, None, plan)
