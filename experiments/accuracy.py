@@ -77,7 +77,7 @@ class _Bounds:
     def __init__(self, ctx: Context, gpu_model: str):
         self.ctx = ctx
         self.gpu = gpu_model
-        self.mod = common.require("tcreduce.bounds", "the accuracy study's error bounds")
+        self.mod = common.require("tcreduce.bounds", "the accuracy study's error bounds", ("error_bound",))
         self._warned: set[str] = set()
 
     def factor(self, method: str, dtype: str, n: int) -> float:
@@ -180,8 +180,10 @@ def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------------ CPU (emulator)
 def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
-    emulate = common.require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)")
-    reference = common.require("tcreduce.reference", "the accuracy study without a GPU (exact sums)")
+    emulate = common.require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)",
+                             ("sum",))
+    reference = common.require("tcreduce.reference", "the accuracy study without a GPU (exact sums)",
+                               ("exact_sum", "float64_sum"))
     bounds = _Bounds(ctx, ctx.emulated_gpu)
     rows: list[dict] = []
     methods = {dt: common.sum_methods(dt, ladder=False, ctx=ctx) for dt in DTYPES}
@@ -232,8 +234,8 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     from tcreduce._device import named_device
 
     try:
-        emulate = common.require("tcreduce.emulate", "the GPU == emulator panel")
-    except RuntimeError as e:
+        emulate = common.require("tcreduce.emulate", "the GPU == emulator panel", ("sum",))
+    except common.MissingInterface as e:
         emulate = None
         ctx.error(str(e))
     dev_name = common.device_info().get("gpu_name", "H100")
@@ -244,7 +246,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         ctx.note(f"{dev_name} is not a GPU the emulator models; bounds and emulation use H100's parameters")
     try:
         bounds: Optional[_Bounds] = _Bounds(ctx, gpu_model)
-    except RuntimeError as e:
+    except common.MissingInterface as e:
         bounds = None
         ctx.error(str(e))
     _check_exact_gpu(ctx)

@@ -45,11 +45,11 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "paper_figures"
 
 __all__ = [
-    "REPO", "DEFAULT_OUT", "StudySkipped", "Context", "gpu_status", "device_info", "git_info", "metadata",
+    "REPO", "DEFAULT_OUT", "StudySkipped", "MissingInterface", "Context", "gpu_status", "device_info", "git_info", "metadata",
     "write_csv", "read_csv", "write_metadata", "Progress", "Timing", "time_gpu", "rotating_views", "Ceiling",
     "measure_ceiling", "time_read_kernel", "time_copy", "competitors", "cupy_accelerators", "sum_methods",
     "LADDER_ORDER", "exact_sum_gpu", "make_input", "DISTRIBUTIONS", "case_seed", "dtype_label", "fmt",
-    "require", "run_setting", "MethodSetting", "rel_error", "exact_sum_host",
+    "require", "run_setting", "dist_label", "MethodSetting", "rel_error", "exact_sum_host",
 ]
 
 # The ladder rungs in the order of the seeds' walk (issue 5); unknown rungs follow in registration order.
@@ -58,6 +58,10 @@ LADDER_ORDER = (
     "ladder_unroll_last_warp", "ladder_unroll_complete", "ladder_multi_element", "ladder_warp_shuffle",
     "ladder_float4", "ladder_atomic_per_block", "ladder_last_block", "ladder_grid_sync", "ladder_cluster",
 )
+
+
+class MissingInterface(RuntimeError):
+    """A tcreduce interface a study needs is not in this checkout (written in parallel): the message names it."""
 
 
 class StudySkipped(Exception):
@@ -368,15 +372,21 @@ class Context:
         return self.methods is None or method in self.methods
 
 
-def require(module: str, what: str):
-    """Import ``module`` or fail with a message naming what needs it (for interfaces still being written)."""
+def require(module: str, what: str, attrs: Sequence[str] = ()):
+    """Import ``module`` (and check it has ``attrs``) or fail with a message naming what needs it: some interfaces
+    are written in parallel with the experiments."""
     import importlib
 
     try:
-        return importlib.import_module(module)
+        mod = importlib.import_module(module)
     except ImportError as e:
-        raise RuntimeError(f"{what} needs {module}, which is not available in this tcreduce checkout "
+        raise MissingInterface(f"{what} needs {module}, which is not available in this tcreduce checkout "
                            f"({type(e).__name__}: {e})") from e
+    missing = [a for a in attrs if not hasattr(mod, a)]
+    if missing:
+        raise MissingInterface(f"{what} needs {module}.{', '.join(missing)}, which this tcreduce checkout does not have "
+                           f"yet")
+    return mod
 
 
 # ----------------------------------------------------------------------------------------------- methods
@@ -475,10 +485,20 @@ DISTRIBUTIONS: dict[str, dict[str, Any]] = {
     "uniform": {"label": "uniform [0, 1)", "dtypes": ("float16", "float32")},
     "normal": {"label": "normal N(0, 1)", "dtypes": ("float16", "float32")},
     "mixed": {"label": "mixed sign, κ≈1e4", "dtypes": ("float16", "float32"), "kappa": 1e4},
-    "lognormal": {"label": "lognormal (σ=2 fp16, σ=4 fp32)", "dtypes": ("float16", "float32"),
+    "lognormal": {"label": "lognormal, wide range", "dtypes": ("float16", "float32"),
                   "sigma": {"float16": 2.0, "float32": 4.0}},
-    "near_overflow": {"label": "fp16 near overflow [2^15, 65504)", "dtypes": ("float16",)},
+    "near_overflow": {"label": "near overflow [2^15, 65504)", "dtypes": ("float16",)},
 }
+
+
+def dist_label(dist: str, dtype: Optional[str] = None) -> str:
+    """A distribution's label in figures (with the parameter that applies to ``dtype``)."""
+    spec = DISTRIBUTIONS.get(dist)
+    if spec is None:
+        return dist
+    if dist == "lognormal" and dtype in spec["sigma"]:
+        return f"lognormal exp(σN(0,1)), σ={spec['sigma'][dtype]:g}"
+    return spec["label"]
 
 
 def case_seed(*parts: Any) -> int:

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .common import DISTRIBUTIONS, LADDER_ORDER, num, read_csv  # noqa: E402
+from .common import DISTRIBUTIONS, LADDER_ORDER, dist_label, num, read_csv  # noqa: E402
 
 __all__ = ["plot_accuracy", "plot_throughput", "plot_segments", "plot_tradeoff", "plot_ladder", "PLOTTERS",
            "style_for", "save"]
@@ -91,6 +91,9 @@ def footer_text(meta: dict[str, str]) -> str:
     if meta.get("quick", "").lower() == "true":
         parts.append("QUICK RUN")
     cmd = meta.get("command", "")
+    first, _, rest = cmd.partition(" ")
+    if "/" in first and "python" in first.rsplit("/", 1)[-1]:
+        cmd = first.rsplit("/", 1)[-1] + " " + rest
     if cmd:
         cmd = cmd if len(cmd) < 70 else cmd[:67] + "..."
         parts.append(cmd)
@@ -125,16 +128,39 @@ def _pow2_axis(ax, values: Iterable[float]) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def _ratio_axis(ax) -> None:
+    """Log y axis for ratios with readable ticks (0.5x, 1x, 1.5x, 2x, 3x, ...), 1x always shown."""
+    ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0 and math.isfinite(y)] + [1.0]
+    lo, hi = min(ys) / 1.15, max(ys) * 1.15
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    cands = [0.05, 0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256]
+    ticks = [c for c in cands if lo <= c <= hi]
+    while len(ticks) > 9:
+        ticks = ticks[::2] if 1 in ticks[::2] else ticks[1::2]
+    ax.set_yticks(ticks)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
 def _log_y(ax) -> None:
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
 
 
-def _legend_below(fig, handles: Sequence, labels: Sequence[str], ncol: Optional[int] = None, y: float = 1.0) -> None:
-    if not handles:
-        return
-    ncol = ncol or min(len(handles), 6)
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, y), ncol=ncol, frameon=False)
+def _finish(fig, title: str, handles: Sequence = (), labels: Sequence[str] = (), ncol: Optional[int] = None) -> None:
+    """Title on top, a shared legend under it, the panels below, room for the footer at the bottom."""
+    h = fig.get_figheight()
+    ncol = ncol or max(1, min(len(handles), 6))
+    legend_rows = math.ceil(len(handles) / ncol) if handles else 0
+    title_lines = title.count("\n") + 1
+    top_in = 0.12 + 0.2 * title_lines + (0.08 + 0.19 * legend_rows if legend_rows else 0.0)
+    fig.tight_layout(rect=(0, 0.22 / h, 1, 1 - top_in / h))
+    fig.suptitle(title, y=1 - 0.06 / h, va="top", fontsize=10.5)
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - (0.1 + 0.2 * title_lines) / h),
+                   ncol=ncol, frameon=False)
 
 
 def _collect(axes_handles: dict[str, Any], ax) -> None:
@@ -146,6 +172,12 @@ def _ordered(labels: Iterable[str]) -> list[str]:
     pref = list(_STYLES) + list(LADDER_ORDER)
     rank = {n: i for i, n in enumerate(pref)}
     return sorted(set(labels), key=lambda s: (rank.get(s.split(" ")[0], len(rank)), s))
+
+
+def _tex_size(label: str) -> str:
+    """'10^8' -> '$10^{8}$' (mathtext) for titles and legends."""
+    base, sep, exp = str(label).partition("^")
+    return f"${base}^{{{exp}}}$" if sep else str(label)
 
 
 def _empty_figure(out_dir: Path, stem: str, meta: dict, text: str) -> list[Path]:
@@ -183,7 +215,7 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
         return _empty_figure(out_dir, stem, meta, "no accuracy rows")
     dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in series)]
-    fig, axes = plt.subplots(len(dtypes), len(dists), figsize=(2.9 * len(dists) + 0.6, 2.5 * len(dtypes) + 0.9),
+    fig, axes = plt.subplots(len(dtypes), len(dists), figsize=(2.9 * len(dists) + 0.6, 2.5 * len(dtypes) + 1.2),
                              squeeze=False, sharex=True)
     handles: dict[str, Any] = {}
     all_n = [p[0] for v in series.values() for p in v]
@@ -193,23 +225,37 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
             keys = [k for k in series if k[0] == dt and k[1] == dist]
             if not keys:
                 ax.axis("off")
-                ax.text(0.5, 0.5, f"{DISTRIBUTIONS[dist]['label']}:\nnot defined for {DTYPE_LABEL.get(dt, dt)}",
+                ax.text(0.5, 0.5, f"{dist_label(dist)}:\nnot defined for {DTYPE_LABEL.get(dt, dt)}",
                         ha="center", va="center", transform=ax.transAxes, fontsize=8, color="#666666")
                 continue
-            for k in sorted(keys, key=lambda k: _ordered([k[2]]) and _ordered([x[2] for x in keys]).index(k[2])):
+            shown = [k for k in keys if k[2] != "float64"]
+            positive = [p[1] for k in shown for p in series[k] if p[1] > 0 and math.isfinite(p[1])]
+            floor = min(positive) / 4 if positive else 1e-12
+            for lab in _ordered(k[2] for k in shown):
+                k = (dt, dist, lab)
                 pts = series[k]
                 xs = [p[0] for p in pts]
-                ys = [max(p[1], ZERO_FLOOR) for p in pts]
-                ax.plot(xs, ys, **_line_kw(k[2]))
+                ys = [p[1] if p[1] > 0 else floor for p in pts]
+                ax.plot(xs, ys, **_line_kw(lab))
+                zeros = [(p[0], floor) for p in pts if p[1] == 0]
+                if zeros:
+                    s = style_for(lab)
+                    ax.scatter([z[0] for z in zeros], [z[1] for z in zeros], marker="v", s=22, facecolors="white",
+                               edgecolors=s["color"], zorder=4)
                 if with_bounds:
                     bs = [(p[0], p[2]) for p in pts if math.isfinite(p[2]) and p[2] > 0]
                     if bs:
-                        s = style_for(k[2])
+                        s = style_for(lab)
                         ax.plot([b[0] for b in bs], [b[1] for b in bs], color=s["color"], linestyle=(0, (2, 2)),
                                 linewidth=0.9, alpha=0.8)
+            f64 = series.get((dt, dist, "float64"))
+            if f64:
+                worst = max(p[1] for p in f64)
+                ax.text(0.98, 0.03, f"float64 sum: rel. error ≤ {worst:.1e}" if worst else "float64 sum: exact",
+                        transform=ax.transAxes, ha="right", va="bottom", fontsize=6.5, color="#333333")
             _log_y(ax)
             _pow2_axis(ax, all_n)
-            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {DISTRIBUTIONS[dist]['label']}")
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {dist_label(dist, dt)}")
             if j == 0:
                 ax.set_ylabel("relative error |s − exact| / |exact|")
             if i == len(dtypes) - 1:
@@ -220,22 +266,21 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
     if with_bounds:
         hs.append(Line2D([], [], color="#444444", linestyle=(0, (2, 2)), linewidth=0.9))
         labels.append("a-priori bound (dashed, same colour)")
-    fig.suptitle(title, y=1.0 + 0.06 * math.ceil(len(labels) / 6) + 0.02, fontsize=10.5)
-    fig.tight_layout()
-    _legend_below(fig, hs, labels, y=1.0)
+    hs.append(Line2D([], [], color="#444444", marker="v", markerfacecolor="white", linestyle=""))
+    labels.append("error exactly 0 (drawn at the panel's floor)")
+    _finish(fig, title, hs, labels, ncol=min(len(hs), 7))
     return save(fig, out_dir, stem, meta)
 
 
 def _accuracy_main(rows, meta, out_dir) -> list[Path]:
     backend = meta.get("backend", "")
     where = "measured on the GPU" if backend == "gpu" else f"through the {backend}" if backend else ""
-    title = (f"Relative error of full sums against the exact sum ({where}; fp32 accumulation; "
-             f"errors of 0 drawn at {ZERO_FLOOR:g})")
+    title = f"Relative error of full sums against the exact sum ({where}; fp32 accumulation)"
     return _accuracy_grid(rows, meta, out_dir, "accuracy", lambda r: not r["method"].startswith("ladder_"), title)
 
 
 def _accuracy_ladder(rows, meta, out_dir) -> list[Path]:
-    title = "Relative error of the CUDA-core ladder rungs (full sums, fp32 accumulation; dashed: a-priori bound)"
+    title = "Relative error of the CUDA-core ladder rungs against the exact sum (full sums, fp32 accumulation)"
     return _accuracy_grid(rows, meta, out_dir, "accuracy_ladder",
                           lambda r: r["method"].startswith("ladder_") or r["method"] in ("shuffle", "float64"), title)
 
@@ -276,9 +321,8 @@ def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
     equal = sum(c[0] for c in cells.values())
     ns = sorted({int(num(r["n"])) for r in rows if r.get("emu_equal") in ("true", "false")})
     span = f"N = 2^{int(math.log2(ns[0]))}..2^{int(math.log2(ns[-1]))}" if ns else ""
-    ax.set_title(f"GPU result == emulator result, bit for bit: {equal} of {total} sums ({span})\n"
-                 "cell: equal / compared (sizes), green = all equal", fontsize=9)
-    fig.tight_layout()
+    _finish(fig, f"GPU result == emulator result, bit for bit: {equal} of {total} sums ({span})\n"
+                 "each cell: equal / compared (one per size); green: all equal, red: a mismatch")
     return save(fig, out_dir, "accuracy_emulator", meta)
 
 
@@ -306,7 +350,7 @@ def plot_throughput(csv_path: Path, out_dir: Path) -> list[Path]:
     if not series:
         return _empty_figure(out_dir, "throughput", meta, "no throughput rows")
     dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.0), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.6), squeeze=False, sharey=True)
     handles: dict = {}
     for j, dt in enumerate(dtypes):
         ax = axes[0][j]
@@ -323,10 +367,8 @@ def plot_throughput(csv_path: Path, out_dir: Path) -> list[Path]:
         _ceiling_axis(ax, ceiling, log=True)
         _collect(handles, ax)
     labs = _ordered(handles)
-    fig.suptitle("Full-sum throughput vs N: each call timed back to back with CUDA events (median); small N is "
-                 "launch-bound", y=1.0 + 0.05 * math.ceil(len(labs) / 6) + 0.03, fontsize=10)
-    fig.tight_layout()
-    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    _finish(fig, "Full-sum throughput vs N (median of back-to-back calls timed with CUDA events; "
+                 "small N is launch-bound)", [handles[lab] for lab in labs], labs, ncol=min(len(labs), 7))
     return save(fig, out_dir, "throughput", meta)
 
 
@@ -351,7 +393,7 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
     tb = f"{num(total) / 2**20:.0f} MiB per call" if total else ""
     paths = []
     # 1. GB/s per method and competitor (the headline chart)
-    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.3 * len(dtypes) + 0.8),
+    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.3 * len(dtypes) + 1.1),
                              squeeze=False, sharex=True)
     handles: dict = {}
     for i, dt in enumerate(dtypes):
@@ -372,14 +414,12 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
             _ceiling_axis(ax, ceiling, log=False)
             _collect(handles, ax)
     labs = _ordered(handles)
-    fig.suptitle(f"Segmented sums, total input fixed ({tb}): bandwidth vs segment length",
-                 y=1.0 + 0.045 * math.ceil(len(labs) / 6) + 0.03, fontsize=10.5)
-    fig.tight_layout()
-    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    _finish(fig, f"Segmented sums with the total input fixed ({tb}): bandwidth vs segment length",
+            [handles[lab] for lab in labs], labs, ncol=min(len(labs), 7))
     paths += save(fig, out_dir, "segments", meta)
 
     # 2. speedup of each tcreduce method over the fastest library call at the same n
-    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.0 * len(dtypes) + 0.8),
+    fig, axes = plt.subplots(len(dtypes), len(layouts), figsize=(5.0 * len(layouts), 3.0 * len(dtypes) + 1.1),
                              squeeze=False, sharex=True)
     handles = {}
     for i, dt in enumerate(dtypes):
@@ -397,8 +437,7 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], **_line_kw(k[2]))
             ax.axhline(1.0, color="#444444", linewidth=0.8)
-            ax.set_yscale("log", base=2)
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+            _ratio_axis(ax)
             _pow2_axis(ax, all_n)
             ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {LAYOUT_TITLE.get(lay, lay)}")
             if j == 0:
@@ -407,10 +446,8 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
                 ax.set_xlabel("n (segment length)")
             _collect(handles, ax)
     labs = _ordered(handles)
-    fig.suptitle("tcreduce against the fastest of torch.sum / cupy.sum (CUB on or off) at each segment length",
-                 y=1.0 + 0.045 * math.ceil(max(len(labs), 1) / 6) + 0.03, fontsize=10.5)
-    fig.tight_layout()
-    _legend_below(fig, [handles[lab] for lab in labs], labs, y=1.0)
+    _finish(fig, "Speedup of each tcreduce method over the fastest library call (torch.sum, cupy.sum with CUB on "
+                 "or off) at the same segment length", [handles[lab] for lab in labs], labs)
     paths += save(fig, out_dir, "segments_speedup", meta)
     return paths
 
@@ -429,6 +466,26 @@ def pareto(points: Sequence[tuple[float, float]]) -> list[int]:
     return sorted(idx, key=lambda i: points[i][0])
 
 
+def _place_labels(ax, items: Sequence[tuple[float, float, str, str]]) -> None:
+    """Annotate points with their labels, moving a label to another side of its point where it would overlap one
+    already placed (a small greedy repel in display space)."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    placed: list = []
+    offsets = [(5, 2), (5, -9), (-5, 2), (-5, -9), (5, 10), (5, -17), (-5, 10), (-5, -17), (12, -3), (-12, -3)]
+    for x, y, text, color in sorted(items, key=lambda t: (-t[1], t[0])):
+        ann = None
+        for dx, dy in offsets:
+            if ann is not None:
+                ann.remove()
+            ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=6.5, color=color,
+                              ha="left" if dx > 0 else "right", va="bottom")
+            bb = ann.get_window_extent(renderer).expanded(1.02, 1.05)
+            if not any(bb.overlaps(o) for o in placed):
+                break
+        placed.append(ann.get_window_extent(renderer))
+
+
 def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
     rows, meta = read_csv(csv_path)
     pts: dict = defaultdict(list)
@@ -436,14 +493,15 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
         if r.get("gbs", "") == "" or r.get("rel_error_median", "") == "":
             continue
         pts[(r["dtype"], r["dist"])].append((num(r["gbs"]), max(num(r["rel_error_median"]), ZERO_FLOOR), r["label"],
-                                             r["method"]))
+                                             r["method"], num(r.get("rel_error_min")), num(r.get("rel_error_max"))))
     if not pts:
         return _empty_figure(out_dir, "tradeoff", meta, "no trade-off rows")
     dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in pts)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in pts)]
-    fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.4 * len(dtypes), 3.9 * len(dists) + 0.6),
+    fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.6 * len(dtypes), 3.9 * len(dists) + 0.9),
                              squeeze=False)
     n_meta = meta.get("n", "")
+    nn = f", N = $2^{{{int(round(math.log2(num(n_meta))))}}}$" if n_meta else ""
     for i, dist in enumerate(dists):
         for j, dt in enumerate(dtypes):
             ax = axes[i][j]
@@ -452,27 +510,32 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
                 ax.axis("off")
                 continue
             front = pareto([(q[0], q[1]) for q in p])
-            for k, (x, y, lab, method) in enumerate(p):
+            labels = []
+            for k, (x, y, lab, method, lo, hi) in enumerate(p):
                 s = style_for(lab)
                 on = k in front
-                ax.scatter([x], [y], s=40 if on else 22, color=s["color"], marker=s["marker"] or "o",
+                if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+                    ax.plot([x, x], [max(lo, ZERO_FLOOR), max(hi, ZERO_FLOOR)], color=s["color"], linewidth=0.8,
+                            alpha=0.6, zorder=2)
+                ax.scatter([x], [y], s=42 if on else 24, color=s["color"], marker=s["marker"] or "o",
                            edgecolors="black" if on else "none", linewidths=0.7, zorder=3)
-                ax.annotate(lab, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=6.5,
-                            color="black" if on else "#555555")
-            fx = [p[k][0] for k in front]
-            fy = [p[k][1] for k in front]
+                labels.append((x, y, lab, "black" if on else "#555555"))
             if len(front) > 1:
-                ax.step(fx, fy, where="post", color="#444444", linewidth=0.9, linestyle="--", zorder=2,
-                        label="Pareto front")
+                ax.step([p[k][0] for k in front], [p[k][1] for k in front], where="post", color="#444444",
+                        linewidth=0.9, linestyle="--", zorder=1)
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if str(int(v))[0] in "25" else ""))
             _log_y(ax)
-            ax.set_xlabel("throughput (GB/s, bytes read)")
-            ax.set_ylabel("relative error (median over seeds)")
-            nn = f", N = 2^{int(round(math.log2(num(n_meta))))}" if n_meta else ""
-            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {DISTRIBUTIONS[dist]['label']}{nn}")
-    fig.suptitle("Accuracy against throughput on the same inputs: one point per method and setting "
-                 "(outlined: on the Pareto front; lower right is better)", fontsize=10.5)
-    fig.tight_layout()
+            xs = [q[0] for q in p]
+            ax.set_xlim(min(xs) / 1.3, max(xs) * 1.6)
+            ax.set_xlabel("throughput (GB/s, input bytes read once)")
+            ax.set_ylabel("relative error vs exact sum")
+            ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {dist_label(dist, dt)}{nn}")
+            fig.canvas.draw()
+            _place_labels(ax, labels)
+    _finish(fig, "Accuracy against throughput on the same inputs, one point per method and setting\n"
+                 "(median over seeds, bars: min to max; outlined and joined: the Pareto front; lower right is better)")
     return save(fig, out_dir, "tradeoff", meta)
 
 
@@ -493,7 +556,7 @@ def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
         if r["method"] not in ref_names:
             ref_names.append(r["method"])
     names = order + ref_names
-    fig, ax = plt.subplots(figsize=(max(7.5, 0.62 * len(names) + 1.5), 4.6))
+    fig, ax = plt.subplots(figsize=(max(7.5, 0.62 * len(names) + 1.5), 5.2))
     width = 0.8 / max(len(sizes), 1)
     shades = ["#3b6fb6", "#f0a030", "#5aa05a", "#b05050"]
     by = {(r["method"], r["size_label"]): r for r in rows if r.get("kind") in ("rung", "library", "tcreduce")}
@@ -507,7 +570,7 @@ def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
             ys.append(100 * num(r["frac_ceiling"]))
             labels.append(num(r["gbs"]))
         bars = ax.bar(xs, ys, width=width * 0.95, color=shades[s_i % len(shades)],
-                      label=f"N = {size} fp32", zorder=3)
+                      label=f"N = {_tex_size(size)} floats", zorder=3)
         for b, g in zip(bars, labels):
             ax.annotate(f"{g:,.0f}", (b.get_x() + b.get_width() / 2, b.get_height()), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=5.5, rotation=90)
@@ -529,13 +592,12 @@ def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
         ax.text(len(order) - 0.4, 104, "references", fontsize=7, color="#666666", va="bottom")
     ax.set_ylim(0, 118)
     ax.set_ylabel("% of the measured ceiling (bar labels: GB/s)")
-    ceil_txt = ", ".join(f"N = {s}: {num(next((r['ceiling_gbs'] for r in rows if r['size_label'] == s), 'nan')):,.0f}"
+    ceil_txt = ", ".join(f"N = {_tex_size(s)}: {num(next((r['ceiling_gbs'] for r in rows if r['size_label'] == s), 'nan')):,.0f}"
                          f" GB/s" for s in sizes)
-    ax.set_title("The seeds' reduction ladder, one bar per rung (full fp32 sums)\nceiling = max(plain read kernel, "
-                 f"device copy) at the same N: {ceil_txt}", fontsize=9.5)
-    ax.legend(loc="upper left", frameon=False, fontsize=7.5)
     ax.grid(axis="x", visible=False)
-    fig.tight_layout()
+    hs, ls = ax.get_legend_handles_labels()
+    _finish(fig, "The seeds' reduction ladder on this GPU: one bar per rung, full fp32 sums\nceiling = max(plain "
+                 f"read kernel, device copy) at the same N: {ceil_txt}", hs, ls)
     return save(fig, out_dir, "ladder", meta)
 
 

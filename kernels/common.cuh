@@ -85,6 +85,23 @@ __device__ __forceinline__ float combine_partials(const float* p, i64 count, i64
     return block_fold<BLOCK>(acc, smem);
 }
 
+// ------------------------------------------------------------------------------------------ streaming loads
+// 16-byte read-only loads for data read exactly once. MODE 0: plain ld.global.nc (__ldg); MODE 1: no L1 allocation
+// and a 256-byte L2 prefetch hint; MODE 2: cache-streaming (__ldcs, evict-first).
+template <int MODE>
+__device__ __forceinline__ uint4 load16(const uint4* p) {
+    if constexpr (MODE == 1) {
+        uint4 r;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+        return r;
+    } else if constexpr (MODE == 2) {
+        return __ldcs(p);
+    } else {
+        return __ldg(p);
+    }
+}
+
 // ------------------------------------------------------------------------------------------ conversions
 template <typename OutT> __device__ __forceinline__ OutT from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }

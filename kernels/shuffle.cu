@@ -13,6 +13,8 @@
 //     chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
 //     an accumulator that started at +0.0f, so "skipped" and "added as +0.0f" are the same bits.
 //   - UNROLL only decides how many chunks are in flight per thread; it never changes the order of additions.
+//     MINB is the blocks per SM passed to __launch_bounds__ (a register cap the planner relies on for its grids);
+//     it does not change the order either.
 //   - The canonical folds (tcr::warp_fold, tcr::block_fold, serial partials) are documented in common.cuh.
 //   - 64-bit indexing everywhere. Deterministic: no float atomics; the last block combines partials in a fixed order
 //     and resets its counter to zero.
@@ -128,7 +130,7 @@ __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&
 using namespace shuffle_detail;
 
 // =====================================================================================================================
-// shuffle_flat<T, OutT, BLOCK, UNROLL, ALIGNED>: full sum of n contiguous elements x[0..n).
+// shuffle_flat<T, OutT, BLOCK, UNROLL, ALIGNED, MINB>: full sum of n contiguous elements x[0..n).
 //
 // Variant: seed 003 v5 (vector loads, warp shuffle, one smem hop) made single-pass and deterministic (v6 without its
 // float atomic: last-block-done), with reduce7's grid-stride "many elements per thread".
@@ -204,7 +206,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED>: m rows of k elements, row i at x + i*ld; out[i] = sum of row i.
+// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB>: m rows of k elements, row i at x + i*ld; out[i] = sum of row i.
 //
 // Variant: seed 003 v5 / reduce7 per row: a row is a segment reduced by a group of G lanes (segmented
 // __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory) or by a whole block (G == BLOCK: long rows,
@@ -306,7 +308,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED>: element (i, j, l) at x + i*sa + j*sr + l (i < a, j < r, l < b);
+// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB>: element (i, j, l) at x + i*sa + j*sr + l (i < a, j < r, l < b);
 // out[i*b + l] = sum over j.
 //
 // Variant: seed 003 v4/v5 turned sideways: each thread owns VEC consecutive columns (one chunk, VEC fp32
@@ -347,6 +349,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
     constexpr int NJ = BLOCK / GW;         // j groups per block
     constexpr int NCOL = CT * N;           // columns per strip
     constexpr int WARPS = BLOCK / 32;
+    static_assert(NJ > 1 || CT == BLOCK, "a single j group per block only when CT == BLOCK");
     __shared__ float red[NJ > 1 ? NJ * NCOL : 1];
 
     const int ct = threadIdx.x % CT;

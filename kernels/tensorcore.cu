@@ -76,8 +76,8 @@ __device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64
 //     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does mmas in (it, u) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
-template <int BLOCK, int UNROLL, int CHAIN, typename OutT>
-__global__ void __launch_bounds__(BLOCK, 4)
+template <int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
+__global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
     __shared__ float smem[32];
     const int lane = threadIdx.x & 31;
@@ -105,7 +105,7 @@ tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __re
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? __ldg(v + i) : make_uint4(0u, 0u, 0u, 0u);
+            q[u] = i < nvec ? load16<LOAD>(v + i) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) acc.mma(q[u].x, q[u].y, q[u].z, q[u].w);

@@ -144,13 +144,14 @@ __device__ float handoff_rows(float* S, __half* H, const FragB& p_col, int lane)
 
 // =====================================================================================================================
 // Reduction16 / Reduction16n (seg_wmma_16.cu, seg_wmma_16n.cu): last-axis sums of short rows.
-// Rows(m, k, ld): row rho is x[rho*ld + 0 .. k). One warp owns a group of 16 rows g (rows 16g .. 16g+15; rows >= m
-// read as +0) and chains n = ceil(k/16) products into ONE fp32 accumulator:
+// Rows(m, k, ld): row rho is x[rho*ld + 0 .. k). Group g is rows 16g .. 16g+15 (rows >= m read as +0); its
+// n = ceil(k/16) tiles are chained into ONE fp32 accumulator:
 //   A_c[i][j] = x[(16g+i)*ld + 16c + j]  (+0 where 16g+i >= m or 16c+j >= k),  c = 0 .. n-1 ascending,
-//   acc = +0; acc = acc + A_c * P^T  for c = 0, 1, ..., n-1       (wmma::mma_sync(acc, A_c, P^T, acc))
+//   acc = +0; acc = A_c * P^T + acc  for c = 0, 1, ..., n-1       (wmma::mma_sync(acc, A_c, P^T, acc))
 // so out[16g+i] = OutT( acc[i][0] ) with acc[i][0] = TC(...TC(TC(+0; row i, cols 0..15); cols 16..31)...; cols 16(n-1)..)
 // (the paper's Reduction16 when k == 16). The fp32 accumulator is stored to shared memory and read back as fp32 (no
-// hand-off). Warps take groups g = global warp, + total warps, ... (grid-stride; the order within a group is fixed).
+// hand-off). Scheduling (no effect on the arithmetic): warp v of the grid (nw warps) takes the groups
+// g = v + nw*(STAGE*q + u), u = 0..STAGE-1, q = 0, 1, ..., STAGE groups at once, each with its own accumulator.
 // Arguments: splits is unused (1).
 template <typename OutT, bool VEC, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
@@ -158,44 +159,62 @@ __global__ void __launch_bounds__(WARPS * 32)
                 float* __restrict__ ws, unsigned* __restrict__ counters, long long splits) {
     using namespace tcr_wmma;
     __shared__ __align__(128) __half ones[2][256];
-    __shared__ __align__(128) __half stage[WARPS][STAGE * 256];  // its first 1 KB also holds the fp32 accumulator
+    __shared__ __align__(128) __half stage[WARPS][STAGE * 256];  // its first 1 KB also holds an fp32 accumulator
     init_ones(ones[0], ones[1]);
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __half* st = stage[warp];
+    float* fs = reinterpret_cast<float*>(st);
     FragB p_col;
     wmma::load_matrix_sync(p_col, ones[1], 16);
     const i64 groups = (m + 15) / 16, chunks = (k + 15) / 16;
-    const i64 nwarps = (i64)gridDim.x * WARPS;
-    for (i64 g = (i64)blockIdx.x * WARPS + warp; g < groups; g += nwarps) {
-        const i64 row = g * 16 + (lane >> 1);           // this lane loads row lane/2, columns 8(lane&1) .. +8
-        const i64 kk = row < m ? k : 0;                 // rows past m read as zeros
-        const __half* p = x + (row < m ? row : 0) * ld;
-        const int jo = 8 * (lane & 1);
-        FragC acc;
-        wmma::fill_fragment(acc, 0.0f);
-        for (i64 c0 = 0; c0 < chunks; c0 += STAGE) {
-            uint4 buf[STAGE];
+    const i64 nw = (i64)gridDim.x * WARPS;
+    const int jo = 8 * (lane & 1);  // this lane loads row lane/2 of a tile, columns jo .. jo+7
+    for (i64 g0 = (i64)blockIdx.x * WARPS + warp; g0 < groups; g0 += nw * STAGE) {
+        const __half* p[STAGE];
+        i64 kk[STAGE];
 #pragma unroll
-            for (int u = 0; u < STAGE; ++u) buf[u] = load8<VEC>(p, (c0 + u) * 16 + jo, kk);
-            __syncwarp();  // the previous batch's fragments are loaded
+        for (int u = 0; u < STAGE; ++u) {
+            const i64 row = (g0 + u * nw) * 16 + (lane >> 1);
+            const bool live = g0 + u * nw < groups && row < m;
+            kk[u] = live ? k : 0;  // rows past m (and groups past the last) read as zeros
+            p[u] = x + (live ? row : 0) * ld;
+        }
+        FragC acc[STAGE];
+        uint4 buf[STAGE];
+#pragma unroll
+        for (int u = 0; u < STAGE; ++u) {
+            wmma::fill_fragment(acc[u], 0.0f);
+            buf[u] = load8<VEC>(p[u], jo, kk[u]);
+        }
+        for (i64 c = 0; c < chunks; ++c) {
+            __syncwarp();  // the previous tiles' fragments are loaded
 #pragma unroll
             for (int u = 0; u < STAGE; ++u) reinterpret_cast<uint4*>(st + u * 256)[lane] = buf[u];
             __syncwarp();
+            if (c + 1 < chunks) {  // next tiles in flight during these products
+#pragma unroll
+                for (int u = 0; u < STAGE; ++u) buf[u] = load8<VEC>(p[u], (c + 1) * 16 + jo, kk[u]);
+            }
 #pragma unroll
             for (int u = 0; u < STAGE; ++u) {
-                if (c0 + u < chunks) {
+                if (g0 + u * nw < groups) {
                     FragA a;
                     wmma::load_matrix_sync(a, st + u * 256, 16);
-                    wmma::mma_sync(acc, a, p_col, acc);
+                    wmma::mma_sync(acc[u], a, p_col, acc[u]);
                 }
             }
         }
-        __syncwarp();
-        float* fs = reinterpret_cast<float*>(st);
-        wmma::store_matrix_sync(fs, acc, 16, wmma::mem_col_major);  // column 0 -> fs[0..15]
-        __syncwarp();
-        if (lane < 16 && g * 16 + lane < m) out[g * 16 + lane] = tcr::from_float<OutT>(fs[lane]);
+#pragma unroll
+        for (int u = 0; u < STAGE; ++u) {
+            const i64 g = g0 + u * nw;
+            if (g < groups) {
+                __syncwarp();
+                wmma::store_matrix_sync(fs, acc[u], 16, wmma::mem_col_major);  // column 0 -> fs[0..15]
+                __syncwarp();
+                if (lane < 16 && g * 16 + lane < m) out[g * 16 + lane] = tcr::from_float<OutT>(fs[lane]);
+            }
+        }
         __syncwarp();
     }
 }
@@ -214,8 +233,8 @@ __global__ void __launch_bounds__(WARPS * 32)
     wmma_rows256n(const __half* __restrict__ x, long long m, long long k, long long ld, OutT* __restrict__ out,
                   float* __restrict__ ws, unsigned* __restrict__ counters, long long splits) {
     using namespace tcr_wmma;
-    constexpr int WARP_BYTES = 1024 + 1536;  // S (256 fp32) + H (768 halves); the staging (2 KB) aliases it
-    static_assert(STAGE * 512 <= WARP_BYTES, "staging must fit in the per-warp area");
+    // S (256 fp32) + H (768 halves) = 2.5 KB; the staging (STAGE tiles) aliases it
+    constexpr int WARP_BYTES = STAGE * 512 > 2560 ? STAGE * 512 : 2560;
     __shared__ __align__(128) __half ones[2][256];
     __shared__ __align__(128) unsigned char area[WARPS][WARP_BYTES];
     init_ones(ones[0], ones[1]);
@@ -229,19 +248,23 @@ __global__ void __launch_bounds__(WARPS * 32)
     wmma::load_matrix_sync(p_row, ones[0], 16);
     wmma::load_matrix_sync(p_col, ones[1], 16);
     const i64 tiles = (k + 255) / 256;
-    const i64 nwarps = (i64)gridDim.x * WARPS;
-    for (i64 r = (i64)blockIdx.x * WARPS + warp; r < m; r += nwarps) {
+    const i64 nw = (i64)gridDim.x * WARPS;
+    for (i64 r = (i64)blockIdx.x * WARPS + warp; r < m; r += nw) {
         const __half* p = x + r * ld;
         FragC acc;
         wmma::fill_fragment(acc, 0.0f);
-        for (i64 t0 = 0; t0 < tiles; t0 += STAGE) {
-            uint4 buf[STAGE];
+        uint4 buf[STAGE];
 #pragma unroll
-            for (int u = 0; u < STAGE; ++u) buf[u] = load8<VEC>(p, (t0 + u) * 256 + 8 * lane, k);
+        for (int u = 0; u < STAGE; ++u) buf[u] = load8<VEC>(p, (i64)u * 256 + 8 * lane, k);
+        for (i64 t0 = 0; t0 < tiles; t0 += STAGE) {
             __syncwarp();
 #pragma unroll
             for (int u = 0; u < STAGE; ++u) reinterpret_cast<uint4*>(st + u * 256)[lane] = buf[u];
             __syncwarp();
+            if (t0 + STAGE < tiles) {  // next batch in flight during these products
+#pragma unroll
+                for (int u = 0; u < STAGE; ++u) buf[u] = load8<VEC>(p, (t0 + STAGE + u) * 256 + 8 * lane, k);
+            }
 #pragma unroll
             for (int u = 0; u < STAGE; ++u) {
                 if (t0 + u < tiles) {
@@ -300,17 +323,25 @@ __global__ void __launch_bounds__(WARPS * 32)
     const __half* p = x + r * ld;
     FragC acc;
     wmma::fill_fragment(acc, 0.0f);
-    for (i64 t0 = s * tpb + warp; t0 < t_end; t0 += (i64)STAGE * WARPS) {
-        uint4 buf[STAGE];
+    const i64 t_first = s * tpb + warp;
+    uint4 buf[STAGE];
 #pragma unroll
-        for (int u = 0; u < STAGE; ++u) {
-            const i64 t = t0 + (i64)u * WARPS;
-            buf[u] = t < t_end ? load8<VEC>(p, t * 256 + 8 * lane, k) : make_uint4(0u, 0u, 0u, 0u);
-        }
+    for (int u = 0; u < STAGE; ++u) {
+        const i64 t = t_first + (i64)u * WARPS;
+        buf[u] = t < t_end ? load8<VEC>(p, t * 256 + 8 * lane, k) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    for (i64 t0 = t_first; t0 < t_end; t0 += (i64)STAGE * WARPS) {
         __syncwarp();
 #pragma unroll
         for (int u = 0; u < STAGE; ++u) reinterpret_cast<uint4*>(st + u * 256)[lane] = buf[u];
         __syncwarp();
+        if (t0 + (i64)STAGE * WARPS < t_end) {  // next batch in flight during these products
+#pragma unroll
+            for (int u = 0; u < STAGE; ++u) {
+                const i64 t = t0 + (i64)(STAGE + u) * WARPS;
+                buf[u] = t < t_end ? load8<VEC>(p, t * 256 + 8 * lane, k) : make_uint4(0u, 0u, 0u, 0u);
+            }
+        }
 #pragma unroll
         for (int u = 0; u < STAGE; ++u) {
             if (t0 + (i64)u * WARPS < t_end) {
@@ -351,31 +382,36 @@ __global__ void __launch_bounds__(WARPS * 32)
 // element (i, j, l) at x[i*sa + j*sr + l] is copied to the rows layout ws_half[(i*b + l)*ldw + j] (ldw: r rounded up
 // to a multiple of 8, so every row is 16-byte aligned); a rows kernel then reduces Rows(a*b, r, ldw) from the
 // workspace. Positions ldw > j >= r are not written (the rows kernels mask at k = r and never read them). No arithmetic:
-// bits are copied, so the sums are those of the rows kernel. Tiles of 32 (j) x 32 (l) through shared memory; the 1-D
-// grid enumerates (i, j-tile, l-tile) with the l-tile fastest. 256 threads.
-template <int UNUSED>
+// bits are copied, so the sums are those of the rows kernel. Tiles of TJ (j) x TL = 2048/TJ (l) through shared
+// memory, read along l and written along j (both coalesced); the 1-D grid enumerates (i, j-tile, l-tile), l-tile
+// fastest. 256 threads, 8 elements each way per thread.
+template <int TJ>
 __global__ void __launch_bounds__(256)
     wmma_transpose(const __half* __restrict__ x, long long a, long long r, long long b, long long sa, long long sr,
                    float* __restrict__ ws, long long ldw) {
     using tcr::i64;
-    __shared__ __half tile[32][34];
+    constexpr int TL = 2048 / TJ, PAD = 2;
+    static_assert(TJ == 16 || TJ == 32, "tile height");
+    __shared__ __half tile[TJ][TL + PAD];
     __half* dst = reinterpret_cast<__half*>(ws);
-    const i64 nl = (b + 31) / 32, nj = (r + 31) / 32;
+    const i64 nl = (b + TL - 1) / TL, nj = (r + TJ - 1) / TJ;
     i64 bid = blockIdx.x;
-    const i64 lt = bid % nl;
+    const i64 l0 = (bid % nl) * TL;
     bid /= nl;
-    const i64 jt = bid % nj;
+    const i64 j0 = (bid % nj) * TJ;
     const i64 i = bid / nj;
-    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    const __half* src = x + i * sa;
 #pragma unroll
-    for (int rr = ty; rr < 32; rr += 8) {
-        const i64 j = jt * 32 + rr, l = lt * 32 + tx;
-        if (j < r && l < b) tile[rr][tx] = x[i * sa + j * sr + l];
+    for (int q = 0; q < 8; ++q) {  // read: l fastest
+        const int e = q * 256 + threadIdx.x, jj = e / TL, ll = e % TL;
+        const i64 j = j0 + jj, l = l0 + ll;
+        if (j < r && l < b) tile[jj][ll] = src[j * sr + l];
     }
     __syncthreads();
+    __half* out_rows = dst + (i * b + l0) * ldw + j0;
 #pragma unroll
-    for (int rr = ty; rr < 32; rr += 8) {
-        const i64 l = lt * 32 + rr, j = jt * 32 + tx;
-        if (l < b && j < r) dst[(i * b + l) * ldw + j] = tile[tx][rr];
+    for (int q = 0; q < 8; ++q) {  // write: j fastest
+        const int e = q * 256 + threadIdx.x, ll = e / TJ, jj = e % TJ;
+        if (j0 + jj < r && l0 + ll < b) out_rows[(i64)ll * ldw + jj] = tile[jj][ll];
     }
 }

@@ -104,48 +104,90 @@ def validate(kind: str, shape: tuple[int, ...], x_dtype: Any, axis: AxisLike, dt
     return Call(axes, in_dtype, out_dtype, out_shape, keep_shape, method)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything a call with this signature needs, cached so that repeated calls cost little Python."""
+
+    call: Call
+    empty: bool
+    runner: Any = None  # library method: runner(x, axes, out_dtype)
+    launcher: Any = None
+    copy_order: tuple[int, ...] | None = None
+    byte_offset: int = 0
+
+
+_PREPARED: dict[tuple, _Prepared] = {}
+
+
+def _prepare(kind: str, xc: Any, axis: AxisLike, dtype: Any, method: Any, device_id: int) -> _Prepared:
+    from ._device import current_device
+    from ._launch import launcher_for
+
+    p = validate(kind, tuple(xc.shape), xc.dtype, axis, dtype, method)
+    n_reduced = math.prod(xc.shape[i] for i in p.axes)
+    if n_reduced == 0 or math.prod(p.out_shape) == 0:
+        if kind != "sum" and math.prod(p.out_shape) != 0:
+            raise ValueError(f"zero-size array to reduction operation {'maximum' if kind == 'max' else 'minimum'}"
+                             " which has no identity")
+        return _Prepared(p, True)
+    _, device = current_device()
+    name = p.method if p.method != "auto" else choose_method(kind, xc, p.axes, p.in_dtype, device)
+    m = registry.get(name, kind)
+    m.check_dtype(p.in_dtype)
+    if m.runner is not None:
+        return _Prepared(p, False, runner=m.runner)
+    itemsize = xc.dtype.itemsize
+    strides = tuple(s // itemsize for s in xc.strides)
+    layout = plan_layout(xc.shape, strides, p.axes, itemsize, xc.data.ptr % 16)
+    plan = get_plan(name, layout.problem, p.in_dtype, p.out_dtype, device, kind)
+    return _Prepared(p, False, launcher=launcher_for(plan, device_id), copy_order=layout.copy_order,
+                     byte_offset=layout.base_offset * itemsize)
+
+
 def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any) -> Any:
     import cupy
 
-    from ._device import current_device
-    from ._launch import run_plan
-
     xc, back = as_cupy(x)
-    p = validate(kind, tuple(xc.shape), xc.dtype, axis, dtype, method)
-    with xc.device:
-        device_id, device = current_device()
+    with xc.device as dev:
+        device_id = dev.id
+        key = (kind, xc.shape, xc.strides, xc.dtype.char, xc.data.ptr % 16,
+               tuple(axis) if isinstance(axis, list) else axis, dtype, method, device_id)
+        try:
+            prep = _PREPARED.get(key)
+        except TypeError:  # an unhashable argument: validate it the slow way
+            key, prep = None, None
+        if prep is None:
+            prep = _prepare(kind, xc, axis, dtype, method, device_id)
+            if key is not None:
+                if len(_PREPARED) > 4096:
+                    _PREPARED.clear()
+                _PREPARED[key] = prep
+        p = prep.call
         result_shape = p.keep_shape if keepdims else p.out_shape
         if out is not None:
             out_c, _ = as_cupy(out)
             if tuple(out_c.shape) != result_shape:
                 raise ValueError(f"out has shape {tuple(out_c.shape)}, the result has shape {result_shape}")
             _dtype_name(out_c.dtype, "out dtype", SUPPORTED_OUTPUT)
-        n_reduced = math.prod(xc.shape[i] for i in p.axes)
-        if n_reduced == 0 or math.prod(p.out_shape) == 0:
-            if kind != "sum" and math.prod(p.out_shape) != 0:
-                raise ValueError(f"zero-size array to reduction operation {'maximum' if kind == 'max' else 'minimum'}"
-                                 " which has no identity")
+        if prep.empty:
             res = cupy.zeros(p.out_shape, dtype=p.out_dtype)
+        elif prep.runner is not None:
+            res = prep.runner(xc, p.axes, p.out_dtype)
         else:
-            name = p.method if p.method != "auto" else choose_method(kind, xc, p.axes, p.in_dtype, device)
-            m = registry.get(name, kind)
-            m.check_dtype(p.in_dtype)
-            if m.runner is not None:
-                res = m.runner(xc, p.axes, p.out_dtype)
+            stream = cupy.cuda.get_current_stream()
+            if prep.copy_order is not None:
+                src = cupy.ascontiguousarray(xc.transpose(prep.copy_order))
+                x_ptr = src.data.ptr
             else:
-                itemsize = xc.dtype.itemsize
-                strides = tuple(s // itemsize for s in xc.strides)
-                layout = plan_layout(xc.shape, strides, p.axes, itemsize, xc.data.ptr % 16)
-                if layout.copy_order is not None:
-                    src = cupy.ascontiguousarray(xc.transpose(layout.copy_order))
-                    x_ptr = src.data.ptr
-                else:
-                    src = xc
-                    x_ptr = xc.data.ptr + layout.base_offset * itemsize
-                plan = get_plan(name, layout.problem, p.in_dtype, p.out_dtype, device, kind)
-                res = cupy.empty(p.out_shape, dtype=p.out_dtype)
-                run_plan(plan, x_ptr, res.data.ptr, device_id)
-                del src
+                src = xc
+                x_ptr = xc.data.ptr + prep.byte_offset
+            direct = (out is not None and not keepdims and out_c.dtype == np.dtype(p.out_dtype)
+                      and out_c.flags.c_contiguous)
+            res = out_c if direct else cupy.empty(p.out_shape, dtype=p.out_dtype)
+            prep.launcher(x_ptr, res.data.ptr, stream)
+            del src
+            if direct:
+                return out
         if keepdims:
             res = res.reshape(p.keep_shape)
         if out is not None:

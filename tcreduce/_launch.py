@@ -8,9 +8,10 @@ import numpy as np
 from ._compile import get_function
 from ._plan import Buf, Plan
 
-__all__ = ["run_plan", "counters_for"]
+__all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "launcher_for"]
 
 _COUNTERS: dict[tuple[int, int], object] = {}
+_WORKSPACES: dict[tuple[int, int], object] = {}
 
 
 def counters_for(device_id: int, stream_ptr: int, count: int):
@@ -26,29 +27,69 @@ def counters_for(device_id: int, stream_ptr: int, count: int):
     return buf
 
 
-def run_plan(plan: Plan, x_ptr: int, out_ptr: int, device_id: int) -> None:
-    """Launch ``plan`` reading the problem whose base element is at device address ``x_ptr`` and writing the
-    contiguous output (``plan.out_dtype``) at ``out_ptr``. The caller keeps both buffers alive."""
+def workspace_for(device_id: int, stream_ptr: int, floats: int):
+    """fp32 scratch for the partials of multi-block plans, one buffer per (device, stream), grown on demand.
+    Reuse is safe: launches on one stream run in order, and each plan finishes with its workspace before the next
+    call's kernels start."""
     import cupy
 
-    stream = cupy.cuda.get_current_stream()
-    ws = cupy.empty(max(plan.workspace_floats, 1), dtype=np.float32) if plan.workspace_floats else None
-    counters = counters_for(device_id, stream.ptr, plan.counters) if plan.counters else None
-    base = {"x": x_ptr, "out": out_ptr,
-            "ws": ws.data.ptr if ws is not None else 0,
-            "counters": counters.data.ptr if counters is not None else 0}
-    arch = plan.device.arch
-    for ln in plan.launches:
-        args = []
-        for a in ln.args:
-            if isinstance(a, Buf):
-                scale = 4 if a.name in ("ws", "counters") else 0
-                if a.offset and not scale:
-                    raise ValueError(f"offsets are only supported into ws and counters, not {a.name}")
-                args.append(np.uint64(base[a.name] + a.offset * scale))
-            else:
-                args.append(np.int64(a))
-        fn = get_function(ln.source, ln.kernel, device_id, arch)
-        fn(ln.grid, ln.block, tuple(args), ln.shared_bytes, stream, ln.cooperative)
-    # keep the workspace alive until the stream has used it (CuPy's pool reuses freed blocks only in stream order)
-    del ws
+    key = (device_id, stream_ptr)
+    buf = _WORKSPACES.get(key)
+    if buf is None or buf.size < floats:
+        buf = cupy.empty(max(floats, 1 << 16), dtype=np.float32)
+        _WORKSPACES[key] = buf
+    return buf
+
+
+class Launcher:
+    """A plan bound to one device: kernels compiled and looked up once, arguments pre-converted, so that a call
+    costs a few microseconds of Python."""
+
+    def __init__(self, plan: Plan, device_id: int):
+        self.plan = plan
+        self.device_id = device_id
+        self.steps = []
+        for ln in plan.launches:
+            template = []
+            for a in ln.args:
+                if isinstance(a, Buf):
+                    if a.name not in ("x", "out", "ws", "counters"):
+                        raise ValueError(f"unknown buffer {a.name!r} in {ln.kernel}")
+                    if a.offset and a.name not in ("ws", "counters"):
+                        raise ValueError(f"offsets are only supported into ws and counters, not {a.name}")
+                    template.append((a.name, 4 * a.offset))
+                else:
+                    template.append(np.int64(a))
+            fn = get_function(ln.source, ln.kernel, device_id, plan.device.arch)
+            self.steps.append((fn, ln.grid, ln.block, ln.shared_bytes, ln.cooperative, template))
+
+    def __call__(self, x_ptr: int, out_ptr: int, stream) -> None:
+        plan = self.plan
+        base = {"x": x_ptr, "out": out_ptr, "ws": 0, "counters": 0}
+        if plan.workspace_floats:
+            base["ws"] = workspace_for(self.device_id, stream.ptr, plan.workspace_floats).data.ptr
+        if plan.counters:
+            base["counters"] = counters_for(self.device_id, stream.ptr, plan.counters).data.ptr
+        for fn, grid, block, shared, coop, template in self.steps:
+            args = tuple(np.uint64(base[a[0]] + a[1]) if isinstance(a, tuple) else a for a in template)
+            fn(grid, block, args, shared, stream, coop)
+
+
+_LAUNCHERS: dict[tuple[Plan, int], Launcher] = {}
+
+
+def launcher_for(plan: Plan, device_id: int) -> Launcher:
+    key = (plan, device_id)
+    ln = _LAUNCHERS.get(key)
+    if ln is None:
+        ln = _LAUNCHERS[key] = Launcher(plan, device_id)
+    return ln
+
+
+def run_plan(plan: Plan, x_ptr: int, out_ptr: int, device_id: int) -> None:
+    """Launch ``plan`` reading the problem whose base element is at device address ``x_ptr`` and writing the
+    contiguous output (``plan.out_dtype``) at ``out_ptr``, on CuPy's current stream. The caller keeps both buffers
+    alive until the stream has used them."""
+    import cupy
+
+    launcher_for(plan, device_id)(x_ptr, out_ptr, cupy.cuda.get_current_stream())

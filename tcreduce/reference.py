@@ -30,6 +30,7 @@ infinity. An exact zero sum is +0.0.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Sequence, Union
 
 import numpy as np
@@ -169,6 +170,18 @@ def _special(rows64: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(rows64), 0.0, rows64).sum(axis=1)
 
 
+def _fsum_exact(v: np.ndarray) -> float:
+    """math.fsum, or an exact rational sum where fsum's intermediate overflows (finite float64 input)."""
+    try:
+        return math.fsum(v)
+    except OverflowError:
+        total = sum((Fraction(float(t)) for t in v), Fraction(0))
+        try:
+            return float(total)
+        except OverflowError:  # the exact sum itself is beyond float64: rounds to +-inf
+            return math.copysign(math.inf, total)
+
+
 def exact_sum(x, axis: Axis = None, keepdims: bool = False) -> np.ndarray:
     """The exact sum of ``x`` over ``axis``, rounded once to the nearest float64 (ties to even).
 
@@ -200,7 +213,7 @@ def exact_sum(x, axis: Axis = None, keepdims: bool = False) -> np.ndarray:
         res = np.empty(m, dtype=np.float64)
         special = _special(r64)
         for i in range(m):
-            res[i] = math.fsum(r64[i]) if special[i] == 0.0 else special[i]  # NaN != 0: kept
+            res[i] = _fsum_exact(r64[i]) if special[i] == 0.0 else special[i]  # NaN != 0: kept
         res = res + 0.0
     return _finish(res, kept_shape, keep_shape, keepdims)
 

@@ -120,7 +120,9 @@ def test_plan_invariants(plan):
     ws_off = p.get("ws_offset", 0)
     if isinstance(plan.problem, Cols):
         pr = plan.problem
-        assert len(plan.launches) == 2 and plan.launches[0].kernel == "wmma_transpose<0>"
+        tj = 16 if pr.r <= 16 else 32
+        assert len(plan.launches) == 2 and plan.launches[0].kernel == f"wmma_transpose<{tj}>"
+        assert plan.launches[0].grid[0] == pr.a * math.ceil(pr.r / tj) * math.ceil(pr.b / (2048 // tj))
         assert plan.launches[0].args == (Buf("x"), pr.a, pr.r, pr.b, pr.sa, pr.sr, Buf("ws"), p["transpose_ld"])
         assert rows == Rows(pr.a * pr.b, pr.r, p["transpose_ld"], 0) and rows.ld % 8 == 0 and rows.ld >= pr.r
         assert ws_off % 64 == 0 and 2 * ws_off >= rows.m * rows.ld  # the fp16 copy fits below the partials

@@ -8,16 +8,20 @@ What it launches: exactly one kernel per call, and nothing else (no memset: the 
 they use).
 
 - Full sums (:class:`~tcreduce._layout.Flat`): ``shuffle_flat``, a grid-stride kernel with 16-byte loads (8 halves or
-  4 floats), ``UNROLL`` chunks in flight per thread, up to ``FLAT_BLOCKS_PER_SM`` blocks of ``BLOCK`` threads per
-  SM (never more blocks than there are ``BLOCK * UNROLL`` chunks). A misaligned start (a view ``x[1:]``) is handled
+  4 floats), ``UNROLL`` chunks in flight per thread, up to ``BLOCKS_PER_SM["flat"]`` blocks of ``BLOCK`` threads
+  per SM (never more blocks than there are ``BLOCK * UNROLL`` chunks). A misaligned start (a view ``x[1:]``) is handled
   by a scalar head before the first 16-byte boundary; the last block to finish combines the block partials.
-- Last-axis sums (:class:`~tcreduce._layout.Rows`): ``shuffle_rows`` with a group of ``G`` lanes per row
-  (``G = next_pow2(ceil(k / VEC)) <= 32``: a segmented shuffle, no shared memory), or a whole block per row
-  (``G = BLOCK``) for long rows, split over ``splits`` blocks when there are too few rows to fill the GPU (combined
-  by the row's last block).
+- Last-axis sums (:class:`~tcreduce._layout.Rows`): ``shuffle_rows`` with a group of ``G`` lanes per row: rows of
+  at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
+  ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
+  other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
+  the GPU (combined by the row's last block).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
-  the reduced axis; the reduced axis is split over the block's threads and over ``splits`` blocks when there are
-  too few columns to fill the GPU.
+  the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
+  thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
+  share a block whose other threads split the reduced axis, and ``splits`` blocks per strip split it further.
+- ``splits`` (rows and cols) is the fewest that fill the resident blocks within 5% of the best wave efficiency,
+  never leaving a thread fewer than ``2 * UNROLL`` chunks (rows) or reduced rows (cols).
 
 Float64 input is not supported (the API says so); fp16 and fp32 output rounding is one ``from_float`` at the end;
 float64 output is the fp32 result widened exactly.
@@ -37,14 +41,15 @@ __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "B
 
 SOURCE = "shuffle.cu"
 BLOCK = 256  # threads per block, every kernel
-UNROLL = 4  # 16-byte chunks in flight per thread (flat: per round; rows G <= 32: rows per thread; others: chunks)
+UNROLL = 4  # 16-byte chunks in flight per thread (flat: per round; rows with G <= 32: rows per thread, 1 when rows
+#              are too few to fill the GPU that way; rows with G == BLOCK: chunks; cols: j rows)
 # Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: flat fits in 32
 # registers (full occupancy); rows and cols need more registers for their 64-bit indexing and accumulators.
 BLOCKS_PER_SM = {"flat": 8, "rows": 4, "cols": 3}
 ITEMSIZE = {"float16": 2, "float32": 4}
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
-SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this of the best
+SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this fraction of the best
 
 
 def _vec(in_dtype: str) -> int:
@@ -62,12 +67,13 @@ def _wave_efficiency(items: int, cap: int) -> float:
 
 def _choose_splits(units: int, s_max: int, cap: int) -> int:
     """Splits per unit (row or column strip) so that ``units * splits`` work items fill ``cap`` resident blocks
-    evenly: the fewest splits whose wave efficiency is within SPLIT_TOLERANCE of the best in 1..s_max."""
+    evenly: the fewest splits whose wave efficiency is at least (1 - SPLIT_TOLERANCE) times the best in
+    1..s_max."""
     s_max = max(1, min(s_max, 4 * cap))
     effs = [_wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
     best = max(effs)
     for s, e in enumerate(effs, start=1):
-        if e >= best - SPLIT_TOLERANCE:
+        if e >= (1.0 - SPLIT_TOLERANCE) * best:
             return s
     return 1  # pragma: no cover
 
@@ -106,22 +112,24 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     warps = BLOCK // 32
     if chunks <= 32:
         group = next_pow2(chunks)  # one pass of G lanes covers the row
-    elif chunks <= 2 * 32 or cdiv(m, UNROLL * warps) >= cap:
-        group = 32  # a warp per row: enough rows to fill the GPU, or rows too short for a block
+    elif chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap:
+        group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
     else:
         group = BLOCK  # a block (or several) per row
+    unroll = UNROLL
     if group <= 32:
         splits = 1
-        tiles = cdiv(m, UNROLL * (BLOCK // group))
-        grid = max(1, min(cap, tiles))
+        if cdiv(m, UNROLL * (BLOCK // group)) < cap:
+            unroll = 1  # too few rows for UNROLL rows per thread: spread them over more blocks instead
+        grid = max(1, min(cap, cdiv(m, unroll * (BLOCK // group))))
     else:
         splits = _choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(cap, m * splits))
-    name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {group}, {_bool(aligned)}, "
+    name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
             f"{minb}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), m, k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"), splits))
-    params = dict(kernel="rows", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+    params = dict(kernel="rows", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
                   group=group, splits=splits, chunks=chunks)
     ws = m * splits if splits > 1 else 0
     return launch, ws, (m if splits > 1 else 0), params
@@ -224,7 +232,8 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {UNROLL}, {_bool(al)}, {BLOCKS_PER_SM['flat']}>")
         for g in (1, 2, 4, 8, 16, 32, BLOCK):
-            names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {UNROLL}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
+            for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
+                names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
             names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {UNROLL}, {ct}, {_bool(al)}, {BLOCKS_PER_SM['cols']}>")
     return names

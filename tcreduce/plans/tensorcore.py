@@ -17,9 +17,10 @@ from ._common import cdiv, ctype, full_grid, is_aligned, split_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
-BLOCKS_PER_SM = 4  # tc_flat: __launch_bounds__(256, 4)
+BLOCKS_PER_SM = 6  # tc_flat: __launch_bounds__(256, 6) (benchmarks/tune_flat.py, notes/performance.md)
+FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs)
 BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
-FLAT_UNROLL = 4
+FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = 4  # row tiles in flight per warp when a row is one chunk
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
@@ -35,7 +36,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         head = min(((16 - problem.align) % 16) // 2, problem.n)
         nvec = (problem.n - head) // 8
         grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
-        launch = KernelLaunch(SOURCE, f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}>", (grid, 1, 1),
+        launch = KernelLaunch(SOURCE, f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>", (grid, 1, 1),
                               (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1, params=tuple(sorted(params.items())))

@@ -80,7 +80,7 @@ def kernel_names() -> list[str]:
             names.append(_name("wmma_rows16", ctype(out), vec, WARP_KERNEL_WARPS))
             names.append(_name("wmma_rows256n", ctype(out), vec, WARP_KERNEL_WARPS))
             names.append(_name("wmma_rows_block", ctype(out), vec, BLOCK_WARPS))
-    names.append("wmma_transpose<0>")
+    names += [f"wmma_transpose<{tj}>" for tj in (16, 32)]
     return names
 
 
@@ -160,15 +160,16 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
         ldw = cdiv(r, 8) * 8
         rows = Rows(a * b, r, ldw, 0)
         ws_off = cdiv(cdiv(rows.m * ldw, 2), 64) * 64  # the fp16 copy, in floats, rounded to 256 bytes
-        tgrid = a * cdiv(r, 32) * cdiv(b, 32)
+        tj = 16 if r <= 16 else 32  # transpose tile: tj (reduced axis) x 2048/tj (kept contiguous axis)
+        tgrid = a * cdiv(r, tj) * cdiv(b, 2048 // tj)
         if tgrid > MAX_GRID:
             raise ValueError(f"wmma: transposing copy of {problem!r} exceeds the grid limit")
-        transpose = KernelLaunch(SOURCE, "wmma_transpose<0>", (tgrid, 1, 1), (256, 1, 1),
+        transpose = KernelLaunch(SOURCE, f"wmma_transpose<{tj}>", (tgrid, 1, 1), (256, 1, 1),
                                  (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("ws"), ldw))
         if variant == "auto":
             variant = choose_variant(rows, device)
         launches, ws, counters, params = _rows_plan(rows, out_dtype, device, variant, Buf("ws"), ws_off)
-        params.update(rows=rows, transpose_ld=ldw, transpose_grid=tgrid, ws_offset=ws_off)
+        params.update(rows=rows, transpose_ld=ldw, transpose_tile=tj, transpose_grid=tgrid, ws_offset=ws_off)
         return Plan(**common, launches=(transpose, *launches), workspace_floats=ws_off + ws, counters=counters,
                     params=tuple(sorted(params.items())))
     raise TypeError(f"wmma: unknown problem {problem!r}")

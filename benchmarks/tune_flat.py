@@ -1,0 +1,67 @@
+"""Tuning sweep for the full-sum kernels: time kernel variants (template arguments, grid sizes) of a method's plan on
+one large input and print GB/s per variant. Used to pick the defaults in tcreduce/plans/*.py (notes/performance.md).
+
+    python benchmarks/tune_flat.py [--n 268435456] [--reps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from perf_floor import timed  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1 << 28)
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._launch import run_plan
+    from tcreduce._layout import Flat
+
+    dev_id, dev = current_device()
+    sm = dev.sm_count
+    variants = []
+    for load in (0, 1, 2):
+        for unroll, minb in ((4, 4), (4, 6), (8, 4), (2, 6)):
+            for grid_mult in (1, 2):
+                variants.append(("tensorcore", "float16",
+                                 f"tc_flat<256, {unroll}, 1, float, {load}, {minb}>", sm * minb * grid_mult))
+    for unroll, minb in ((4, 4), (8, 4), (4, 6), (2, 8)):
+        for grid_mult in (1, 2):
+            variants.append(("shuffle", "float32", f"shuffle_flat<float, float, 256, {unroll}, true, {minb}>",
+                             sm * minb * grid_mult))
+            variants.append(("shuffle", "float16", f"shuffle_flat<__half, float, 256, {unroll}, true, {minb}>",
+                             sm * minb * grid_mult))
+    inputs = {}
+    for method, dtype, kernel, grid in variants:
+        if dtype not in inputs:
+            inputs[dtype] = cupy.random.default_rng(0).uniform(-0.25, 0.75, args.n, dtype=cupy.float32).astype(dtype)
+        x = inputs[dtype]
+        base = get_plan(method, Flat(args.n, 0), dtype, "float32", dev)
+        ln = base.launches[0]
+        plan = base.replace(launches=(ln.__class__(ln.source, kernel, (grid, 1, 1), ln.block, ln.args),),
+                            workspace_floats=grid)
+        out = cupy.empty((), cupy.float32)
+        try:
+            run_plan(plan, x.data.ptr, out.data.ptr, dev_id)
+            ref = float(cupy.sum(x, dtype=cupy.float64))
+            ok = abs(float(out) - ref) <= 1e-4 * abs(ref)
+            t = timed(lambda: run_plan(plan, x.data.ptr, out.data.ptr, dev_id), args.reps)
+            print(f"{method:10} {dtype:8} {kernel:55} grid={grid:5d} {t * 1e6:8.1f} us "
+                  f"{x.nbytes / t / 1e9:7.0f} GB/s {'ok' if ok else 'WRONG'}", flush=True)
+        except Exception as e:
+            print(f"{method:10} {dtype:8} {kernel:55} grid={grid:5d} failed: {type(e).__name__}: {e}"[:300])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,481 @@
+"""CPU (CI) tests of the experiments: the entry point's arguments and skip messages, CSV and metadata writing, the
+progress bar, exact sums, the accuracy study in a tiny CPU configuration, and every study's figures drawn from
+synthetic CSVs (the GPU studies' measuring parts run on a GPU only: ``pytest -m gpu`` runs them in tiny form)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import experiments
+from experiments import __main__ as entry
+from experiments import common, plotting
+
+GPU_STUDIES = ("throughput", "segments", "tradeoff", "ladder")
+META = {"study": "synthetic", "date_utc": "2026-11-22T00:00:00+00:00", "command": "python -m experiments x",
+        "quick": False, "backend": "gpu", "device": {"gpu_name": "NVIDIA H200", "sm_count": 132, "driver": "580.1",
+                                                      "cuda_runtime": "13.0"},
+        "git": {"commit": "0123456789abcdef", "dirty": False}}
+
+
+def _read(path: Path) -> tuple[list[dict], dict]:
+    rows, meta = common.read_csv(path)
+    assert rows, f"{path} has no rows"
+    return rows, meta
+
+
+def _well_formed_csv(path: Path, columns: list[str]) -> list[dict]:
+    text = path.read_text()
+    body = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert text.startswith("# study: "), "metadata header first"
+    reader = csv.reader(io.StringIO("\n".join(body)))
+    header = next(reader)
+    assert header == columns
+    lines = list(reader)
+    assert lines and all(len(r) == len(columns) for r in lines)
+    return [dict(zip(header, r)) for r in lines]
+
+
+def _figure_ok(path: Path) -> None:
+    assert path.is_file() and path.stat().st_size > 2000, path
+    head = path.read_bytes()[:8]
+    assert head.startswith(b"\x89PNG") if path.suffix == ".png" else head.startswith(b"%PDF"), path
+
+
+# --------------------------------------------------------------------------------------------- entry point
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(entry, "detect_gpu", lambda: (False, "CuPy sees no CUDA device (test)"))
+
+
+def test_list_and_help(capsys):
+    assert entry.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in experiments.STUDIES:
+        assert name in out
+    assert entry.main(["--help"]) == 0
+    assert "--quick" in capsys.readouterr().out
+
+
+def test_bad_arguments_exit_64(capsys):
+    assert entry.main(["nonsense"]) == 64
+    assert "invalid choice" in capsys.readouterr().err
+    assert entry.main([]) == 64
+
+
+def test_parser_options():
+    args = entry.build_parser().parse_args(["all", "--quick", "--out", "x", "--methods", "shuffle,cub"])
+    assert args.study == "all" and args.quick and args.out == Path("x") and args.methods == "shuffle,cub"
+
+
+def test_default_output_folders():
+    assert entry.default_out(True, False) == common.DEFAULT_OUT
+    assert entry.default_out(True, True) == common.DEFAULT_OUT / "quick"
+    assert entry.default_out(False, False) == common.DEFAULT_OUT / "cpu"
+    assert entry.default_out(False, True) == common.DEFAULT_OUT / "cpu-quick"
+
+
+@pytest.mark.parametrize("name", GPU_STUDIES)
+def test_gpu_study_alone_without_gpu_is_skipped_with_reason(name, no_gpu, tmp_path, capsys):
+    assert entry.main([name, "--out", str(tmp_path), "--no-progress"]) == 2
+    out = capsys.readouterr().out
+    assert f"skipped {name}: needs a CUDA GPU" in out and "CuPy sees no CUDA device (test)" in out
+    assert not list(tmp_path.iterdir())
+
+
+def test_all_without_gpu_runs_accuracy_and_names_the_skipped(no_gpu, tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(experiments.study("accuracy"), "run", lambda ctx: ran.append(ctx) or [])
+    assert entry.main(["all", "--out", str(tmp_path), "--tiny", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert len(ran) == 1 and not ran[0].gpu and ran[0].mode == "tiny"
+    for name in GPU_STUDIES:
+        assert f"skipped {name}: needs a CUDA GPU" in out
+    assert "summary:" in out
+
+
+def test_cpu_flag_forces_emulator(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(entry, "detect_gpu", lambda: (True, "fake GPU"))
+    ran = []
+    monkeypatch.setattr(experiments.study("accuracy"), "run", lambda ctx: ran.append(ctx) or [])
+    assert entry.main(["accuracy", "--cpu", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert not ran[0].gpu and "--cpu" in capsys.readouterr().out
+
+
+def test_failed_study_gives_status_1(no_gpu, tmp_path, capsys, monkeypatch):
+    def boom(ctx):
+        raise common.MissingInterface("the accuracy study needs tcreduce.emulate.sum (test)")
+
+    monkeypatch.setattr(experiments.study("accuracy"), "run", boom)
+    assert entry.main(["accuracy", "--out", str(tmp_path), "--no-progress"]) == 1
+    assert "FAILED accuracy: MissingInterface: the accuracy study needs tcreduce.emulate.sum" in capsys.readouterr().out
+
+
+def test_replot_without_csv(no_gpu, tmp_path, capsys):
+    assert entry.main(["segments", "--replot", "--out", str(tmp_path)]) == 2
+    assert "no " in capsys.readouterr().out
+
+
+def test_every_study_module_has_the_interface():
+    for name in experiments.STUDIES:
+        mod = experiments.study(name)
+        assert mod.NAME == name and isinstance(mod.NEEDS_GPU, bool) and mod.SUMMARY
+        assert callable(mod.run) and callable(mod.config)
+        assert name in plotting.PLOTTERS
+        if mod.NEEDS_GPU:
+            assert mod.WHY_GPU
+    assert not experiments.study("accuracy").NEEDS_GPU
+    with pytest.raises(ValueError, match="unknown study"):
+        experiments.study("nope")
+
+
+@pytest.mark.parametrize("name", experiments.STUDIES)
+@pytest.mark.parametrize("quick", [False, True])
+def test_configs(name, quick, tmp_path):
+    mode = "quick" if quick else "full"
+    for gpu in (False, True):
+        ctx = common.Context(out=tmp_path, quick=quick, gpu=gpu, mode=mode)
+        cfg = experiments.study(name).config(ctx)
+        json.dumps(cfg, default=str)
+    if name == "accuracy":
+        gpu_full = experiments.study(name).config(common.Context(out=tmp_path, gpu=True))
+        assert gpu_full["sizes"][0] == 2**10 and gpu_full["sizes"][-1] == 2**30
+        cpu_full = experiments.study(name).config(common.Context(out=tmp_path, gpu=False))
+        assert cpu_full["sizes"][-1] == 2**20 and not cpu_full["emulator_check_sizes"]
+    if name == "segments" and not quick:
+        cfg = experiments.study(name).config(common.Context(out=tmp_path, gpu=True))
+        assert cfg["total_bytes"] >= 512 * 2**20 and cfg["segment_lengths"][0] == 16
+        assert cfg["segment_lengths"][-1] == 2**20
+    if name == "ladder" and not quick:
+        cfg = experiments.study(name).config(common.Context(out=tmp_path, gpu=True))
+        assert [n for _, n in cfg["sizes"]] == [10**8, 2**28]
+
+
+# --------------------------------------------------------------------------------------------- common pieces
+def test_csv_round_trip(tmp_path):
+    rows = [{"a": 1, "b": 0.1, "c": "x,y", "d": None, "e": True}, {"a": 2, "b": float("nan"), "c": "z"}]
+    p = common.write_csv(tmp_path / "t.csv", rows, ["a", "b", "c", "d", "e"], META)
+    got, meta = common.read_csv(p)
+    assert meta["device"] == "NVIDIA H200 (132 SMs)" and meta["commit"] == "0123456789ab"
+    assert meta["command"] == "python -m experiments x"
+    assert got[0] == {"a": "1", "b": "0.1", "c": "x,y", "d": "", "e": "true"}
+    assert got[1]["b"] == "" and float(got[0]["b"]) == 0.1
+    _well_formed_csv(p, ["a", "b", "c", "d", "e"])
+
+
+def test_metadata_fields(tmp_path):
+    ctx = common.Context(out=tmp_path, gpu=False, mode="tiny")
+    meta = common.metadata("accuracy", ctx, {"sizes": [1]})
+    for key in ("study", "date_utc", "command", "backend", "device", "git", "versions", "config"):
+        assert key in meta
+    for key in ("python", "numpy", "cupy", "torch", "tcreduce"):
+        assert key in meta["versions"]
+    assert meta["backend"].startswith("emulator")
+    p = common.write_metadata(tmp_path / "m.json", meta)
+    assert json.loads(p.read_text())["study"] == "accuracy"
+
+
+def test_progress_bar_non_tty(capsys):
+    buf = io.StringIO()
+    bar = common.Progress(50, "test", stream=buf)
+    for _ in range(50):
+        bar.update(1, "x")
+    lines = buf.getvalue().splitlines()
+    assert 2 <= len(lines) <= 12 and "50/50" in lines[-1]
+    quiet = io.StringIO()
+    common.Progress(3, "q", stream=quiet, enabled=False).update(3)
+    assert quiet.getvalue() == ""
+
+
+def test_rel_error_exact():
+    assert common.rel_error(1.0, 1.0) == 0.0
+    assert common.rel_error(0.0, 0.0) == 0.0
+    assert common.rel_error(1.0, 0.0) == math.inf
+    assert math.isnan(common.rel_error(float("nan"), 1.0))
+    a, b = 1.0 + 2**-52, 1.0
+    assert common.rel_error(a, b) == 2**-52
+
+
+@pytest.mark.parametrize("dist", list(common.DISTRIBUTIONS))
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_make_input(dist, dtype):
+    if dtype not in common.DISTRIBUTIONS[dist]["dtypes"]:
+        with pytest.raises(ValueError):
+            common.make_input(dist, dtype, 10, 1)
+        return
+    x = common.make_input(dist, dtype, 4096, seed=5)
+    assert x.dtype == np.dtype(dtype) and x.shape == (4096,)
+    assert np.all(np.isfinite(x)) and np.count_nonzero(x) > 4000
+    assert np.array_equal(x, common.make_input(dist, dtype, 4096, seed=5))  # fixed seeds
+    if dist == "mixed":
+        s, a = common.exact_sum_host(x), common.exact_sum_host(np.abs(x))
+        assert 2e3 < a / abs(s) < 5e4  # condition number about 1e4
+    if dist == "near_overflow":
+        assert x.min() >= 32768 and x.max() <= 65504
+    if dist == "uniform":
+        assert x.min() >= 0 and x.max() < 1
+
+
+def test_exact_sum_host_matches_reference():
+    reference = pytest.importorskip("tcreduce.reference")
+    rng = np.random.default_rng(1)
+    for dtype in (np.float16, np.float32):
+        x = (rng.standard_normal(10001) * 100).astype(dtype)
+        assert common.exact_sum_host(x) == float(reference.exact_sum(x))
+
+
+def test_sum_methods_and_ladder_order():
+    names = [m.name for m in common.sum_methods("float32", ladder=True)]
+    ranks = [common.LADDER_ORDER.index(n) for n in names if n in common.LADDER_ORDER]
+    assert ranks == sorted(ranks)
+    assert all(not m.name.startswith("ladder_") for m in common.sum_methods("float16", ladder=False))
+
+
+def test_bandwidth_kernel_compiles():
+    compile_kernel = pytest.importorskip("tcreduce._compile").compile_kernel
+    try:
+        common_cfgs = {(u, s) for u, s, _ in common.READ_CONFIGS}
+        for arch in ("sm_80", "sm_90"):
+            for unroll, stream in sorted(common_cfgs):
+                ck = compile_kernel("bandwidth.cu", f"tcr_bw::read16<{unroll}, {'true' if stream else 'false'}>",
+                                    arch, use_cache=False)
+                assert "warning" not in ck.log.lower() and not ck.spills, ck.log
+                assert "ld.global" in ck.ptx and ".v4.u32" in ck.ptx
+    except Exception as e:  # no NVRTC on this machine: the compile tests of tests/test_compile.py say so too
+        if "nvrtc" in str(e).lower() or "cuda_fp16.h" in str(e) or isinstance(e, ImportError):
+            pytest.skip(f"NVRTC unavailable: {e}")
+        raise
+
+
+# --------------------------------------------------------------------------------------------- accuracy, CPU
+def _stand_in_emulator(monkeypatch):
+    """A stand-in for tcreduce.emulate.sum (fp32 sums in NumPy's order) to exercise the study's plumbing."""
+    import tcreduce.emulate as em
+
+    def fake_sum(x, axis=None, dtype=None, keepdims=False, *, method, gpu="H100"):
+        return np.float32(np.sum(np.asarray(x), dtype=np.float32))
+
+    monkeypatch.setattr(em, "sum", fake_sum, raising=False)
+
+
+@pytest.mark.parametrize("emulator", ["stand-in", "real"])
+def test_accuracy_tiny_cpu(emulator, tmp_path, monkeypatch):
+    import tcreduce.emulate as em
+
+    if emulator == "real":
+        if not hasattr(em, "sum"):
+            pytest.skip("tcreduce.emulate.sum is not in this checkout yet")
+    else:
+        _stand_in_emulator(monkeypatch)
+    mod = experiments.study("accuracy")
+    ctx = common.Context(out=tmp_path, quick=True, gpu=False, mode="tiny", progress=False)
+    paths = mod.run(ctx)
+    assert not ctx.errors, ctx.errors
+    rows = _well_formed_csv(tmp_path / "accuracy.csv", mod.COLUMNS)
+    meta = json.loads((tmp_path / "accuracy.json").read_text())
+    assert meta["study"] == "accuracy" and meta["backend"].startswith("emulator") and meta["config"]["sizes"]
+    methods = {r["method"] for r in rows}
+    assert "float64" in methods and "tensorcore" in methods
+    measured = [r for r in rows if r["kind"] == "tcreduce"]
+    assert measured and all(r["rel_error"] != "" and r["bound_abs"] != "" for r in measured)
+    assert all(r["within_bound"] == "true" for r in measured)
+    assert {r["dist"] for r in rows} == {"uniform", "near_overflow", "mixed"}
+    for ext in ("png", "pdf"):
+        _figure_ok(tmp_path / f"accuracy.{ext}")
+    assert tmp_path / "accuracy.png" in paths
+
+
+def test_accuracy_without_emulator_fails_clearly(tmp_path, monkeypatch):
+    import tcreduce.emulate as em
+
+    monkeypatch.delattr(em, "sum", raising=False)
+    ctx = common.Context(out=tmp_path, gpu=False, mode="tiny", progress=False)
+    with pytest.raises(common.MissingInterface, match="tcreduce.emulate"):
+        experiments.study("accuracy").run(ctx)
+
+
+# ----------------------------------------------------------------------------------------- synthetic figures
+def _syn_accuracy(path: Path) -> None:
+    from experiments.accuracy import COLUMNS
+
+    rows = []
+    for dt in ("float16", "float32"):
+        for dist, spec in common.DISTRIBUTIONS.items():
+            if dt not in spec["dtypes"]:
+                continue
+            for k in range(10, 31, 2):
+                n = 2**k
+                for m, c in (("tensorcore", 3e-8), ("shuffle", 2e-8), ("cub", 1e-8), ("torch.sum", 1e-8),
+                             ("float64", 0.0), ("ladder_atomic", 1e-6), ("ladder_float4", 5e-8)):
+                    if dt == "float32" and m == "tensorcore":
+                        continue
+                    kind = "float64" if m == "float64" else "competitor" if "." in m else "tcreduce"
+                    err = c * math.sqrt(n) / 30
+                    rows.append(dict(dtype=dt, dist=dist, n=n, kind=kind, method=m, rel_error=err,
+                                     rel_bound=(err * 50 if kind == "tcreduce" else None),
+                                     emu_equal=(True if kind == "tcreduce" and k <= 20 and m != "ladder_atomic"
+                                                else None)))
+    common.write_csv(path, rows, COLUMNS, dict(META, study="accuracy"))
+
+
+def _syn_throughput(path: Path) -> None:
+    from experiments.throughput import COLUMNS
+
+    rows = []
+    for dt in ("float16", "float32"):
+        for k in range(10, 31):
+            n = 2**k
+            for m, peak, kind in (("tensorcore", 4300, "tcreduce"), ("shuffle", 4200, "tcreduce"),
+                                  ("cub", 1500, "tcreduce"), ("torch.sum", 4100, "competitor"),
+                                  ("cupy.sum CUB", 4000, "competitor"), ("cupy.sum no CUB", 5, "competitor"),
+                                  ("read kernel", 4500, "ceiling")):
+                nbytes = n * (2 if dt == "float16" else 4)
+                t = 8e-6 + nbytes / (peak * 1e9)
+                rows.append(dict(dtype=dt, n=n, method=m, kind=kind, time_us=t * 1e6, bytes=nbytes,
+                                 gbs=nbytes / t / 1e9, frac_ceiling=nbytes / t / 1e9 / 4500))
+    meta = dict(META, study="throughput", csv_header={"ceiling_gbs": 4500.0})
+    common.write_csv(path, rows, COLUMNS, meta)
+
+
+def _syn_segments(path: Path) -> None:
+    from experiments.segments import COLUMNS
+
+    rows = []
+    for dt in ("float16", "float32"):
+        for lay in ("rows", "cols"):
+            for k in range(4, 21):
+                n = 2**k
+                for m, kind, f in (("tensorcore", "tcreduce", lambda k: 3800 - 30 * abs(k - 12)),
+                                   ("shuffle", "tcreduce", lambda k: 3000 + 50 * k),
+                                   ("torch.sum", "competitor", lambda k: 300 * k / 2),
+                                   ("cupy.sum CUB", "competitor", lambda k: 2000 + 40 * k),
+                                   ("cupy.sum no CUB", "competitor", lambda k: 400.0)):
+                    if dt == "float32" and m == "tensorcore":
+                        continue
+                    rows.append(dict(dtype=dt, layout=lay, n=n, m=2**28 // n, method=m, kind=kind, gbs=f(k),
+                                     frac_ceiling=f(k) / 4500))
+    meta = dict(META, study="segments", csv_header={"ceiling_gbs": 4500.0, "total_bytes": 2**29})
+    common.write_csv(path, rows, COLUMNS, meta)
+
+
+def _syn_tradeoff(path: Path) -> None:
+    from experiments.tradeoff import COLUMNS
+
+    rows = []
+    for dt in ("float16", "float32"):
+        for dist in ("uniform", "normal"):
+            for label, method, g, e in (("tensorcore", "tensorcore", 4200, 1e-7),
+                                        ("tensorcore chain=16", "tensorcore", 4300, 5e-7),
+                                        ("tensorcore_chained", "tensorcore_chained", 4350, 7e-6),
+                                        ("shuffle", "shuffle", 4100, 8e-8), ("cub", "cub", 1500, 5e-8),
+                                        ("torch.sum", "torch.sum", 4000, 6e-9),
+                                        ("cupy.sum fp64", "cupy.sum fp64", 1200, 1e-16)):
+                if dt == "float32" and method.startswith("tensorcore"):
+                    continue
+                rows.append(dict(dtype=dt, dist=dist, n=2**28, label=label, method=method, gbs=g,
+                                 rel_error_median=e, rel_error_min=e / 2, rel_error_max=e * 2, seeds=3))
+    common.write_csv(path, rows, COLUMNS, dict(META, study="tradeoff", csv_header={"n": 2**28}))
+
+
+def _syn_ladder(path: Path) -> None:
+    from experiments.ladder import COLUMNS, SEED_003_CLAIMS
+
+    rows = []
+    for label, n in (("10^8", 10**8), ("2^28", 2**28)):
+        ceiling = 4400.0
+        rows.append(dict(size_label=label, n=n, method="read kernel", kind="ceiling", gbs=ceiling, frac_ceiling=1.0,
+                         ceiling_gbs=ceiling))
+        for i, rung in enumerate(common.LADDER_ORDER):
+            g = 60 + (ceiling - 60) * (i / 13) ** 0.7
+            claim = SEED_003_CLAIMS.get(rung)
+            rows.append(dict(size_label=label, n=n, method=rung, kind="rung", order=i, gbs=g,
+                             frac_ceiling=g / ceiling, ceiling_gbs=ceiling,
+                             seed_claim_pct=claim[2] if claim else None))
+        for ref, kind in (("shuffle", "tcreduce"), ("cupy.sum CUB", "library"), ("torch.sum", "library")):
+            rows.append(dict(size_label=label, n=n, method=ref, kind=kind, gbs=4100, frac_ceiling=4100 / ceiling,
+                             ceiling_gbs=ceiling))
+    common.write_csv(path, rows, COLUMNS, dict(META, study="ladder"))
+
+
+SYNTHETIC = {"accuracy": (_syn_accuracy, ["accuracy", "accuracy_emulator", "accuracy_ladder"]),
+             "throughput": (_syn_throughput, ["throughput"]),
+             "segments": (_syn_segments, ["segments", "segments_speedup"]),
+             "tradeoff": (_syn_tradeoff, ["tradeoff"]),
+             "ladder": (_syn_ladder, ["ladder"])}
+
+
+@pytest.mark.parametrize("name", experiments.STUDIES)
+def test_figures_from_synthetic_csv(name, tmp_path):
+    make, stems = SYNTHETIC[name]
+    csv_path = tmp_path / f"{name}.csv"
+    make(csv_path)
+    _read(csv_path)
+    paths = plotting.PLOTTERS[name](csv_path, tmp_path)
+    assert {p.name for p in paths} == {f"{s}.{e}" for s in stems for e in ("png", "pdf")}
+    for p in paths:
+        _figure_ok(p)
+
+
+def test_replot_entry_point(tmp_path, no_gpu, capsys):
+    _syn_ladder(tmp_path / "ladder.csv")
+    assert entry.main(["ladder", "--replot", "--out", str(tmp_path)]) == 0
+    assert "ladder.png" in capsys.readouterr().out
+    _figure_ok(tmp_path / "ladder.pdf")
+
+
+def test_pareto_front():
+    pts = [(4000, 1e-7), (4300, 5e-7), (1500, 5e-8), (1000, 1e-6), (4300, 6e-7), (1200, 1e-16)]
+    front = plotting.pareto(pts)
+    assert set(front) == {0, 1, 2, 5}
+    assert [pts[i][0] for i in front] == sorted(pts[i][0] for i in front)
+
+
+def test_footer_names_device_and_commit():
+    text = plotting.footer_text({"device": "NVIDIA H100 (132 SMs)", "commit": "abc123", "date_utc": "2026-11-22T1",
+                                 "command": "/usr/bin/python3 -m experiments all", "quick": "true"})
+    assert "NVIDIA H100" in text and "abc123" in text and "python3 -m experiments all" in text
+    assert "QUICK" in text and "/usr/bin" not in text
+
+
+# ------------------------------------------------------------------------------------------------ on a GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", experiments.STUDIES)
+def test_study_tiny_on_gpu(name, tmp_path):
+    mod = experiments.study(name)
+    ctx = common.Context(out=tmp_path, quick=True, gpu=True, mode="tiny", progress=False)
+    mod.run(ctx)
+    assert not ctx.errors, ctx.errors
+    _well_formed_csv(tmp_path / f"{name}.csv", mod.COLUMNS)
+    _figure_ok(tmp_path / f"{name}.png")
+
+
+@pytest.mark.gpu
+def test_exact_sum_gpu_matches_fsum():
+    import cupy
+
+    for dtype in ("float16", "float32"):
+        for dist in ("uniform", "mixed", "lognormal", "normal"):
+            x = common.make_input(dist, dtype, 100003, seed=9, xp=cupy)
+            h = cupy.asnumpy(x)
+            assert common.exact_sum_gpu(x) == common.exact_sum_host(h)
+            assert common.exact_sum_gpu(x, absolute=True) == common.exact_sum_host(np.abs(h))
+
+
+@pytest.mark.gpu
+def test_timing_and_ceiling_on_gpu():
+    import cupy
+
+    cfg = common.TimingConfig.for_mode("tiny")
+    x = common.random_pool("float32", 2**24, seed=1)
+    t = common.time_gpu(lambda v: cupy.sum(v), [x], cfg)
+    assert 0 < t.p10_s <= t.median_s <= t.p90_s and t.reps >= cfg.min_reps
+    c = common.measure_ceiling(2**26, cfg)
+    assert 100 < c.read_gbs < 20000 and 100 < c.copy_gbs < 20000
+    views = common.rotating_views(common.random_pool("float16", 2**26, seed=2), 2**12)
+    assert len(views) > 1 and all(v.size == 2**12 and v.data.ptr % 256 == 0 for v in views)

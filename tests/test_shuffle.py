@@ -1,0 +1,690 @@
+"""Method "shuffle" (kernels/shuffle.cu, tcreduce/plans/shuffle.py).
+
+CPU: the planner (grids fill the device, splits for few long rows or few columns, 16-byte loads only where legal),
+the chain-length bound, a NumPy replay of the documented order of additions, and every kernel the planner can name
+compiled for sm_80 and sm_90 without warnings or spills.
+
+GPU (``-m gpu``): full, last-axis and other-axis sums of fp16 and fp32 over awkward sizes and views against float64
+references, with tolerances from the plan's error bound (gamma_L * sum|x|, L from :func:`chain_length`); results
+bitwise equal to the NumPy replay of the kernel comments (what the emulator twin will do); outputs poisoned with NaN;
+ten repeated calls bitwise equal; NaN and Inf propagation as NumPy's float64 sum.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tcreduce import registry
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Layout, Rows, normalize_axes, plan_layout
+from tcreduce._plan import Plan, param_dict
+from tcreduce.plans import shuffle as sh
+
+H100, A100 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"]
+U = 2.0 ** -24
+
+
+# ============================================================================================== bound helpers
+def gamma(n: int) -> float:
+    """gamma_n = n u / (1 - n u) for fp32 round to nearest."""
+    return n * U / (1 - n * U)
+
+
+def tolerance(plan: Plan, abs_sum: np.ndarray, out_dtype: str) -> np.ndarray:
+    """Per-output absolute error bound of ``plan``: gamma_L * sum|x|, plus the final rounding to ``out_dtype``."""
+    b = gamma(sh.chain_length(plan)) * np.asarray(abs_sum, dtype=np.float64)
+    if out_dtype == "float16":
+        b = b + 2.0 ** -11 * (np.asarray(abs_sum, dtype=np.float64) + b)
+    return b
+
+
+# ============================================================================================== NumPy replay
+# A direct transcription of the order comments in kernels/shuffle.cu (float32 NumPy adds round to nearest, like the
+# GPU's fp32 adds). Padding elements are +0.0: adding them never changes an accumulator that started at +0.0.
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _xor_fold(v: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
+    """v[l] = v[l] + v[l ^ off] over offsets width/2, ..., 1 along ``axis``; returns the element 0 slice."""
+    v = np.moveaxis(v, axis, -1)
+    idx = np.arange(width)
+    off = width // 2
+    while off >= 1:
+        v = v + v[..., idx ^ off]
+        off //= 2
+    return v[..., 0]
+
+
+def _block_fold(v: np.ndarray, block: int) -> np.ndarray:
+    """tcr::block_fold over the last axis (length block)."""
+    warps = block // 32
+    w = _xor_fold(v.reshape(v.shape[:-1] + (warps, 32)), 32)
+    if warps == 1:
+        return w[..., 0]
+    pad = np.zeros(w.shape[:-1] + (32,), np.float32)
+    pad[..., :warps] = w
+    return _xor_fold(pad, 32)
+
+
+def _serial_partials(p: np.ndarray, block: int) -> np.ndarray:
+    """tcr::combine_partials over the last axis: thread i adds p[i], p[i + block], ... from +0.0, then block_fold."""
+    count = p.shape[-1]
+    rounds = _cdiv(count, block)
+    pad = np.zeros(p.shape[:-1] + (rounds * block,), np.float32)
+    pad[..., :count] = p
+    acc = np.zeros(p.shape[:-1] + (block,), np.float32)
+    for t in range(rounds):
+        acc = acc + pad[..., t * block:(t + 1) * block]
+    return _block_fold(acc, block)
+
+
+def replay(plan: Plan, elems: np.ndarray) -> np.ndarray:
+    """The fp32 result of ``plan`` on the problem's elements (Flat: (n,), Rows: (m, k), Cols: (a, r, b), in memory
+    order), replaying the order of additions documented in kernels/shuffle.cu. Returns (1,), (m,) or (a, b)."""
+    p = param_dict(plan)
+    xf = np.asarray(elems, dtype=np.float32)
+    vec, block = p["vec"], p["block"]
+    if p["kernel"] == "flat":
+        n, head, nv, grid = xf.shape[0], p["head"], p["nv"], p["grid"]
+        threads = grid * block
+        acc = np.zeros(threads, np.float32)
+        a0 = np.float32(0.0)
+        for e in list(range(head)) + list(range(head + nv * vec, n)):
+            a0 = np.float32(a0 + xf[e])
+        acc[0] = a0
+        rounds = _cdiv(nv, threads)
+        ch = np.zeros((rounds * threads, vec), np.float32)
+        ch[:nv] = xf[head:head + nv * vec].reshape(nv, vec)
+        ch = ch.reshape(rounds, threads, vec)
+        for t in range(rounds):
+            for e in range(vec):
+                acc = acc + ch[t, :, e]
+        blocks = _block_fold(acc.reshape(grid, block), block)
+        return blocks[:1] if grid == 1 else _serial_partials(blocks[None, :], block)
+    if p["kernel"] == "rows":
+        m, k = xf.shape
+        chunks, g, splits = p["chunks"], p["group"], p["splits"]
+        if g <= 32:
+            per_lane = _cdiv(chunks, g)
+            pad = np.zeros((m, per_lane * g * vec), np.float32)
+            pad[:, :k] = xf
+            pad = pad.reshape(m, per_lane, g, vec)
+            acc = np.zeros((m, g), np.float32)
+            for t in range(per_lane):
+                for e in range(vec):
+                    acc = acc + pad[:, t, :, e]
+            return _xor_fold(acc, g) if g > 1 else acc[:, 0]
+        q = splits * block
+        rounds = _cdiv(chunks, q)
+        pad = np.zeros((m, rounds * q * vec), np.float32)
+        pad[:, :k] = xf
+        pad = pad.reshape(m, rounds, splits, block, vec)
+        acc = np.zeros((m, splits, block), np.float32)
+        for t in range(rounds):
+            for e in range(vec):
+                acc = acc + pad[:, t, :, :, e]
+        per_split = _block_fold(acc, block)  # (m, splits)
+        return per_split[:, 0] if splits == 1 else _serial_partials(per_split, block)
+    # cols
+    a, r, b = xf.shape
+    ct, jt, nj, splits, cvecs = p["ct"], p["jt"], p["nj"], p["splits"], p["cvecs"]
+    ncv = a * cvecs
+    strips = _cdiv(ncv, ct)
+    pad = np.zeros((a, r, cvecs * vec), np.float32)
+    pad[:, :, :b] = xf
+    chunked = pad.reshape(a, r, cvecs, vec).transpose(1, 0, 2, 3).reshape(r, ncv, vec)
+    qj = splits * jt
+    rounds = _cdiv(r, qj)
+    xs = np.zeros((rounds * qj, strips * ct, vec), np.float32)
+    xs[:r, :ncv] = chunked
+    xs = xs.reshape(rounds, splits, jt, strips * ct, vec)
+    acc = np.zeros((splits, jt, strips * ct, vec), np.float32)
+    for t in range(rounds):
+        acc = acc + xs[t]
+    if ct < 32:
+        lj = 32 // ct
+        groups = _xor_fold(acc.reshape(splits, block // 32, lj, strips * ct, vec), lj, axis=2)
+    else:
+        groups = acc
+    v = groups[:, 0]
+    for gi in range(1, nj):
+        v = v + groups[:, gi]
+    if splits > 1:
+        lanes = _cdiv(splits, 32) * 32
+        sp = np.zeros((lanes,) + v.shape[1:], np.float32)
+        sp[:splits] = v
+        lane_acc = np.zeros((32,) + v.shape[1:], np.float32)
+        for t in range(lanes // 32):
+            lane_acc = lane_acc + sp[t * 32:(t + 1) * 32]
+        v = _xor_fold(lane_acc, 32, axis=0)
+    else:
+        v = v[0]
+    return v[:ncv].reshape(a, cvecs * vec)[:, :b]
+
+
+def problem_elements(xh: np.ndarray, layout: Layout) -> np.ndarray:
+    """The problem's elements of a NumPy view (same offsets as the GPU view), shaped (n,), (m, k) or (a, r, b)."""
+    if layout.copy_order is not None:
+        src, base = np.ascontiguousarray(xh.transpose(layout.copy_order)), 0
+    else:
+        src, base = xh, layout.base_offset
+    owner = src
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    isz = src.itemsize
+    off = src.__array_interface__["data"][0] - owner.__array_interface__["data"][0] + base * isz
+    prob = layout.problem
+    if isinstance(prob, Flat):
+        shape, strides = (prob.n,), (1,)
+    elif isinstance(prob, Rows):
+        shape, strides = (prob.m, prob.k), (prob.ld, 1)
+    else:
+        shape, strides = (prob.a, prob.r, prob.b), (prob.sa, prob.sr, 1)
+    return np.ndarray(shape, dtype=src.dtype, buffer=owner, offset=off, strides=tuple(s * isz for s in strides))
+
+
+# ============================================================================================== CPU: registration
+def test_registered():
+    m = registry.get("shuffle")
+    assert m.dtypes == ("float16", "float32")
+    assert m.deterministic and m.emulated and m.runner is None
+    assert "seed 003" in m.reference and "reduce7" in m.reference
+
+
+def test_float64_input_is_refused():
+    with pytest.raises(TypeError, match="float64"):
+        registry.get("shuffle").plan(Flat(100), "float64", "float32", H100)
+
+
+def test_unknown_problem_is_refused():
+    with pytest.raises(TypeError):
+        sh.plan_shuffle(object(), "float32", "float32", H100)  # type: ignore[arg-type]
+
+
+# ============================================================================================== CPU: planner
+@pytest.mark.parametrize("dev", [H100, A100], ids=["H100", "A100"])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_flat_grid_fills_the_device(dev, dtype):
+    cap = dev.sm_count * sh.BLOCKS_PER_SM["flat"]
+    big = sh.plan_shuffle(Flat(1 << 28), dtype, "float32", dev)
+    p = param_dict(big)
+    assert p["grid"] == cap and big.launches[0].grid == (cap, 1, 1)
+    assert big.workspace_floats == cap and big.counters == 1
+    assert len(big.launches) == 1
+    small = sh.plan_shuffle(Flat(1000), dtype, "float32", dev)
+    assert param_dict(small)["grid"] == 1 and small.workspace_floats == 0 and small.counters == 0
+    mid = sh.plan_shuffle(Flat(1 << 20), dtype, "float32", dev)
+    pm = param_dict(mid)
+    assert 1 < pm["grid"] <= cap
+    assert pm["nv"] >= pm["grid"] * sh.BLOCK * sh.UNROLL // 2  # every thread has work
+
+
+@pytest.mark.parametrize("dtype,align,head", [("float16", 0, 0), ("float16", 2, 7), ("float16", 14, 1),
+                                              ("float32", 4, 3), ("float32", 12, 1)])
+def test_flat_misaligned_head(dtype, align, head):
+    plan = sh.plan_shuffle(Flat(1001, align), dtype, "float32", H100)
+    p = param_dict(plan)
+    assert p["aligned"] == (align == 0)
+    assert p["head"] == head
+    vec = 16 // (2 if dtype == "float16" else 4)
+    assert p["head"] + p["nv"] * vec + p["tail"] == 1001 and 0 <= p["tail"] < vec
+    assert ("true" if align == 0 else "false") in plan.launches[0].kernel
+
+
+def test_flat_head_never_exceeds_n():
+    p = param_dict(sh.plan_shuffle(Flat(3, 2), "float16", "float32", H100))
+    assert (p["head"], p["nv"], p["tail"]) == (3, 0, 0)
+
+
+def test_not_element_aligned_is_refused():
+    with pytest.raises(ValueError, match="element-aligned"):
+        sh.plan_shuffle(Flat(100, 2), "float32", "float32", H100)
+
+
+@pytest.mark.parametrize("dtype,k,group", [("float16", 1, 1), ("float16", 8, 1), ("float16", 9, 2), ("float16", 16, 2),
+                                           ("float16", 17, 4), ("float16", 64, 8), ("float16", 256, 32),
+                                           ("float32", 16, 4), ("float32", 64, 16), ("float32", 128, 32)])
+def test_rows_group_covers_short_rows(dtype, k, group):
+    plan = sh.plan_shuffle(Rows(1 << 20, k, k), dtype, "float32", H100)
+    p = param_dict(plan)
+    assert p["group"] == group and p["splits"] == 1
+    vec = p["vec"]
+    assert p["group"] * vec >= k  # one pass of the group covers the row
+    assert plan.workspace_floats == 0 and plan.counters == 0
+    assert p["grid"] == H100.sm_count * sh.BLOCKS_PER_SM["rows"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_rows_few_long_rows_are_split(dtype):
+    cap = H100.sm_count * sh.BLOCKS_PER_SM["rows"]
+    plan = sh.plan_shuffle(Rows(256, 1 << 20, 1 << 20), dtype, "float32", H100)
+    p = param_dict(plan)
+    assert p["group"] == sh.BLOCK and p["splits"] > 1
+    items = 256 * p["splits"]
+    assert items / (cap * _cdiv(items, cap)) >= 0.9  # the GPU is evenly filled
+    assert plan.workspace_floats == 256 * p["splits"] and plan.counters == 256
+    assert plan.launches[0].args[-1] == p["splits"]
+    # every thread of a split still has several chunks
+    assert p["chunks"] // (p["splits"] * sh.BLOCK) >= sh.MIN_CHUNKS_PER_THREAD
+    # many long rows: no split
+    many = param_dict(sh.plan_shuffle(Rows(1 << 14, 1 << 16, 1 << 16), dtype, "float32", H100))
+    assert many["group"] == sh.BLOCK and many["splits"] == 1
+
+
+def test_rows_medium_rows_use_a_warp():
+    p = param_dict(sh.plan_shuffle(Rows(1 << 16, 4096, 4096), "float16", "float32", H100))
+    assert p["group"] == 32 and p["splits"] == 1
+
+
+@pytest.mark.parametrize("dtype,isz", [("float16", 2), ("float32", 4)])
+def test_rows_aligned_flag(dtype, isz):
+    vec = 16 // isz
+    assert param_dict(sh.plan_shuffle(Rows(100, 64, 64), dtype, "float32", H100))["aligned"]
+    assert param_dict(sh.plan_shuffle(Rows(100, 64, 64 + vec), dtype, "float32", H100))["aligned"]
+    assert not param_dict(sh.plan_shuffle(Rows(100, 63, 63), dtype, "float32", H100))["aligned"]  # ld*isz % 16
+    assert not param_dict(sh.plan_shuffle(Rows(100, 64, 65), dtype, "float32", H100))["aligned"]
+    assert not param_dict(sh.plan_shuffle(Rows(100, 64, 64, isz), dtype, "float32", H100))["aligned"]  # x[:, 1:]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_cols_many_columns(dtype):
+    """[16, 2^24] axis 0: one thread per column chunk, no split, the grid fills the device."""
+    plan = sh.plan_shuffle(Cols(1, 16, 1 << 24, 0, 1 << 24), dtype, "float32", H100)
+    p = param_dict(plan)
+    assert p["ct"] == sh.BLOCK and p["splits"] == 1 and p["aligned"]
+    assert p["grid"] == H100.sm_count * sh.BLOCKS_PER_SM["cols"]
+    assert plan.workspace_floats == 0 and plan.counters == 0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_cols_few_columns_are_split(dtype):
+    """[2^24, 16] axis 0: 16 columns: the reduced axis is split over the block and over blocks."""
+    cap = H100.sm_count * sh.BLOCKS_PER_SM["cols"]
+    plan = sh.plan_shuffle(Cols(1, 1 << 24, 16, 0, 16), dtype, "float32", H100)
+    p = param_dict(plan)
+    vec = p["vec"]
+    assert p["ct"] == 16 // vec and p["strips"] == 1
+    assert p["splits"] >= 0.9 * cap
+    assert plan.workspace_floats == p["strips"] * p["ct"] * vec * p["splits"] and plan.counters == 1
+
+
+def test_cols_aligned_flag():
+    assert param_dict(sh.plan_shuffle(Cols(4, 100, 64, 6400, 64), "float16", "float32", H100))["aligned"]
+    assert not param_dict(sh.plan_shuffle(Cols(4, 100, 63, 6300, 63), "float16", "float32", H100))["aligned"]
+    assert not param_dict(sh.plan_shuffle(Cols(4, 100, 64, 6401, 64), "float16", "float32", H100))["aligned"]
+    assert param_dict(sh.plan_shuffle(Cols(1, 100, 64, 0, 64), "float16", "float32", H100))["aligned"]
+    assert not param_dict(sh.plan_shuffle(Cols(1, 100, 64, 0, 64, 2), "float16", "float32", H100))["aligned"]
+
+
+SWEEP = ([Flat(n, a) for n in (0, 1, 17, 1 << 20, 1 << 28, (1 << 31) + 3) for a in (0, 4, 8)]
+         + [Rows(m, k, ld, a) for (m, k, ld) in ((1, 1, 1), (1 << 24, 16, 16), (1000, 17, 17), (1 << 16, 4096, 4096),
+                                                  (16, 1 << 20, 1 << 20), (3, 1000, 1000), (256, 64, 72),
+                                                  (1 << 20, 256, 256), (5000, 300, 304), (600, 70000, 70000))
+            for a in (0, 4)]
+         + [Cols(a, r, b, sa, sr, al) for (a, r, b, sa, sr) in ((1, 16, 1 << 24, 0, 1 << 24), (1, 1 << 24, 16, 0, 16),
+                                                                 (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7),
+                                                                 (1, 8192, 8192, 0, 8192), (7, 100000, 3, 300000, 3),
+                                                                 (1, 4096, 100, 0, 104))
+            for al in (0, 4)])
+
+
+@pytest.mark.parametrize("dev", [H100, A100], ids=["H100", "A100"])
+@pytest.mark.parametrize("in_dt", ["float16", "float32"])
+@pytest.mark.parametrize("out_dt", ["float16", "float32", "float64"])
+def test_plans_are_consistent(dev, in_dt, out_dt):
+    names = set(sh.kernel_names(in_dt, out_dt))
+    for prob in SWEEP:
+        plan = sh.plan_shuffle(prob, in_dt, out_dt, dev)
+        assert plan == sh.plan_shuffle(prob, in_dt, out_dt, dev) and hash(plan)
+        (ln,) = plan.launches
+        p = param_dict(plan)
+        assert ln.kernel in names, ln.kernel
+        cap = dev.sm_count * p["minb"]
+        assert 1 <= ln.grid[0] <= cap and ln.block == (sh.BLOCK, 1, 1)
+        assert f", {p['minb']}>" in ln.kernel
+        if p.get("splits", 1) > 1:
+            assert plan.workspace_floats > 0 and plan.counters > 0
+        if p["kernel"] != "flat":
+            assert ln.args[-1] == p["splits"]
+        assert sh.chain_length(plan) >= 1
+        assert gamma(sh.chain_length(plan)) < 1e-3
+
+
+# ============================================================================================== CPU: replay and bound
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("prob", [Flat(100003, 0), Flat(100003, 4), Flat(1 << 20, 0), Rows(300, 17, 17), Rows(64, 5000, 5000),
+                                  Rows(3, 300000, 300000), Cols(1, 1000, 100, 0, 100), Cols(3, 20000, 5, 100000, 5),
+                                  Cols(2, 7, 4000, 28000, 4000)],
+                         ids=lambda p: repr(p))
+def test_replay_is_within_the_bound(prob, dtype, rng):
+    """The replay of the documented order, on the CPU, is within gamma_L * sum|x| of the exact sum (checks the
+    replay helper and chain_length against each other; the GPU tests then check the GPU against the replay)."""
+    plan = sh.plan_shuffle(prob, dtype, "float32", H100)
+    if isinstance(prob, Flat):
+        shape = (prob.n,)
+    elif isinstance(prob, Rows):
+        shape = (prob.m, prob.k)
+    else:
+        shape = (prob.a, prob.r, prob.b)
+    x = rng.uniform(-0.25, 0.75, size=shape).astype(dtype)
+    got = replay(plan, x).astype(np.float64)
+    red = None if isinstance(prob, Flat) else 1  # Rows (m, k) and Cols (a, r, b) both reduce axis 1
+    exact = np.sum(x.astype(np.float64), axis=red)
+    abs_sum = np.sum(np.abs(x.astype(np.float64)), axis=red)
+    exact, abs_sum = np.atleast_1d(exact).reshape(got.shape), np.atleast_1d(abs_sum).reshape(got.shape)
+    assert np.all(np.abs(got - exact) <= tolerance(plan, abs_sum, "float32"))
+
+
+# ============================================================================================== CPU: compile
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("in_dt", ["float16", "float32"])
+@pytest.mark.parametrize("out_dt", ["float16", "float32", "float64"])
+def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
+    """Every instantiation the planner can name, with the run-time NVRTC options: no warnings, no spills, and a
+    register count that allows the blocks per SM the planner assumes."""
+    from tcreduce._compile import compile_kernel
+
+    for name in sh.kernel_names(in_dt, out_dt):
+        ck = compile_kernel("shuffle.cu", name, arch)
+        assert not re.search(r"warning", ck.log, re.I), ck.log
+        assert not ck.spills, f"{name} spills on {arch}:\n{ck.log}"
+        minb = int(name.rsplit(",", 1)[1].strip(" >"))
+        assert ck.registers is not None and ck.registers * sh.BLOCK * minb <= 65536, (name, ck.registers)
+        assert "ld.global.nc.v4" in ck.ptx or "shuffle_cols" in name or "shuffle_rows" in name
+
+
+# ============================================================================================== GPU helpers
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def run_raw(xd, axis, out_dtype: str = "float32"):
+    """Launch the shuffle plan for ``xd`` reduced over ``axis`` straight into a NaN-poisoned output (no API copy in
+    between), the way tcreduce.sum does it. Returns (out, plan, layout)."""
+    cupy = _cupy()
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._launch import run_plan
+
+    axes = normalize_axes(axis, xd.ndim)
+    isz = xd.dtype.itemsize
+    layout = plan_layout(xd.shape, tuple(s // isz for s in xd.strides), axes, isz, xd.data.ptr % 16)
+    if layout.copy_order is not None:
+        src = cupy.ascontiguousarray(xd.transpose(layout.copy_order))
+        ptr = src.data.ptr
+    else:
+        src, ptr = xd, xd.data.ptr + layout.base_offset * isz
+    dev_id, device = current_device()
+    plan = get_plan("shuffle", layout.problem, str(xd.dtype), out_dtype, device)
+    out = cupy.full(layout.out_shape, np.nan, dtype=out_dtype)
+    run_plan(plan, ptr, out.data.ptr, dev_id)
+    cupy.cuda.get_current_stream().synchronize()
+    del src
+    return out, plan, layout
+
+
+def check_against_references(xd, xh, axis, out_dtype: str = "float32", exact_replay: bool = True):
+    """One raw launch: every output written, within the bound of the float64 sum, and (exact_replay) bitwise equal
+    to the NumPy replay of the kernel's documented order."""
+    out, plan, layout = run_raw(xd, axis, out_dtype)
+    got = out.get()
+    assert not np.isnan(got).any(), "an output was not written (still NaN)"
+    axes = normalize_axes(axis, xh.ndim)
+    x64 = xh.astype(np.float64)
+    exact = np.sum(x64, axis=axes)
+    abs_sum = np.sum(np.abs(x64), axis=axes)
+    err = np.abs(got.astype(np.float64) - exact)
+    tol = tolerance(plan, abs_sum, out_dtype)
+    assert np.all(err <= tol), f"max err {err.max():.3e}, tol {tol[np.argmax(err - tol)] if tol.ndim else tol:.3e}\n" \
+                               f"{plan.describe()}"
+    if exact_replay:
+        want = replay(plan, problem_elements(xh, layout)).astype(out_dtype).reshape(got.shape)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8),
+                                      err_msg=f"GPU bits differ from the documented order\n{plan.describe()}")
+    return got, plan
+
+
+def _rand(rng, shape, dtype, low=-0.25, high=0.75):
+    x = rng.uniform(low, high, size=shape).astype(dtype)
+    if x.size and not np.any(x):
+        x.flat[0] = 1
+    return x
+
+
+DTYPES = ["float16", "float32"]
+FULL_SIZES = [1, 2, 7, 8, 9, 15, 16, 17, 255, 256, 257, 1023, 1025, 65535, 65537, (1 << 20) - 1, (1 << 20) + 1,
+              10 ** 6 + 3, (1 << 22) + 5]
+
+
+# ============================================================================================== GPU: full sums
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", FULL_SIZES)
+def test_gpu_full(dtype, n, rng):
+    cupy = _cupy()
+    xh = _rand(rng, n + 8, dtype)
+    xd = cupy.asarray(xh)
+    for lo in (0, 1, 3):  # aligned, x[1:], x[3:]
+        hv, dv = xh[lo:lo + n], xd[lo:lo + n]
+        got, plan = check_against_references(dv, hv, None)
+        assert param_dict(plan)["aligned"] == ((lo * xh.itemsize) % 16 == 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("out_dtype", ["float16", "float32", "float64"])
+def test_gpu_full_out_dtypes(dtype, out_dtype, rng):
+    cupy = _cupy()
+    xh = _rand(rng, 100_003, dtype)
+    check_against_references(cupy.asarray(xh)[1:], xh[1:], None, out_dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_full_large(dtype):
+    """2^28 elements (the performance case): bound against a float64 sum computed on the GPU, and repeatable."""
+    cupy = _cupy()
+    import tcreduce
+
+    g = cupy.random.default_rng(7)
+    xd = (g.random(1 << 28, dtype=cupy.float32) - 0.25).astype(dtype)
+    exact = float(cupy.sum(xd, dtype=cupy.float64))
+    abs_sum = float(cupy.sum(cupy.abs(xd), dtype=cupy.float64))
+    res = [tcreduce.sum(xd, method="shuffle") for _ in range(3)]
+    out, plan, _ = run_raw(xd, None)
+    assert abs(float(res[0]) - exact) <= tolerance(plan, np.float64(abs_sum), "float32")
+    assert all(r.get().tobytes() == out.get().tobytes() for r in res)
+
+
+@pytest.mark.gpu
+@pytest.mark.large
+def test_gpu_full_over_2_pow_31():
+    """2^31 + 3 fp16 elements (64-bit indexing), and a misaligned view of them."""
+    cupy = _cupy()
+    import tcreduce
+
+    n = (1 << 31) + 3
+    g = cupy.random.default_rng(11)
+    xd = cupy.empty(n + 1, dtype=cupy.float16)
+    step = 1 << 28
+    for s in range(0, n + 1, step):
+        e = min(n + 1, s + step)
+        xd[s:e] = (g.random(e - s, dtype=cupy.float32) - 0.25).astype(cupy.float16)
+    for view in (xd[:n], xd[1:]):
+        exact = float(cupy.sum(view, dtype=cupy.float64))
+        abs_sum = float(cupy.sum(cupy.abs(view.astype(cupy.float32)), dtype=cupy.float64))
+        out, plan, _ = run_raw(view, None)
+        assert abs(float(out) - exact) <= tolerance(plan, np.float64(abs_sum), "float32")
+        assert float(tcreduce.sum(view, method="shuffle")) == float(out)
+
+
+# ============================================================================================== GPU: axes
+AXIS_CASES = [
+    # (shape, axis, view) -- view(x) is what gets reduced (applied to the host and the device array alike)
+    ((1, 1), -1, None), ((3, 15), -1, None), ((1000, 16), -1, None), ((1000, 17), -1, None), ((33, 255), -1, None),
+    ((16, 257), -1, None), ((7, 1025), -1, None), ((300, 4097), -1, None), ((5, 65537), -1, None),
+    ((2, (1 << 20) + 3), -1, None), ((4, 33, 64), -1, None), ((2000, 1), -1, None), ((6000, 300), -1, None),
+    ((16, 1000), 0, None), ((1000, 16), 0, None), ((257, 33), 0, None), ((5, 17, 40), 1, None),
+    ((65537, 8), 0, None), ((16, 1 << 18), 0, None), ((3, 40000, 5), 1, None), ((1, 100000, 24), 1, None),
+    ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None), ((40, 50), (0, 1), None),
+    # views: misaligned, strided, transposed, reversed
+    ((64, 257), -1, lambda x: x[:, 1:]), ((64, 256), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
+    ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T), ((96, 80), -1, lambda x: x[:, ::2]),
+    ((96, 80), -1, lambda x: x[::2]), ((96, 80), 0, lambda x: x[::-1]), ((96, 80), -1, lambda x: x[:, ::-1]),
+    ((96, 80), 0, lambda x: x[:, ::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
+    ((20, 64), None, lambda x: x.T), ((1000,), None, lambda x: x[::-1]), ((1000,), None, lambda x: x[::3]),
+    ((50, 64), 0, lambda x: x[:, 3:35]), ((50, 64), 1, lambda x: x[:, 3:35]),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis,view", AXIS_CASES,
+                         ids=[f"{s}-{a}-{'view' if v else 'c'}{i}" for i, (s, a, v) in enumerate(AXIS_CASES)])
+def test_gpu_axes(dtype, shape, axis, view, rng):
+    cupy = _cupy()
+    import tcreduce
+
+    xh = _rand(rng, shape, dtype)
+    xd = cupy.asarray(xh)
+    hv, dv = (view(xh), view(xd)) if view else (xh, xd)
+    got, plan = check_against_references(dv, hv, axis)
+    # the public API gives the same bits, keepdims and out= included
+    res = tcreduce.sum(dv, axis=axis, method="shuffle")
+    assert res.get().tobytes() == got.tobytes()
+    kd = tcreduce.sum(dv, axis=axis, method="shuffle", keepdims=True)
+    assert kd.shape == np.sum(hv, axis=axis, keepdims=True).shape
+    assert kd.get().tobytes() == got.tobytes()
+    out = cupy.full(got.shape, np.nan, dtype=cupy.float32)
+    assert tcreduce.sum(dv, axis=axis, method="shuffle", out=out) is out
+    assert out.get().tobytes() == got.tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [((1 << 24, 16), -1), ((16, 1 << 24), 0), ((1 << 24, 16), 0),
+                                        ((64, 1 << 20), -1), ((1 << 22, 64), -1)])
+def test_gpu_big_shapes(dtype, shape, axis):
+    """The benchmark shapes: bound against float64 sums computed on the GPU; the plan's structure as expected."""
+    cupy = _cupy()
+    g = cupy.random.default_rng(3)
+    xd = (g.random(shape, dtype=cupy.float32) - 0.25).astype(dtype)
+    out, plan, _ = run_raw(xd, axis)
+    exact = cupy.sum(xd, axis=axis, dtype=cupy.float64)
+    abs_sum = cupy.sum(cupy.abs(xd.astype(cupy.float32)), axis=axis, dtype=cupy.float64)
+    assert not bool(cupy.isnan(out).any())
+    err = cupy.abs(out.astype(cupy.float64) - exact).get()
+    assert np.all(err <= tolerance(plan, abs_sum.get(), "float32"))
+    again, _, _ = run_raw(xd, axis)
+    assert again.get().tobytes() == out.get().tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("out_dtype", ["float16", "float64"])
+@pytest.mark.parametrize("shape,axis", [((300, 100), -1), ((300, 100), 0), ((8, 3000), -1), ((3000, 8), 0)])
+def test_gpu_axes_out_dtypes(dtype, out_dtype, shape, axis, rng):
+    cupy = _cupy()
+    xh = _rand(rng, shape, dtype)
+    check_against_references(cupy.asarray(xh), xh, axis, out_dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_misaligned_rows_match_aligned_copy(dtype, rng):
+    """Rows and columns are chunked from their own start, so a misaligned view (scalar loads) and its aligned copy
+    (16-byte loads) give the same bits."""
+    cupy = _cupy()
+    xh = _rand(rng, (333, 1001), dtype)
+    xd = cupy.asarray(xh)
+    for axis in (-1, 0):
+        a, pa, _ = run_raw(xd[:, 1:], axis)
+        b, pb, _ = run_raw(cupy.ascontiguousarray(xd[:, 1:]), axis)
+        da, db = param_dict(pa), param_dict(pb)
+        assert not da["aligned"] and db["aligned"]
+        assert {k: v for k, v in da.items() if k != "aligned"} == {k: v for k, v in db.items() if k != "aligned"}
+        assert a.get().tobytes() == b.get().tobytes()
+
+
+# ============================================================================================== GPU: determinism, NaN
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [((1 << 22,), None), ((256, 1 << 14), -1), ((1 << 16, 16), -1),
+                                        ((1 << 16, 16), 0), ((16, 1 << 16), 0), ((24, 1 << 16), -1)])
+def test_gpu_ten_calls_bitwise_equal(dtype, shape, axis, rng):
+    cupy = _cupy()
+    import tcreduce
+
+    xd = cupy.asarray(_rand(rng, shape, dtype))
+    first = tcreduce.sum(xd, axis=axis, method="shuffle").get().tobytes()
+    for _ in range(9):
+        assert tcreduce.sum(xd, axis=axis, method="shuffle").get().tobytes() == first
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [((4000,), None), ((1 << 21,), None), ((12, 1000), -1), ((12, 1 << 18), -1),
+                                        ((1000, 12), 0), ((1 << 18, 12), 0), ((12, 1000), 0)])
+def test_gpu_nan_inf_propagate(dtype, shape, axis, rng):
+    cupy = _cupy()
+    import tcreduce
+
+    xh = _rand(rng, shape, dtype)
+    flat = xh.reshape(-1)
+    size = flat.size
+    picks = rng.choice(size, size=4, replace=False)
+    flat[picks[0]] = np.nan
+    flat[picks[1]] = np.inf
+    flat[picks[2]] = np.inf
+    flat[picks[3]] = -np.inf
+    want = np.sum(xh.astype(np.float64), axis=axis)
+    got = tcreduce.sum(cupy.asarray(xh), axis=axis, method="shuffle").get().astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    inf = np.isinf(want)
+    np.testing.assert_array_equal(got[inf], want[inf])
+    np.testing.assert_array_equal(np.isinf(got), inf)
+    # a lone +inf and a lone -inf
+    for v in (np.inf, -np.inf):
+        yh = _rand(rng, shape, dtype)
+        yh.reshape(-1)[picks[0]] = v
+        want = np.sum(yh.astype(np.float64), axis=axis)
+        got = tcreduce.sum(cupy.asarray(yh), axis=axis, method="shuffle").get().astype(np.float64)
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+        np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.gpu
+def test_gpu_empty_and_input_untouched(rng):
+    cupy = _cupy()
+    import tcreduce
+
+    assert float(tcreduce.sum(cupy.zeros(0, dtype=cupy.float16), method="shuffle")) == 0.0
+    assert tcreduce.sum(cupy.zeros((0, 5), dtype=cupy.float32), axis=0, method="shuffle").shape == (5,)
+    xh = _rand(rng, (100, 37), "float16")
+    xd = cupy.asarray(xh)
+    for axis in (None, 0, 1):
+        tcreduce.sum(xd, axis=axis, method="shuffle")
+    assert xd.get().tobytes() == xh.tobytes()
+
+
+@pytest.mark.gpu
+def test_gpu_counters_left_at_zero(rng):
+    """Single-pass kernels leave their counters at zero for the next launch (no memset between calls)."""
+    cupy = _cupy()
+    from tcreduce._launch import counters_for
+
+    xd = cupy.asarray(_rand(rng, (200, 1 << 16), "float16"))
+    for axis in (None, -1, 0):
+        run_raw(xd, axis)
+        run_raw(xd[:3], axis)
+    dev = cupy.cuda.Device().id
+    c = counters_for(dev, cupy.cuda.get_current_stream().ptr, 1)
+    assert int(c.sum()) == 0
+
