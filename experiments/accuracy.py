@@ -61,6 +61,9 @@ def config(ctx: Context) -> dict[str, Any]:
         "distribution_params": {k: {kk: vv for kk, vv in v.items() if kk != "dtypes"} for k, v in DISTRIBUTIONS.items()},
         "emulator_check_sizes": emu_sizes,
         "bound_direct_max": 2**22,
+        # (seconds one emulated sum may take before the method is not emulated at larger N, total seconds)
+        "emulation_budget_s": ((5.0, 150.0 if not ctx.quick else 20.0) if ctx.gpu
+                               else (30.0, 420.0 if not ctx.quick else 120.0)),
         "seed": "crc32(dist/dtype/n)",
         "emulated_gpu": None if ctx.gpu else ctx.emulated_gpu,
     }
@@ -111,6 +114,44 @@ class _Bounds:
                     self.ctx.note(f"bound factor of {method} unavailable ({type(e).__name__}: {e})")
             return b, "direct"
         return self.factor(method, dtype, n) * abs_sum, "factor"
+
+
+class _EmuBudget:
+    """Keeps emulation inside the run's time budget: a method whose one emulated sum takes longer than
+    ``per_call_s`` is not emulated at larger N, and once ``total_s`` is spent no more sums are emulated (each said in
+    a note and in the rows' note column)."""
+
+    def __init__(self, ctx: Context, per_call_s: float, total_s: float):
+        self.ctx, self.per_call_s, self.total_s = ctx, per_call_s, total_s
+        self.spent = 0.0
+        self.stopped: dict[str, int] = {}
+        self.exhausted = False
+
+    def allowed(self, method: str) -> Optional[str]:
+        """None if ``method`` may be emulated now, else why not."""
+        if self.exhausted:
+            return f"not emulated: the emulation budget of {self.total_s:.0f} s is spent"
+        if method in self.stopped:
+            return f"not emulated: one emulated sum took over {self.per_call_s:.0f} s at n={self.stopped[method]}"
+        return None
+
+    def record(self, method: str, n: int, seconds: float) -> None:
+        self.spent += seconds
+        if seconds > self.per_call_s and method not in self.stopped:
+            self.stopped[method] = n
+            self.ctx.note(f"emulating {method} took {seconds:.1f} s at n={n}: not emulated at larger n")
+        if self.spent > self.total_s and not self.exhausted:
+            self.exhausted = True
+            self.ctx.note(f"emulation budget ({self.total_s:.0f} s) spent: no more emulated sums in this run")
+
+
+def _emulate(emulate, budget: _EmuBudget, x: np.ndarray, method: str, gpu: str, n: int):
+    import time
+
+    t0 = time.perf_counter()
+    v = np.asarray(emulate.sum(x, method=method, gpu=gpu))
+    budget.record(method, n, time.perf_counter() - t0)
+    return v
 
 
 def _check_exact_gpu(ctx: Context) -> None:
@@ -193,6 +234,7 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
             ctx.note(f"{dtype_name(dt)}: not emulated, so not measured without a GPU: {', '.join(skipped)}")
     ctx.note("ladder rungs are measured in GPU runs only (the ladder study and accuracy_ladder figure)")
     cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
+    budget = _EmuBudget(ctx, *cfg["emulation_budget_s"])
     bar = ctx.bar(len(cases), NAME)
     for dt, dist, n in cases:
         seed = case_seed(dist, dt, n)
@@ -205,8 +247,12 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
             if not m.emulated:
                 continue
             row = dict(base, kind="tcreduce", method=m.name)
+            why = budget.allowed(m.name)
+            if why:
+                rows.append(dict(row, note=why))
+                continue
             try:
-                r = float(np.asarray(emulate.sum(x, method=m.name, gpu=ctx.emulated_gpu)).reshape(()))
+                r = float(_emulate(emulate, budget, x, m.name, ctx.emulated_gpu, n).reshape(()))
                 row.update(result=r, rel_error=common.rel_error(r, exact))
                 b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"])
                 row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
@@ -255,6 +301,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     if not any(c.label.startswith("torch") for c in comps):
         ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
     emu_sizes = set(cfg["emulator_check_sizes"])
+    budget = _EmuBudget(ctx, *cfg["emulation_budget_s"])
     host_max = max([cfg["bound_direct_max"], *emu_sizes])
     cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
     bar = ctx.bar(len(cases), NAME)
@@ -285,9 +332,12 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                                within_bound=abs(r - exact) <= b)
                 except Exception as e:
                     row["note"] = f"no bound: {type(e).__name__}: {e}"
-            if emulate is not None and m.emulated and n in emu_sizes and host is not None:
+            why = budget.allowed(m.name)
+            if why and emulate is not None and m.emulated and n in emu_sizes:
+                row["note"] = why
+            elif emulate is not None and m.emulated and n in emu_sizes and host is not None:
                 try:
-                    e_val = np.asarray(emulate.sum(host, method=m.name, gpu=gpu_model))
+                    e_val = _emulate(emulate, budget, host, m.name, gpu_model, n)
                     row.update(emu_result=float(e_val), emu_equal=_bits(e_val) == _bits(r32))
                 except Exception as e:
                     row["note"] = f"error: emulator: {type(e).__name__}: {e}"

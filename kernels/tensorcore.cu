@@ -134,11 +134,11 @@ tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __re
 // Work split: row tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
 // columns are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
 // q, q + WPT, q + 2 WPT, ... of its range, UNROLL chunks per step (when the range is one chunk, UNROLL row tiles per
-// step instead). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
+// step instead: the SHORT instantiation). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
 // (one warp: the value itself); with splits > 1 the per-split values go to ws[row * splits + s] and the last block of
 // the tile adds them in s order starting from 0.0f.
-template <int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT>
-__global__ void __launch_bounds__(BLOCK, 2)
+template <int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, bool SHORT>
+__global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 2)
 tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
         unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 4 * VEC, W = VEC / 2;
@@ -182,10 +182,11 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
             row_total = lane < 8 ? a : b;
         }
         const i64 row = row0 + lane;
-        if (splits == 1) {
+        if (SHORT || splits == 1) {
             if (q == 0 && lane < 16 && tile < ntiles && row < m) out[row] = from_float<OutT>(row_total);
             return;
         }
+        if constexpr (!SHORT) {
         if (q == 0 && lane < 16 && tile < ntiles) ws[row * splits + split] = row_total;
         if (arrive_last(counters + tile, (unsigned)splits)) {
             if (threadIdx.x < 16 && row0 + threadIdx.x < m) {
@@ -194,10 +195,12 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
                 out[row0 + threadIdx.x] = from_float<OutT>(s);
             }
         }
+        }
     };
 
-    if (nchunks == 1 && WPT == 1) {
-        // short rows: one chunk per tile, UNROLL row tiles in flight per warp
+    if constexpr (SHORT) {
+        // short rows (the plan guarantees one chunk per tile, WPT = 1, no splits): UNROLL row tiles in flight
+        static_assert(WPT == 1, "the short-row path has one warp per tile");
         for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
             unsigned lo[UNROLL][W], hi[UNROLL][W];
 #pragma unroll
@@ -217,7 +220,7 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
             }
         }
         return;
-    }
+    } else {
     // long rows: block-uniform tile loop (the group combination may synchronise the block)
     for (i64 tile_base = (i64)blockIdx.x * GROUPS; tile_base < ntiles; tile_base += tile_step) {
         const i64 tile = tile_base + group;
@@ -239,6 +242,7 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
         }
         acc.finish();
         finish_tile(tile, acc.lo, acc.hi);
+    }
     }
 }
 

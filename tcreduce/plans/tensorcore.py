@@ -21,7 +21,7 @@ BLOCKS_PER_SM = 6  # tc_flat: __launch_bounds__(256, 6) (benchmarks/tune_flat.py
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs)
 BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
 FLAT_UNROLL = 2
-ROWS_UNROLL_SHORT = 4  # row tiles in flight per warp when a row is one chunk
+ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -36,8 +36,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         head = min(((16 - problem.align) % 16) // 2, problem.n)
         nvec = (problem.n - head) // 8
         grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
-        launch = KernelLaunch(SOURCE, f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>", (grid, 1, 1),
-                              (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
+        name = f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
+        launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
+                              (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1, params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
@@ -47,9 +48,11 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         tiles = cdiv(problem.m, 16)
         work = split_work(tiles, cdiv(problem.k, chunk), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
         short = cdiv(problem.k, chunk) == 1 and work.splits == 1 and work.warps_per_tile == 1
-        unroll = ROWS_UNROLL_SHORT if short else ROWS_UNROLL_LONG
+        if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
+            work = split_work(tiles, 1, BLOCK // 32, device, 4)
+        unroll = ROWS_UNROLL_SHORT[vec] if short else ROWS_UNROLL_LONG
         name = (f"tc_rows<{BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
-                f"{out_t}>")
+                f"{out_t}, {str(short).lower()}>")
         launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
                                work.splits))
