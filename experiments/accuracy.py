@@ -58,7 +58,8 @@ def config(ctx: Context) -> dict[str, Any]:
     return {
         "sizes": sizes,
         "distributions": dists,
-        "distribution_params": {k: {kk: vv for kk, vv in v.items() if kk != "dtypes"} for k, v in DISTRIBUTIONS.items()},
+        "distribution_params": {k: {kk: vv for kk, vv in v.items() if kk != "dtypes"}
+                                for k, v in DISTRIBUTIONS.items()},
         "emulator_check_sizes": emu_sizes,
         "bound_direct_max": 2**22,
         # (seconds one emulated sum may take before the method is not emulated at larger N, total seconds)

@@ -28,7 +28,6 @@ import functools
 import io
 import json
 import math
-import os
 import platform
 import shlex
 import subprocess
@@ -45,7 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "paper_figures"
 
 __all__ = [
-    "REPO", "DEFAULT_OUT", "StudySkipped", "MissingInterface", "Context", "gpu_status", "device_info", "git_info", "metadata",
+    "REPO", "DEFAULT_OUT", "StudySkipped", "MissingInterface", "Context", "gpu_status", "device_info", "git_info",
+    "metadata",
     "write_csv", "read_csv", "write_metadata", "Progress", "Timing", "time_gpu", "rotating_views", "Ceiling",
     "measure_ceiling", "time_read_kernel", "time_copy", "competitors", "cupy_accelerators", "sum_methods",
     "LADDER_ORDER", "exact_sum_gpu", "make_input", "DISTRIBUTIONS", "case_seed", "dtype_label", "fmt",
@@ -384,8 +384,8 @@ def require(module: str, what: str, attrs: Sequence[str] = ()):
                            f"({type(e).__name__}: {e})") from e
     missing = [a for a in attrs if not hasattr(mod, a)]
     if missing:
-        raise MissingInterface(f"{what} needs {module}.{', '.join(missing)}, which this tcreduce checkout does not have "
-                           f"yet")
+        raise MissingInterface(f"{what} needs {module}.{', '.join(missing)}, which this tcreduce checkout does "
+                               "not have yet")
     return mod
 
 
@@ -583,7 +583,8 @@ __device__ void exact_bins(const U* x, long long n, unsigned long long* bins, un
     for (int i = threadIdx.x; i < 256; i += blockDim.x) sb[i] = 0ull;
     __syncthreads();
     bool any_bad = false;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         int e; long long m; bool bad;
         bin_of<U, EBITS, MBITS>(x[i], e, m, bad);
         if (bad) { any_bad = true; continue; }
@@ -775,7 +776,8 @@ def random_pool(dtype: str, n: int, seed: int, low: float = 0.0, high: float = 1
 
 
 # ------------------------------------------------------------------------------------------------- ceilings
-READ_CONFIGS = ((4, True, 4), (8, True, 4), (8, False, 4), (4, True, 8), (8, True, 2), (16, True, 2))  # unroll, stream, blocks/SM
+# Read-kernel launch configurations tried for the ceiling: (loads in flight per thread, ld.global.cs, blocks per SM).
+READ_CONFIGS = ((4, True, 4), (8, True, 4), (8, False, 4), (4, True, 8), (8, True, 2), (16, True, 2))
 
 
 def _read_fn(unroll: int, stream: bool):
@@ -838,9 +840,7 @@ def time_copy(nbytes: int, cfg: TimingConfig) -> Timing:
         rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice,
                        cupy.cuda.get_current_stream().ptr)
 
-    t = time_gpu(copy, [None], cfg)
-    del src, dst
-    return t
+    return time_gpu(copy, [None], cfg)
 
 
 @dataclass(frozen=True)

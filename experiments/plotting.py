@@ -404,7 +404,8 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], **_line_kw(lab))
             _pow2_axis(ax, all_n)
             ax.set_ylim(bottom=0)
-            top = max([p[1] for k, v in series.items() if k[0] == dt for p in v] + [ceiling if ceiling == ceiling else 0])
+            top = max([p[1] for k, v in series.items() if k[0] == dt for p in v]
+                      + [ceiling if math.isfinite(ceiling) else 0.0])
             ax.set_ylim(0, top * 1.08)
             ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {LAYOUT_TITLE.get(lay, lay)}")
             if j == 0:
@@ -511,7 +512,7 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
                 continue
             front = pareto([(q[0], q[1]) for q in p])
             labels = []
-            for k, (x, y, lab, method, lo, hi) in enumerate(p):
+            for k, (x, y, lab, _method, lo, hi) in enumerate(p):
                 s = style_for(lab)
                 on = k in front
                 if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
@@ -592,8 +593,8 @@ def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
         ax.text(len(order) - 0.4, 104, "references", fontsize=7, color="#666666", va="bottom")
     ax.set_ylim(0, 118)
     ax.set_ylabel("% of the measured ceiling (bar labels: GB/s)")
-    ceil_txt = ", ".join(f"N = {_tex_size(s)}: {num(next((r['ceiling_gbs'] for r in rows if r['size_label'] == s), 'nan')):,.0f}"
-                         f" GB/s" for s in sizes)
+    ceil_of = {s: num(next((r["ceiling_gbs"] for r in rows if r["size_label"] == s), "nan")) for s in sizes}
+    ceil_txt = ", ".join(f"N = {_tex_size(s)}: {ceil_of[s]:,.0f} GB/s" for s in sizes)
     ax.grid(axis="x", visible=False)
     hs, ls = ax.get_legend_handles_labels()
     _finish(fig, "The seeds' reduction ladder on this GPU: one bar per rung, full fp32 sums\nceiling = max(plain "

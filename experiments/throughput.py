@@ -85,7 +85,8 @@ def run(ctx: Context) -> list[Path]:
             for label, kind, call, inputs in entries:
                 row = dict(base, method=label, kind=kind)
                 if label in dropped:
-                    row["note"] = f"not timed: slower than {cfg['slow_cutoff_s'] * 1e3:.0f} ms per call at n={dropped[label]}"
+                    row["note"] = (f"not timed: slower than {cfg['slow_cutoff_s'] * 1e3:.0f} ms per call at "
+                                   f"n={dropped[label]}")
                     rows.append(row)
                     bar.update(1)
                     continue

@@ -98,7 +98,7 @@ def run(ctx: Context) -> list[Path]:
                 seed = case_seed(NAME, dist, dt, n, k)
                 x = make_input(dist, dt, n, seed, xp=cupy)
                 exact = common.exact_sum_gpu(x)
-                for label, method, _, kind, obj in entries:
+                for label, _method, _, kind, obj in entries:
                     if label in failed:
                         bar.update(1 + (1 if (dist, k) == (DISTS[0], 0) else 0))
                         continue

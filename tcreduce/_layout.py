@@ -211,3 +211,28 @@ def host_layout(x, axis) -> tuple[Layout | None, tuple[int, ...]]:
     itemsize = x.dtype.itemsize
     strides = tuple(s // itemsize for s in x.strides)
     return plan_layout(x.shape, strides, axes, itemsize, host_align(x)), axes
+
+
+def host_problem_data(x, layout: Layout):
+    """The exact memory a kernel reads for ``layout``, as NumPy views of ``x``'s memory: a 1-D array (Flat), an
+    (m, k) array (Rows) or an (a, r, b) array (Cols), strided as the problem says. Used by the emulator."""
+    import numpy as np
+    from numpy.lib.stride_tricks import as_strided
+
+    p = layout.problem
+    if layout.copy_order is not None:
+        memory, start = np.ascontiguousarray(x.transpose(layout.copy_order)).reshape(-1), 0
+    else:
+        owner = x
+        while isinstance(getattr(owner, "base", None), np.ndarray):
+            owner = owner.base
+        memory = owner.reshape(-1, order="A").view(np.uint8).view(x.dtype)
+        start = (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // x.itemsize
+        start += layout.base_offset
+    isz = x.itemsize
+    origin = memory[start:]
+    if isinstance(p, Flat):
+        return memory[start:start + p.n]
+    if isinstance(p, Rows):
+        return as_strided(origin, shape=(p.m, p.k), strides=(p.ld * isz, isz), writeable=False)
+    return as_strided(origin, shape=(p.a, p.r, p.b), strides=(p.sa * isz, p.sr * isz, isz), writeable=False)

@@ -121,7 +121,9 @@ def dist_powers_of_two_b(rng, n):
 
 
 def dist_signed_zeros(rng, n):
-    # zero products of both signs (+-0 times anything finite), some nonzero products that cancel, c = +-0 or tiny
+    # zero products of both signs (+-0 times anything finite), some nonzero products that cancel, c = +-0 or tiny.
+    # The first quarter of the MMAs has every product -0 (A = -0, B > 0) and c = -0, the second quarter every
+    # product -0 (A = +0, B < 0) with c = -0: IEEE addition would give -0 there, the model gives +0.
     a = f16_bits(rng, (n, 16, 16), 10, 20)
     zero = rng.random((n, 16, 16)) < 0.9
     a = np.where(zero, np.where(rng.random((n, 16, 16)) < 0.5, np.float16(0.0), np.float16(-0.0)), a)
@@ -129,6 +131,10 @@ def dist_signed_zeros(rng, n):
     b = f16_bits(rng, (n, 16, 8), 10, 20)
     c = np.where(rng.random((n, 16, 8)) < 0.5, np.float32(0.0), np.float32(-0.0))
     c = np.where(rng.random((n, 16, 8)) < 0.1, f32_exp(rng, (n, 16, 8), -149, -100), c).astype(np.float32)
+    q = n // 4
+    a[:q], b[:q] = np.float16(-0.0), np.abs(b[:q])
+    a[q:2 * q], b[q:2 * q] = np.float16(0.0), -np.abs(b[q:2 * q])
+    c[:2 * q] = np.float32(-0.0)
     return a, b, c
 
 

@@ -1,0 +1,79 @@
+"""``tcreduce.emulate.sum``: what ``tcreduce.sum`` returns on a given GPU, computed on the CPU, bit for bit.
+
+Validation, the canonical problem and the launch plan are the GPU path's own (tcreduce._api.validate,
+tcreduce._layout, the method's planner with the named GPU's SM count), so the emulator knows the exact order of
+additions; each method's emulator twin (``tcreduce/emulate/<method>.py``) replays it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .._api import get_plan, validate
+from .._device import named_device
+from .._layout import host_layout, host_problem_data
+from .._plan import DeviceSpec, Plan
+
+__all__ = ["sum", "EMULATORS", "emulated_methods"]
+
+# method name -> fn(plan, problem data, model name) -> fp32 outputs (flattened)
+EMULATORS: dict[str, Callable[[Plan, np.ndarray, str], np.ndarray]] = {}
+
+
+def _register_defaults() -> None:
+    if EMULATORS:
+        return
+    from .tensorcore import emulate_tensorcore
+
+    EMULATORS["tensorcore"] = emulate_tensorcore
+    EMULATORS["tensorcore_chained"] = emulate_tensorcore
+    for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",))):
+        try:
+            mod = __import__(f"tcreduce.emulate.{module}", fromlist=["emulate"])
+        except ModuleNotFoundError as e:
+            if e.name != f"tcreduce.emulate.{module}":
+                raise
+            continue
+        for name in names:
+            EMULATORS[name] = mod.emulate
+
+
+def emulated_methods() -> list[str]:
+    _register_defaults()
+    return sorted(EMULATORS)
+
+
+def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, method: str = "tensorcore",
+        gpu: str | DeviceSpec = "H100") -> np.ndarray:
+    """Bit-exact CPU emulation of ``tcreduce.sum(x, axis, dtype, keepdims, method=method)`` on ``gpu``.
+
+    x: a NumPy array (float16 or float32), any view (the alignment of a view is taken relative to its owning array,
+    as a fresh GPU allocation is aligned). gpu: "H100", "H200" (132 SMs), "A100" (108) or a DeviceSpec; it fixes
+    the launch plan and the tensor-core model. Returns a NumPy array (0-d for a full sum) of the result dtype.
+    Raises the same TypeError/ValueError as the GPU API for bad arguments, and ValueError for methods without an
+    emulator twin (see :func:`emulated_methods`)."""
+    _register_defaults()
+    if type(x).__module__.split(".")[0] == "cupy" or hasattr(x, "__cuda_array_interface__"):
+        raise TypeError("tcreduce.emulate.sum takes NumPy arrays; use x.get() (CuPy) or x.cpu().numpy() (torch)")
+    x = np.asarray(x)
+    device = named_device(gpu)
+    if method == "auto":
+        from .._auto import choose_method
+
+        method = choose_method("sum", x, (), str(x.dtype) if x.dtype.kind == "f" else "", device)
+    call = validate("sum", x.shape, x.dtype, axis, dtype, method)
+    if method not in EMULATORS:
+        raise ValueError(f"method {method!r} has no emulator; emulated methods: {', '.join(emulated_methods())}")
+    if math.prod(x.shape[i] for i in call.axes) == 0 or math.prod(call.out_shape) == 0:
+        res = np.zeros(call.out_shape, np.float32)
+    else:
+        layout, _ = host_layout(x, call.axes)
+        plan = get_plan(method, layout.problem, call.in_dtype, call.out_dtype, device)
+        model = device.name if device.name in ("H100", "H200", "A100", "V100") else "H100"
+        data = host_problem_data(x, layout)
+        res = np.asarray(EMULATORS[method](plan, data, model), np.float32).reshape(call.out_shape)
+    res = res.astype(call.out_dtype)  # from_float<OutT>: one round-to-nearest conversion (or exact to float64)
+    return res.reshape(call.keep_shape) if keepdims else res

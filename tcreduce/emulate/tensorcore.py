@@ -1,0 +1,153 @@
+"""Emulator twin of ``kernels/tensorcore.cu`` (methods "tensorcore" and "tensorcore_chained").
+
+Replays the plan's order of additions exactly: every mma through :func:`~tcreduce.emulate.mma_model.fused_rowsum`
+(the tensor-core model), every CUDA-core addition as an IEEE fp32 round-to-nearest NumPy addition, the warp folds and
+block combinations of ``kernels/common.cuh``. Time is linear in the number of elements (the model dominates:
+about 1 s per 2^24 elements on one core), plus a Python loop over the per-warp mma sequence length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._layout import Cols, Flat, Rows
+from .._plan import Plan, param_dict
+from .folds import block_combine, block_fold, fold, serial_sum
+from .mma_model import fused_rowsum
+
+__all__ = ["emulate_tensorcore"]
+
+F32 = np.float32
+
+
+class _Chain:
+    """The flush rule of tensorcore.cu: per accumulator, mmas chained in C; every CHAIN-th mma (and once at the end
+    if any are pending) ``acc += C`` (round to nearest) and C = 0. Vectorised over any batch of accumulators."""
+
+    def __init__(self, shape: tuple[int, ...], chain: int, model: str):
+        self.c = np.zeros(shape, F32)
+        self.acc = np.zeros(shape, F32)
+        self.pending = np.zeros(shape, np.int64)
+        self.chain = chain
+        self.model = model
+
+    def mma(self, rows: np.ndarray, active: np.ndarray | bool = True) -> None:
+        """rows: float16 [..., 16] (one mma row per accumulator); active: which accumulators run this mma."""
+        d = fused_rowsum(rows, self.c, model=self.model)
+        active = np.broadcast_to(active, self.c.shape)
+        self.c = np.where(active, d, self.c)
+        self.pending = self.pending + active
+        self._flush(self.pending == self.chain)
+
+    def _flush(self, mask: np.ndarray) -> None:
+        self.acc = np.where(mask, self.acc + self.c, self.acc)
+        self.c = np.where(mask, F32(0), self.c)
+        self.pending = np.where(mask, 0, self.pending)
+
+    def finish(self) -> np.ndarray:
+        self._flush(self.pending > 0)
+        return self.acc
+
+
+def _fragment_rows(lanes: np.ndarray) -> np.ndarray:
+    """[..., 32 lanes, 8 halves] (a lane's 16-byte load as its A fragment) -> [..., 16 rows, 16 values]: row g takes
+    halves 0, 1, 4, 5 of lanes 4g..4g+3, row g + 8 their halves 2, 3, 6, 7."""
+    q = lanes.reshape(lanes.shape[:-2] + (8, 4, 8))  # [..., g, t, h]
+    lo = q[..., [0, 1, 4, 5]].reshape(lanes.shape[:-2] + (8, 16))
+    hi = q[..., [2, 3, 6, 7]].reshape(lanes.shape[:-2] + (8, 16))
+    return np.concatenate([lo, hi], axis=-2)
+
+
+def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+    p = param_dict(plan)
+    n, head, nvec, block, grid, unroll = plan.problem.n, p["head"], p["nvec"], p["block"], p["grid"], p["unroll"]
+    tail = n - head - 8 * nvec
+    threads = grid * block
+    warps = threads // 32
+    step = threads * unroll
+    w = np.arange(warps)
+    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // step), 0)  # loop trips of each warp
+    mmas = iters * unroll
+    chain = _Chain((warps, 16), p["chain"], model)
+    if head + tail:
+        extras = np.zeros(256, np.float16)
+        extras[:head + tail] = np.concatenate([data[:head], data[n - tail:]])
+        rows = np.zeros((warps, 16, 16), np.float16)
+        rows[0] = _fragment_rows(extras.reshape(32, 8))
+        chain.mma(rows, (w == 0)[:, None])
+    body = np.concatenate([data[head:head + 8 * nvec].reshape(nvec, 8), np.zeros((1, 8), np.float16)])
+    lane = np.arange(32)
+    for m in range(int(mmas.max(initial=0))):
+        it, u = divmod(m, unroll)
+        idx = it * step + u * threads + 32 * w[:, None] + lane  # [warps, 32] vector indices
+        idx = np.where(idx < nvec, idx, nvec)  # past the end: the zero row
+        chain.mma(_fragment_rows(body[idx]), (m < mmas)[:, None])
+    acc = chain.finish()
+    lane_value = acc[:, :8] + acc[:, 8:]  # acc_lo + acc_hi of lanes with g = 0..7
+    warp_total = fold(lane_value)  # warp_fold_rows: xor 16, 8, 4 over g
+    block_total = block_combine(warp_total.reshape(grid, block // 32))
+    if grid == 1:
+        return block_total.reshape(1)
+    partial = serial_sum(block_total, block)  # thread i: p[i] + p[i + T] + ...
+    return block_fold(partial).reshape(1)
+
+
+def _segments(values: np.ndarray, chunk: int, mma_columns: list[np.ndarray], splits: int, warps: int,
+              chain_len: int, model: str) -> np.ndarray:
+    """Shared by tc_rows and tc_cols: ``values`` [S, L] float16 segments (rows, or columns), cut into chunks of
+    ``chunk`` values; each chunk makes ``len(mma_columns)`` mmas per segment (the 16 positions in the chunk each mma
+    sums); chunk ranges per split; warp q of ``warps`` takes chunks q, q + warps, ...; per split the warps' sums are
+    added in q order from 0 (one warp: its sum), then the splits in order from 0 (one split: its value)."""
+    s_count, length = values.shape
+    nchunks = -(-length // chunk)
+    per_split = -(-nchunks // splits)
+    per_warp = -(-per_split // warps)
+    grid = np.zeros((s_count, splits * per_split, chunk), np.float16)
+    flat = np.zeros((s_count, nchunks * chunk), np.float16)
+    flat[:, :length] = values
+    grid[:, :nchunks] = flat.reshape(s_count, nchunks, chunk)
+    valid_chunk = np.arange(splits * per_split) < nchunks  # chunks past the end do not run (empty split tails)
+    grid = grid.reshape(s_count, splits, per_split, chunk)
+    valid_chunk = valid_chunk.reshape(splits, per_split)
+    chain = _Chain((s_count, splits, warps), chain_len, model)
+    for i in range(per_warp):
+        pos = np.arange(warps) + i * warps  # chunk position in the split, per warp
+        ok = pos < per_split
+        posc = np.minimum(pos, per_split - 1)
+        block = grid[:, :, posc, :]  # [S, splits, warps, chunk]
+        active = (ok[None, :] & valid_chunk[:, posc])[None]  # [1, splits, warps]
+        for cols in mma_columns:
+            chain.mma(block[..., cols], active)
+    acc = chain.finish()  # [S, splits, warps]
+    group = acc[..., 0] if warps == 1 else serial_sum(acc, None)
+    return group[:, 0] if splits == 1 else serial_sum(group, None)
+
+
+def _rows(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+    p = param_dict(plan)
+    vec = p["vec"]
+    if vec == 4:
+        columns = [np.arange(16)]
+    else:  # two mmas per 32-column chunk: columns 8t + {0..3}, then 8t + {4..7}, t = 0..3
+        t = np.arange(4)[:, None] * 8
+        columns = [(t + np.arange(4)).reshape(-1), (t + 4 + np.arange(4)).reshape(-1)]
+    return _segments(np.asarray(data), 4 * vec, columns, p["splits"], p["wpt"], p["chain"], model)
+
+
+def _cols(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+    p = param_dict(plan)
+    a, r, b = data.shape
+    segs = np.ascontiguousarray(np.transpose(data, (0, 2, 1))).reshape(a * b, r)
+    return _segments(segs, 16, [np.arange(16)], p["splits"], p["wps"], p["chain"], model)
+
+
+def emulate_tensorcore(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+    """fp32 outputs of the plan (flattened problem outputs) for the problem's data (see host_problem_data)."""
+    prob = plan.problem
+    if isinstance(prob, Flat):
+        return _flat(plan, data, model)
+    if isinstance(prob, Rows):
+        return _rows(plan, data, model)
+    if isinstance(prob, Cols):
+        return _cols(plan, data, model)
+    raise TypeError(prob)
