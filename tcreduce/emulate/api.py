@@ -72,7 +72,7 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, 
     else:
         layout, _ = host_layout(x, call.axes)
         plan = get_plan(method, layout.problem, call.in_dtype, call.out_dtype, device)
-        model = device.name if device.name in ("H100", "H200", "A100", "V100") else "H100"
+        model = named_device(device.name).name  # the tensor-core model of the GPU family (ValueError if unknown)
         data = host_problem_data(x, layout)
         res = np.asarray(EMULATORS[method](plan, data, model), np.float32).reshape(call.out_shape)
     res = res.astype(call.out_dtype)  # from_float<OutT>: one round-to-nearest conversion (or exact to float64)
