@@ -28,6 +28,7 @@ import functools
 import io
 import json
 import math
+import os
 import platform
 import shlex
 import subprocess
@@ -49,7 +50,7 @@ __all__ = [
     "write_csv", "read_csv", "write_metadata", "Progress", "Timing", "time_gpu", "rotating_views", "Ceiling",
     "measure_ceiling", "time_read_kernel", "time_copy", "competitors", "cupy_accelerators", "sum_methods",
     "LADDER_ORDER", "exact_sum_gpu", "make_input", "DISTRIBUTIONS", "case_seed", "dtype_label", "fmt",
-    "require", "run_setting", "dist_label", "MethodSetting", "rel_error", "exact_sum_host",
+    "require", "run_setting", "time_graph", "dist_label", "MethodSetting", "rel_error", "exact_sum_host",
 ]
 
 # The ladder rungs in the order of the seeds' walk (issue 5); unknown rungs follow in registration order.
@@ -139,7 +140,11 @@ def git_info() -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    info = {"commit": commit, "dirty": bool(status) if status is not None else None}
+    if commit is None and os.environ.get("EXPERIMENTS_COMMIT"):
+        # a copy of the tree without .git (a lent GPU machine): the caller names the commit it sent
+        info = {"commit": os.environ["EXPERIMENTS_COMMIT"], "dirty": None, "from": "EXPERIMENTS_COMMIT"}
+    return info
 
 
 def _version(module: str) -> Optional[str]:
@@ -740,6 +745,97 @@ def time_gpu(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig 
     times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events])
     return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
                   batch, min(nb, k))
+
+
+def time_graph(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig = TimingConfig(),
+               lib: str = "cupy", max_calls: int = 256) -> Timing:
+    """Median device time of one ``fn(input)`` call inside a CUDA graph: up to ``max_calls`` calls (rotating through
+    ``inputs``) captured once on a fresh stream, the graph replayed many times between CUDA events. Host dispatch
+    (Python, launch API) is out of the number: this is what the kernels cost back to back on the GPU. ``lib``:
+    "cupy" (CuPy stream capture; tcreduce, cupy.sum and RawKernel launches run on CuPy's current stream) or "torch"
+    (torch.cuda.graph). Raises if the calls cannot be captured."""
+    if lib == "torch":
+        return _time_graph_torch(fn, inputs, cfg, max_calls)
+    import cupy
+
+    nb = len(inputs)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        for i in range(max(2, cfg.warmup)):
+            fn(inputs[i % nb])
+        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+        e0.record(s)
+        fn(inputs[0])
+        e1.record(s)
+        e1.synchronize()
+        t1 = max(cupy.cuda.get_elapsed_time(e0, e1) / 1e3, 1e-7)
+        per = int(min(max_calls, max(min(nb, max_calls), math.ceil(5 * cfg.batch_target_s / t1), 1)))
+        s.begin_capture()
+        try:
+            for j in range(per):
+                fn(inputs[j % nb])
+        finally:
+            graph = s.end_capture()
+        graph.launch(s)
+        s.synchronize()
+        e0.record(s)
+        graph.launch(s)
+        e1.record(s)
+        e1.synchronize()
+        t_rep = max(cupy.cuda.get_elapsed_time(e0, e1) / 1e3, 1e-7)
+        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_s / t_rep)))
+        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+        for a, b in events:
+            a.record(s)
+            graph.launch(s)
+            b.record(s)
+        events[-1][1].synchronize()
+        times = np.array([cupy.cuda.get_elapsed_time(a, b) / 1e3 / per for a, b in events])
+    del graph
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
+                  per, min(nb, per))
+
+
+def _time_graph_torch(fn, inputs, cfg: TimingConfig, max_calls: int) -> Timing:
+    torch = _torch()
+    if torch is None:
+        raise RuntimeError("torch is not available")
+    nb = len(inputs)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(max(3, cfg.warmup)):
+            fn(inputs[i % nb])
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn(inputs[0])
+        e1.record()
+    torch.cuda.current_stream().wait_stream(side)
+    e1.synchronize()
+    t1 = max(e0.elapsed_time(e1) / 1e3, 1e-7)
+    per = int(min(max_calls, max(min(nb, max_calls), math.ceil(5 * cfg.batch_target_s / t1), 1)))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for j in range(per):
+            fn(inputs[j % nb])
+    graph.replay()
+    torch.cuda.synchronize()
+    e0.record()
+    graph.replay()
+    e1.record()
+    e1.synchronize()
+    t_rep = max(e0.elapsed_time(e1) / 1e3, 1e-7)
+    reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_s / t_rep)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in events:
+        a.record()
+        graph.replay()
+        b.record()
+    events[-1][1].synchronize()
+    times = np.array([a.elapsed_time(b) / 1e3 / per for a, b in events])
+    del graph
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
+                  per, min(nb, per))
 
 
 def l2_bytes() -> int:

@@ -1,7 +1,7 @@
 """Ladder study (issue 5): GB/s and fraction of the measured bandwidth ceiling for every rung of the seeds'
-CUDA-core reduction ladder (methods ``ladder_*``, full fp32 sums), for 10^8 and 2^28 floats (10^7 and 2^24 with
---quick), in one run, with ``shuffle`` (tcreduce's modern CUDA-core method), ``cupy.sum`` (CUB) and ``torch.sum`` as
-references, and seed 003's claimed figures (H100, N = 10^8) beside ours.
+CUDA-core reduction ladder (methods ``ladder_*``, full fp32 sums), for 10^8 and 2^28 floats (10^8 and 2^26 with
+--quick; both larger than L2), in one run, with ``shuffle`` (tcreduce's modern CUDA-core method), ``cupy.sum``
+(CUB) and ``torch.sum`` as references, and seed 003's claimed figures (H100, N = 10^8) beside ours.
 
 The ceiling at each N is the larger of the plain read kernel (``kernels/bandwidth.cu``, best launch configuration)
 over the same N floats and a device-to-device copy of them (bytes read + written). Inputs: uniform [0, 1) fp32, one
@@ -45,7 +45,7 @@ def config(ctx: Context) -> dict[str, Any]:
     if ctx.mode == "tiny":
         sizes = [("10^6", 10**6)]
     elif ctx.quick:
-        sizes = [("10^7", 10**7), ("2^24", 2**24)]
+        sizes = [("10^8", 10**8), ("2^26", 2**26)]
     else:
         sizes = [("10^8", 10**8), ("2^28", 2**28)]
     return {"sizes": [list(s) for s in sizes], "dtype": "float32", "input": "uniform [0, 1)",

@@ -5,11 +5,15 @@ off, all accumulating in fp32, and the plain read kernel at the same N.
 N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). Inputs are uniform random in
 [-0.25, 0.75) from one pool per dtype; small N rotate among views of the pool so that the bytes touched exceed twice
 the L2 cache (up to 1024 views, so N below about 2^15 fp16 stays partly L2-resident, and is launch-bound anyway).
-Each call is timed back to back (:func:`experiments.common.time_gpu`): for small N the number is the per-call cost
-of a stream of calls, host dispatch included. A method whose call takes longer than 50 ms (10 ms with --quick) is not
-timed at larger N (the CSV says so). Bytes: the input once plus the 4-byte output.
+Two timings per point: back-to-back calls from Python (:func:`experiments.common.time_gpu`; for small N the
+per-call cost of a stream of calls, host dispatch included: ``time_us``, ``gbs``) and, where a call takes under
+1 ms, the same calls captured into a CUDA graph and replayed (:func:`experiments.common.time_graph`; the GPU's cost
+without host dispatch: ``graph_us``, ``graph_gbs``; torch through torch.cuda.graph). Graphs replay up to 256
+captured calls, so small N rotate among at most 256 buffers there. A method whose call takes longer than 50 ms
+(10 ms with --quick) is not timed at larger N (the CSV says so). Bytes: the input once plus the 4-byte output.
 
-Needs a GPU. Outputs: throughput.csv, throughput.json, throughput.png/.pdf.
+Needs a GPU. Outputs: throughput.csv, throughput.json, throughput.png/.pdf (GPU time: graph replay where measured),
+throughput_calls.png/.pdf (back-to-back calls from Python).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ SUMMARY = "GB/s and fraction of the measured ceiling vs N, full sums, every meth
 WHY_GPU = "it times kernels on a GPU with CUDA events"
 
 COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "buffers",
-           "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "note"]
+           "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "graph_us", "graph_p10_us",
+           "graph_p90_us", "graph_calls", "graph_gbs", "graph_frac_ceiling", "note"]
 DTYPES = ("float16", "float32")
 
 
@@ -42,6 +47,7 @@ def config(ctx: Context) -> dict[str, Any]:
         "sizes": sizes,
         "ceiling_bytes": 2**28 if ctx.quick or ctx.mode == "tiny" else 2**30,
         "slow_cutoff_s": 0.01 if ctx.quick else 0.05,
+        "graph_below_s": 1e-3,
         "input": "uniform [-0.25, 0.75), one pool per dtype, 256-byte aligned views",
         "timing": TimingConfig.for_mode(ctx.mode).__dict__,
     }
@@ -102,6 +108,8 @@ def run(ctx: Context) -> list[Path]:
                     _fill(row, t, ceiling.gbs)
                     if t.median_s > cfg["slow_cutoff_s"]:
                         dropped[label] = n
+                    if t.median_s < cfg["graph_below_s"]:
+                        _graph(row, label, kind, call, inputs, tcfg, ceiling)
                 except Exception as e:
                     row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
@@ -122,6 +130,27 @@ def _tc_call(method: str):
         return tcreduce.sum(x, method=method)
 
     return call
+
+
+def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingConfig, ceiling) -> None:
+    """Add the CUDA-graph timing of one point (errors go to the note: the call timing stands)."""
+    try:
+        if kind == "ceiling":
+            g = common.time_graph(common.read_launcher(ceiling.read_config), inputs, tcfg)
+        elif kind == "competitor" and label.startswith("torch"):
+            g = common.time_graph(call.call, inputs, tcfg, lib="torch")
+        elif kind == "competitor":
+            with call.context():
+                g = common.time_graph(call.call, inputs, tcfg)
+        else:
+            g = common.time_graph(call, inputs, tcfg)
+    except Exception as e:
+        row["note"] = f"graph timing failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return
+    row.update(graph_us=g.median_s * 1e6, graph_p10_us=g.p10_s * 1e6, graph_p90_us=g.p90_s * 1e6,
+               graph_calls=g.batch)
+    row["graph_gbs"] = row["bytes"] / g.median_s / 1e9
+    row["graph_frac_ceiling"] = row["graph_gbs"] / ceiling.gbs if ceiling.gbs else None
 
 
 def _fill(row: dict, t: common.Timing, ceiling_gbs: float) -> None:

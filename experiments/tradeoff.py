@@ -52,7 +52,7 @@ def settings(dtype: str, ctx: Context) -> list[MethodSetting]:
     from tcreduce import registry
 
     out = [MethodSetting(m.name, m.name) for m in common.sum_methods(dtype, ladder=False, ctx=ctx)]
-    names = {m.name for m in out}
+    names = {s.method for s in out}
     if "tensorcore" in names:
         params = inspect.signature(registry.get("tensorcore").planner).parameters
         if "chain" in params:

@@ -82,8 +82,8 @@ __device__ __forceinline__ float thread_sum_vec(const T* __restrict__ x, i64 n, 
 // reduce4). Called by threads 0..31 after s[0..64) holds the tree at s = 32. The seeds rely on the warp running in
 // lockstep through a volatile pointer; since Volta (independent thread scheduling) that is a race, so every step reads
 // both operands, __syncwarp()s, then writes (the form NVIDIA's Volta tuning guide gives). The additions are exactly
-// those of tree(): s[t] = s[t] + s[t + off] for off = 32 (if BLOCK >= 64), 16, 8, 4, 2, 1. Lanes t >= off compute values
-// nobody reads (seed 002 explains why they may). Returns s[0]'s final value in lane 0.
+// those of tree(): s[t] = s[t] + s[t + off] for off = 32 (if BLOCK >= 64), 16, 8, 4, 2, 1. Lanes t >= off compute
+// values nobody reads (seed 002 explains why they may). Returns s[0]'s final value in lane 0.
 template <int BLOCK>
 __device__ __forceinline__ float warp_tree_smem(volatile float* s, unsigned tid) {
     float v = s[tid];

@@ -46,7 +46,9 @@ __device__ __forceinline__ float identity() { return __uint_as_float(OP == 0 ? 0
 template <int OP>
 __device__ __forceinline__ unsigned identity2() { return OP == 0 ? 0xfc00fc00u : 0x7c007c00u; }
 
-__device__ __forceinline__ float lo_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
+__device__ __forceinline__ float lo_half(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+}
 __device__ __forceinline__ float hi_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
 
 template <typename T> struct Vec;
@@ -124,6 +126,24 @@ __device__ __forceinline__ float block_reduce(float v, float* smem) {
     __syncthreads();
     if (warp == 0) v = warp_reduce<OP>(lane < WARPS ? smem[lane] : identity<OP>());
     return v;
+}
+
+// tcr::arrive_last for 2-D blocks: tcr::arrive_last lets every thread with threadIdx.x == 0 take a ticket, which in a
+// (TX, TY) block is TY threads; here only the thread of linear index 0 does. Same protocol otherwise (fence, ticket,
+// the last block resets the counter to zero).
+__device__ __forceinline__ bool arrive_last_2d(unsigned* counter, unsigned expected) {
+    __shared__ bool is_last;
+    const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
+    __threadfence();
+    __syncthreads();
+    if (leader) {
+        const unsigned ticket = atomicAdd(counter, 1u);
+        is_last = (ticket == expected - 1);
+        if (is_last) *counter = 0u;
+    }
+    __syncthreads();
+    if (is_last) __threadfence();
+    return is_last;
 }
 
 // Reduce count partials p[0], p[stride], ... (written by other blocks of this launch: read through L2).
@@ -305,7 +325,7 @@ __global__ void __launch_bounds__(256) minmax_cols(const T* __restrict__ x, i64 
 #pragma unroll
         for (int e = 0; e < VEC; ++e) ws[(tile * splits + s) * width + tx * VEC + e] = acc[e];
     }
-    if (tcr::arrive_last(counters + tile, (unsigned)splits)) {
+    if (mm::arrive_last_2d(counters + tile, (unsigned)splits)) {
         for (int c = t; c < width; c += BLOCK) {
             float v = mm::identity<OP>();
             for (i64 q = 0; q < splits; ++q) v = mm::op<OP>(v, __ldcg(ws + (tile * splits + q) * width + c));

@@ -56,8 +56,12 @@ __device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid) 
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__device__ __forceinline__ float lo_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
-__device__ __forceinline__ float hi_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+__device__ __forceinline__ float lo_half(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+}
+__device__ __forceinline__ float hi_half(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+}
 
 // acc += element 0, then element 1, ..., element VEC-1 of the chunk (increasing address order).
 template <typename T>
@@ -113,7 +117,8 @@ __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&
                     unsigned w[4];
 #pragma unroll
                     for (int h = 0; h < 4; ++h)
-                        w[h] = tcr::pack_half2(__float2half_rn(v[8 * q + 2 * h]), __float2half_rn(v[8 * q + 2 * h + 1]));
+                        w[h] = tcr::pack_half2(__float2half_rn(v[8 * q + 2 * h]),
+                                               __float2half_rn(v[8 * q + 2 * h + 1]));
                     reinterpret_cast<uint4*>(dst)[q] = make_uint4(w[0], w[1], w[2], w[3]);
                 }
             }
@@ -206,7 +211,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB>: m rows of k elements, row i at x + i*ld; out[i] = sum of row i.
+// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB>: m rows of k elements, row i at x + i*ld;
+// out[i] = sum of row i.
 //
 // Variant: seed 003 v5 / reduce7 per row: a row is a segment reduced by a group of G lanes (segmented
 // __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory) or by a whole block (G == BLOCK: long rows,
@@ -308,8 +314,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB>: element (i, j, l) at x + i*sa + j*sr + l (i < a, j < r, l < b);
-// out[i*b + l] = sum over j.
+// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB>: element (i, j, l) at x + i*sa + j*sr + l
+// (i < a, j < r, l < b); out[i*b + l] = sum over j.
 //
 // Variant: seed 003 v4/v5 turned sideways: each thread owns VEC consecutive columns (one chunk, VEC fp32
 // accumulators) and walks j; j is split over threads of a block (warp shuffle + one smem hop) and, when there are
@@ -338,8 +344,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 // Workspace: strips * CT * VEC * splits floats and `strips` counters when splits > 1, none otherwise.
 // =====================================================================================================================
 template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB>
-__global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
-                                                      OutT* __restrict__ out, float* __restrict__ ws,
+__global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa,
+                                                      i64 sr, OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
     static_assert(CT >= 1 && CT <= BLOCK && (CT & (CT - 1)) == 0, "CT: a power of two <= BLOCK");

@@ -209,7 +209,8 @@ def test_unknown_problem_is_refused():
 @pytest.mark.parametrize("dev", [H100, A100], ids=["H100", "A100"])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_flat_grid_fills_the_device(dev, dtype):
-    cap = dev.sm_count * sh.BLOCKS_PER_SM["flat"]
+    unroll, minb = sh.FLAT_TUNING[dtype]
+    cap = dev.sm_count * minb
     big = sh.plan_shuffle(Flat(1 << 28), dtype, "float32", dev)
     p = param_dict(big)
     assert p["grid"] == cap and big.launches[0].grid == (cap, 1, 1)
@@ -220,7 +221,8 @@ def test_flat_grid_fills_the_device(dev, dtype):
     mid = sh.plan_shuffle(Flat(1 << 20), dtype, "float32", dev)
     pm = param_dict(mid)
     assert 1 < pm["grid"] <= cap
-    assert pm["nv"] >= pm["grid"] * sh.BLOCK * sh.UNROLL // 2  # every thread has work
+    assert pm["unroll"] == unroll and pm["minb"] == minb
+    assert pm["nv"] >= pm["grid"] * sh.BLOCK * unroll // 2  # every thread has work
 
 
 @pytest.mark.parametrize("dtype,align,head", [("float16", 0, 0), ("float16", 2, 7), ("float16", 14, 1),
@@ -350,15 +352,17 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
             assert plan.workspace_floats > 0 and plan.counters > 0
         if p["kernel"] != "flat":
             assert ln.args[-1] == p["splits"]
-        assert sh.chain_length(plan) >= 1
-        assert gamma(sh.chain_length(plan)) < 1e-3
+        length = sh.chain_length(plan)
+        assert 1 <= length <= prob.length + 64  # never worse than one running sum plus the folds
+        if prob.length >= 1 << 20 and prob.outputs == 1:
+            assert length * 64 < prob.length  # a big full sum is spread over many short chains
 
 
 # ============================================================================================== CPU: replay and bound
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-@pytest.mark.parametrize("prob", [Flat(100003, 0), Flat(100003, 4), Flat(1 << 20, 0), Rows(300, 17, 17), Rows(64, 5000, 5000),
-                                  Rows(3, 300000, 300000), Cols(1, 1000, 100, 0, 100), Cols(3, 20000, 5, 100000, 5),
-                                  Cols(2, 7, 4000, 28000, 4000)],
+@pytest.mark.parametrize("prob", [Flat(100003, 0), Flat(100003, 4), Flat(1 << 20, 0), Rows(300, 17, 17),
+                                  Rows(64, 5000, 5000), Rows(3, 300000, 300000), Cols(1, 1000, 100, 0, 100),
+                                  Cols(3, 20000, 5, 100000, 5), Cols(2, 7, 4000, 28000, 4000)],
                          ids=lambda p: repr(p))
 def test_replay_is_within_the_bound(prob, dtype, rng):
     """The replay of the documented order, on the CPU, is within gamma_L * sum|x| of the exact sum (checks the
@@ -442,8 +446,9 @@ def check_against_references(xd, xh, axis, out_dtype: str = "float32", exact_rep
     abs_sum = np.sum(np.abs(x64), axis=axes)
     err = np.abs(got.astype(np.float64) - exact)
     tol = tolerance(plan, abs_sum, out_dtype)
-    assert np.all(err <= tol), f"max err {err.max():.3e}, tol {tol[np.argmax(err - tol)] if tol.ndim else tol:.3e}\n" \
-                               f"{plan.describe()}"
+    worst = int(np.argmax(np.ravel(err - tol)))
+    assert np.all(err <= tol), (f"err {np.ravel(err)[worst]:.3e} > tol {np.ravel(tol)[worst]:.3e} at flat index "
+                                f"{worst}\n{plan.describe()}")
     if exact_replay:
         want = replay(plan, problem_elements(xh, layout)).astype(out_dtype).reshape(got.shape)
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8),

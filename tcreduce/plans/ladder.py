@@ -32,14 +32,19 @@ from .._layout import Flat, Problem
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 
-__all__ = ["LADDER", "BLOCK", "FOLD", "CLUSTER", "GRID_SYNC_MIN_BLOCKS", "resident_blocks_per_sm", "fill_grid",
-           "chain_length"]
+__all__ = ["LADDER", "BLOCK", "FOLD", "CLUSTER", "GRID_SYNC_MIN_BLOCKS", "CLUSTER_BLOCKS_PER_SM",
+           "resident_blocks_per_sm", "fill_grid", "chain_length"]
 
 SOURCE = "ladder.cu"
 BLOCK = 256  # threads per block of every rung (reduce5 picks smaller ones for small launches)
 FOLD = 2  # elements each thread folds during the load in reduce5 (seed 002's `fold`)
 CLUSTER = 8  # blocks per cluster in ladder_cluster: the portable maximum (seed 003 v7 uses 16, an opt-in size)
 GRID_SYNC_MIN_BLOCKS = 8  # __launch_bounds__(BLOCK, 8) of ladder_grid_sync: registers for 8 resident blocks per SM
+# Blocks per SM the cluster rung's grid is sized for. Clusters are placed whole inside one GPC, so not every SM's 8
+# block slots can be filled with clusters of 8: measured on an H200 (132 SMs, 10^8 floats), 1056 blocks (8 per SM)
+# ran 109 us (a second, partial wave), 792 blocks (6 per SM) 97 us, the last-block rung 93 us. The exact figure is
+# cudaOccupancyMaxActiveClusters, which a pure-Python plan cannot ask for.
+CLUSTER_BLOCKS_PER_SM = 6
 
 _CTYPE = {"float32": "float", "float16": "__half", "float64": "double"}
 _VEC = {"float32": 4, "float16": 8}  # elements per 16-byte vector load
@@ -281,7 +286,8 @@ def _plan_cluster(problem: Problem, in_dtype: str, out_dtype: str, device: Devic
         raise ValueError(f"method {name!r} needs thread-block clusters (compute capability 9.0 or newer); "
                          f"{device.name} is {device.cc[0]}.{device.cc[1]}")
     need = _ceil(n, BLOCK * _VEC[in_dtype])
-    clusters = max(1, min(fill_grid(device) // CLUSTER, _ceil(need, CLUSTER)))
+    per_sm = min(resident_blocks_per_sm(device), CLUSTER_BLOCKS_PER_SM)
+    clusters = max(1, min(device.sm_count * per_sm // CLUSTER, _ceil(need, CLUSTER)))
     g = clusters * CLUSTER
     launch = KernelLaunch(SOURCE, f"ladder_cluster<{_ctype(in_dtype)}, {_ctype(out_dtype)}, {BLOCK}, {CLUSTER}>",
                           (g, 1, 1), (BLOCK, 1, 1), (Buf("x"), n, Buf("out"), Buf("ws"), Buf("counters")))

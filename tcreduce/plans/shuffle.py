@@ -8,9 +8,10 @@ What it launches: exactly one kernel per call, and nothing else (no memset: the 
 they use).
 
 - Full sums (:class:`~tcreduce._layout.Flat`): ``shuffle_flat``, a grid-stride kernel with 16-byte loads (8 halves or
-  4 floats), ``UNROLL`` chunks in flight per thread, up to ``BLOCKS_PER_SM["flat"]`` blocks of ``BLOCK`` threads
-  per SM (never more blocks than there are ``BLOCK * UNROLL`` chunks). A misaligned start (a view ``x[1:]``) is handled
-  by a scalar head before the first 16-byte boundary; the last block to finish combines the block partials.
+  4 floats), ``unroll`` chunks in flight per thread, up to ``minb`` blocks of ``BLOCK`` threads per SM
+  (``FLAT_TUNING[dtype] = (unroll, minb)``; never more blocks than there are ``BLOCK * unroll`` chunks). A
+  misaligned start (a view ``x[1:]``) is handled by a scalar head before the first 16-byte boundary; the last block
+  to finish combines the block partials.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): ``shuffle_rows`` with a group of ``G`` lanes per row: rows of
   at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
@@ -37,15 +38,20 @@ from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
 from ._common import cdiv, ctype, next_pow2
 
-__all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM"]
+__all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
+           "SOURCE"]
 
 SOURCE = "shuffle.cu"
 BLOCK = 256  # threads per block, every kernel
-UNROLL = 4  # 16-byte chunks in flight per thread (flat: per round; rows with G <= 32: rows per thread, 1 when rows
-#              are too few to fill the GPU that way; rows with G == BLOCK: chunks; cols: j rows)
-# Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: flat fits in 32
-# registers (full occupancy); rows and cols need more registers for their 64-bit indexing and accumulators.
-BLOCKS_PER_SM = {"flat": 8, "rows": 4, "cols": 3}
+UNROLL = 4  # 16-byte chunks in flight per thread (rows with G <= 32: rows per thread, 1 when rows are too few to
+#              fill the GPU that way; rows with G == BLOCK: chunks; cols: j rows). Full sums: FLAT_TUNING.
+# Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: rows and cols need
+# up to 64 / 80 registers for their 64-bit indexing and accumulators.
+BLOCKS_PER_SM = {"rows": 4, "cols": 3}
+# Full sums: (UNROLL, blocks per SM) per input dtype, from the H200 sweep of benchmarks/tune_flat.py
+# (notes/performance.md: at N = 2^28, fp32 unroll 8 at 4 blocks/SM: 4242 GB/s; fp16 unroll 2 at 8 blocks/SM:
+# 3982 GB/s).
+FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4)}
 ITEMSIZE = {"float16": 2, "float32": 4}
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
@@ -86,17 +92,18 @@ def _check_elements_aligned(align: int, in_dtype: str) -> None:
 
 def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
                                                                                             dict[str, Any]]:
-    vec, minb = _vec(in_dtype), BLOCKS_PER_SM["flat"]
+    vec = _vec(in_dtype)
+    unroll, minb = FLAT_TUNING[in_dtype]
     _check_elements_aligned(problem.align, in_dtype)
     aligned = problem.align == 0
     head = 0 if aligned else min(problem.n, ((16 - problem.align) % 16) // ITEMSIZE[in_dtype])
     nv = (problem.n - head) // vec
     tail = problem.n - head - nv * vec
-    grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * UNROLL)))
-    name = f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {_bool(aligned)}, {minb}>"
+    grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll)))
+    name = f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}>"
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-    params = dict(kernel="flat", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+    params = dict(kernel="flat", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
                   head=head, nv=nv, tail=tail)
     return launch, (grid if grid > 1 else 0), (1 if grid > 1 else 0), params
 
@@ -229,8 +236,9 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     """Every kernel name expression the planner can produce for one dtype pair (for compile tests)."""
     it, ot = ctype(in_dtype), ctype(out_dtype)
     names = []
+    fu, fm = FLAT_TUNING[in_dtype]
     for al in (True, False):
-        names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {UNROLL}, {_bool(al)}, {BLOCKS_PER_SM['flat']}>")
+        names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
         for g in (1, 2, 4, 8, 16, 32, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
