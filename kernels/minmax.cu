@@ -49,7 +49,9 @@ __device__ __forceinline__ unsigned identity2() { return OP == 0 ? 0xfc00fc00u :
 __device__ __forceinline__ float lo_half(unsigned w) {
     return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
 }
-__device__ __forceinline__ float hi_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+__device__ __forceinline__ float hi_half(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+}
 
 template <typename T> struct Vec;
 template <> struct Vec<float> { static constexpr int N = 4; };

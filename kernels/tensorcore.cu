@@ -261,8 +261,10 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
 // (blockIdx.y); warp q of a group takes chunks q, q + WPS, ... of its range. Order: per warp and column, the flush
 // rule (per mma w; acc[2w + e] += c_w[e]); per column, the group's warps in q order from 0.0f; with splits > 1 the
 // split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
-template <int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT>
-__global__ void __launch_bounds__(BLOCK, 2)
+// SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL strips
+// before computing them, same arithmetic per strip.
+template <int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL>
+__global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS;
@@ -279,6 +281,44 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
     const i64 j_end = min(r, j_begin + chunks_per_split * 16);
     const i64 nchunks = j_end > j_begin ? (j_end - j_begin + 15) >> 4 : 0;
 
+    if constexpr (SHORT_UNROLL > 0) {
+        static_assert(WPS == 1, "the short-column path has one warp per strip");
+        const i64 step = (i64)gridDim.x * GROUPS;
+        for (i64 s0 = (i64)blockIdx.x * GROUPS + group; s0 < nstrips; s0 += step * SHORT_UNROLL) {
+            unsigned lo[SHORT_UNROLL][4], hi[SHORT_UNROLL][4];
+#pragma unroll
+            for (int u = 0; u < SHORT_UNROLL; ++u) {
+                const i64 strip = s0 + u * step;
+                const bool ok = strip < nstrips;
+                const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * 32 : 0;
+                load_row_piece<8, ALIGNED>(x + i * sa, g, r, sr, l0 + 8 * t, ok ? b : 0, lo[u]);
+                load_row_piece<8, ALIGNED>(x + i * sa, 8 + g, r, sr, l0 + 8 * t, ok ? b : 0, hi[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < SHORT_UNROLL; ++u) {
+                const i64 strip = s0 + u * step;
+                if (strip >= nstrips) break;  // warp-uniform
+                const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * 32;
+                float acc[8];
+#pragma unroll
+                for (int w = 0; w < 4; ++w) {
+                    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                    const unsigned bf[2] = {movmatrix_trans(lo[u][w]), movmatrix_trans(hi[u][w])};
+                    mma_colsum(c, bf);
+                    acc[2 * w] = 0.0f + c[0];  // the flush of the general path: acc (0) += c
+                    acc[2 * w + 1] = 0.0f + c[1];
+                }
+                float mine = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                    const float v = __shfl_sync(0xffffffffu, acc[e], lane >> 3);
+                    if ((lane & 7) == e) mine = v;
+                }
+                if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(mine);
+            }
+        }
+        return;
+    } else {
     for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
         const i64 strip = strip_base + group;
         const bool strip_ok = strip < nstrips;
@@ -353,5 +393,6 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
                 out[i * b + l0 + threadIdx.x] = from_float<OutT>(s);
             }
         }
+    }
     }
 }

@@ -23,6 +23,7 @@ BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 12
 FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
+COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
 
@@ -65,13 +66,17 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         aligned = is_aligned(problem.align, (problem.sa * 2, problem.sr * 2), 16)
         strips = problem.a * cdiv(problem.b, 32)
         work = split_work(strips, cdiv(problem.r, 16), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
-        name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}>"
+        short = 0
+        if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
+            short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
+            work = split_work(strips, 1, BLOCK // 32, device, 4)
+        name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
         launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.a, problem.r, problem.b, problem.sa, problem.sr, Buf("out"), Buf("ws"),
                                Buf("counters"), work.splits))
         ws = strips * 32 * work.splits if work.splits > 1 else 0
         params = dict(block=BLOCK, aligned=aligned, chain=chain, wps=work.warps_per_tile, splits=work.splits,
-                      grid=work.grid_x)
+                      grid=work.grid_x, short_unroll=short)
         return Plan(**common, launches=(launch,), workspace_floats=ws, counters=strips if work.splits > 1 else 0,
                     params=tuple(sorted(params.items())))
     raise TypeError(f"unknown problem {problem!r}")
