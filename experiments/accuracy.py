@@ -22,6 +22,7 @@ GPU runs only), accuracy_ladder.png/.pdf (ladder rungs, GPU runs only).
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -62,8 +63,9 @@ def config(ctx: Context) -> dict[str, Any]:
                                 for k, v in DISTRIBUTIONS.items()},
         "emulator_check_sizes": emu_sizes,
         "bound_direct_max": 2**22,
+        "slow_call_s": 0.25,  # GPU runs: a method slower than this per call is not run at larger N
         # (seconds one emulated sum may take before the method is not emulated at larger N, total seconds)
-        "emulation_budget_s": ((5.0, 150.0 if not ctx.quick else 20.0) if ctx.gpu
+        "emulation_budget_s": ((5.0, 90.0 if not ctx.quick else 20.0) if ctx.gpu
                                else (30.0, 420.0 if not ctx.quick else 120.0)),
         "seed": "crc32(dist/dtype/n)",
         "emulated_gpu": None if ctx.gpu else ctx.emulated_gpu,
@@ -329,6 +331,8 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
     bar = ctx.bar(len(cases), NAME)
     rows: list[dict] = []
+    slow: dict[str, int] = {}  # method -> n at which one call took longer than cfg["slow_call_s"]
+    warmed: set[str] = set()
     for dt, dist, n in cases:
         seed = case_seed(dist, dt, n)
         x = make_input(dist, dt, n, seed, xp=cupy)
@@ -339,8 +343,24 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                     cond=abs_sum / abs(exact) if exact else float("inf"), backend="gpu")
         for m in methods[dt]:
             row = dict(base, kind="tcreduce", method=m.name)
+            if m.name in slow and n > slow[m.name]:
+                rows.append(dict(row, note=f"not run: one call took over {cfg['slow_call_s']:g} s at "
+                                           f"n={slow[m.name]}"))
+                continue
             try:
+                if m.name not in warmed:  # compile and plan outside the timed call
+                    warmed.add(m.name)
+                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                t0 = time.perf_counter()
                 r32 = cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                dt_call = time.perf_counter() - t0
+                if dt_call > cfg["slow_call_s"] and m.name not in slow:  # again: a first call may have compiled
+                    t0 = time.perf_counter()
+                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                    dt_call = time.perf_counter() - t0
+                if dt_call > cfg["slow_call_s"] and m.name not in slow:
+                    slow[m.name] = n
+                    ctx.note(f"{m.name}: one call took over {cfg['slow_call_s']:g} s at n={n}; not run at larger n")
                 r = float(r32)
                 row.update(result=r, rel_error=common.rel_error(r, exact))
             except Exception as e:

@@ -299,7 +299,7 @@ def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
         c[0] += r["emu_equal"] == "true"
     methods = _ordered({k[0] for k in cells})
     cols = [(dt, d) for dt in ("float16", "float32") for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
-    fig, ax = plt.subplots(figsize=(1.0 + 1.05 * len(cols), 0.8 + 0.33 * len(methods)))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 + 1.05 * len(cols)), 1.9 + 0.36 * len(methods)))
     ax.grid(False)
     for i, m in enumerate(methods):
         for j, col in enumerate(cols):
@@ -323,7 +323,7 @@ def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
     total = sum(c[1] for c in cells.values())
     equal = sum(c[0] for c in cells.values())
     ns = sorted({int(num(r["n"])) for r in rows if r.get("emu_equal") in ("true", "false")})
-    span = f"N = 2^{int(math.log2(ns[0]))}..2^{int(math.log2(ns[-1]))}" if ns else ""
+    span = f"N = $2^{{{int(math.log2(ns[0]))}}}$ to $2^{{{int(math.log2(ns[-1]))}}}$" if ns else ""
     _finish(fig, f"GPU result == emulator result, bit for bit: {equal} of {total} sums ({span})\n"
                  "each cell: equal / compared (one per size); green: all equal, red: a mismatch")
     return save(fig, out_dir, "accuracy_emulator", meta)
@@ -503,22 +503,48 @@ def _place_labels(ax, items: Sequence[tuple[float, float, str, str]]) -> None:
         placed.append(ann.get_window_extent(renderer))
 
 
+_UNFILLED = {"x", "+", "1", "2", "3", "4", "|", "_"}
+_SETTING_MARKERS = ["<", ">", "p", "h", "8", "d", "H", "*"]
+
+
+def _point_styles(labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A distinct (color, marker) per trade-off point: the methods' own styles, and shades of the base method's
+    colour with their own markers for settings such as "tensorcore chain=16"."""
+    out: dict[str, dict[str, Any]] = {}
+    variants: dict[str, list[str]] = defaultdict(list)
+    for lab in labels:
+        if lab in _STYLES or lab.split(" ")[0] not in _STYLES:
+            out[lab] = style_for(lab)
+        else:
+            variants[lab.split(" ")[0]].append(lab)
+    for base, labs in variants.items():
+        rgb = matplotlib.colors.to_rgb(_STYLES[base]["color"])
+        labs = sorted(labs, key=lambda t: (len(t), t))
+        for i, lab in enumerate(labs):
+            f = -0.45 + 1.2 * i / max(len(labs) - 1, 1)  # from darker than the base colour to much lighter
+            color = tuple(c * (1 + f) if f < 0 else c + (1 - c) * f * 0.85 for c in rgb)
+            out[lab] = dict(color=color, marker=_SETTING_MARKERS[i % len(_SETTING_MARKERS)], ls="--", lw=1.0)
+    return out
+
+
 def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
     rows, meta = read_csv(csv_path)
     pts: dict = defaultdict(list)
     for r in rows:
         if r.get("gbs", "") == "" or r.get("rel_error_median", "") == "":
             continue
-        pts[(r["dtype"], r["dist"])].append((num(r["gbs"]), max(num(r["rel_error_median"]), ZERO_FLOOR), r["label"],
-                                             r["method"], num(r.get("rel_error_min")), num(r.get("rel_error_max"))))
+        pts[(r["dtype"], r["dist"])].append((num(r["gbs"]), num(r["rel_error_median"]), r["label"],
+                                             num(r.get("rel_error_min")), num(r.get("rel_error_max"))))
     if not pts:
         return _empty_figure(out_dir, "tradeoff", meta, "no trade-off rows")
     dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in pts)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in pts)]
-    fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.6 * len(dtypes), 3.9 * len(dists) + 0.9),
+    styles = _point_styles(_ordered({q[2] for v in pts.values() for q in v}))
+    fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.8 * len(dtypes), 4.0 * len(dists) + 1.4),
                              squeeze=False)
     n_meta = meta.get("n", "")
     nn = f", N = $2^{{{int(round(math.log2(num(n_meta))))}}}$" if n_meta else ""
+    handles: dict[str, Any] = {}
     for i, dist in enumerate(dists):
         for j, dt in enumerate(dtypes):
             ax = axes[i][j]
@@ -526,33 +552,49 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
             if not p:
                 ax.axis("off")
                 continue
+            # fp32-accumulating points set the y range; far more accurate ones (float64 accumulation) sit on the
+            # bottom edge as down triangles with their value written beside them
+            main = [q[1] for q in p if q[1] > 1e-13]
+            lo = (min(main) / 4) if main else 1e-17
+            hi = (max(main) * 3) if main else 1e-6
             front = pareto([(q[0], q[1]) for q in p])
             labels = []
-            for k, (x, y, lab, _method, lo, hi) in enumerate(p):
-                s = style_for(lab)
+            for k, (x, y, lab, emin, emax) in enumerate(p):
+                st = styles[lab]
                 on = k in front
-                if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
-                    ax.plot([x, x], [max(lo, ZERO_FLOOR), max(hi, ZERO_FLOOR)], color=s["color"], linewidth=0.8,
-                            alpha=0.6, zorder=2)
-                ax.scatter([x], [y], s=42 if on else 24, color=s["color"], marker=s["marker"] or "o",
-                           edgecolors="black" if on else "none", linewidths=0.7, zorder=3)
-                labels.append((x, y, lab, "black" if on else "#555555"))
+                below = y < lo
+                yy = lo if below else y
+                if not below and math.isfinite(emin) and math.isfinite(emax) and emax > emin:
+                    ax.plot([x, x], [max(emin, lo), emax], color=st["color"], linewidth=0.8, alpha=0.6, zorder=2)
+                marker = "v" if below else (st["marker"] or "o")
+                kw = dict(s=46 if on else 28, color=st["color"], marker=marker, zorder=3, clip_on=False)
+                if marker not in _UNFILLED:
+                    kw.update(edgecolors="black" if on else "none", linewidths=0.7)
+                h = ax.scatter([x], [yy], **kw)
+                if not below:
+                    handles.setdefault(lab, h)
+                else:
+                    handles.setdefault(lab, ax.scatter([], [], color=st["color"], marker=st["marker"] or "o"))
+                if on or below:
+                    text = (f"{lab}: {y:.1e}" if y > 0 else f"{lab}: exact") if below else lab
+                    labels.append((x, yy, text, "black"))
             if len(front) > 1:
-                ax.step([p[k][0] for k in front], [p[k][1] for k in front], where="post", color="#444444",
+                ax.step([p[k][0] for k in front], [max(p[k][1], lo) for k in front], where="post", color="#444444",
                         linewidth=0.9, linestyle="--", zorder=1)
-            ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if str(int(v))[0] in "25" else ""))
             _log_y(ax)
+            ax.set_ylim(lo / 1.3, hi)
             xs = [q[0] for q in p]
-            ax.set_xlim(min(xs) / 1.3, max(xs) * 1.6)
+            ax.set_xlim(0, max(xs) * 1.12)
             ax.set_xlabel("throughput (GB/s, input bytes read once)")
-            ax.set_ylabel("relative error vs exact sum")
+            ax.set_ylabel("relative error vs the exact sum")
             ax.set_title(f"{DTYPE_LABEL.get(dt, dt)} · {dist_label(dist, dt)}{nn}")
             fig.canvas.draw()
             _place_labels(ax, labels)
-    _finish(fig, "Accuracy against throughput on the same inputs, one point per method and setting\n"
-                 "(median over seeds, bars: min to max; outlined and joined: the Pareto front; lower right is better)")
+    labs = [lab for lab in styles if lab in handles]
+    _finish(fig, "Accuracy against throughput on the same inputs, one point per method and setting (median over "
+                 "seeds, bars: min to max)\noutlined and joined: the Pareto front (lower right is better); "
+                 "▼ on the bottom edge: far more accurate (value written)", [handles[lab] for lab in labs], labs,
+            ncol=min(len(labs), 6))
     return save(fig, out_dir, "tradeoff", meta)
 
 
@@ -606,8 +648,8 @@ def plot_ladder(csv_path: Path, out_dir: Path) -> list[Path]:
     ax.set_xticklabels([n.replace("ladder_", "") for n in names], rotation=35, ha="right", fontsize=7.5)
     if ref_names:
         ax.axvline(len(order) - 0.5, color="#999999", linewidth=0.8)
-        ax.text(len(order) - 0.4, 104, "references", fontsize=7, color="#666666", va="bottom")
-    ax.set_ylim(0, 118)
+        ax.text(len(order) - 0.4, 121, "references", fontsize=7, color="#666666", va="bottom")
+    ax.set_ylim(0, 128)
     ax.set_ylabel("% of the measured ceiling (bar labels: GB/s)")
     ceil_of = {s: num(next((r["ceiling_gbs"] for r in rows if r["size_label"] == s), "nan")) for s in sizes}
     ceil_txt = ", ".join(f"N = {_tex_size(s)}: {ceil_of[s]:,.0f} GB/s" for s in sizes)

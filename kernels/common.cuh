@@ -67,7 +67,7 @@ __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected
     __shared__ bool is_last;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {  // one ticket per block, 2-D blocks too
         const unsigned ticket = atomicAdd(counter, 1u);
         is_last = (ticket == expected - 1);
         if (is_last) *counter = 0u;  // nobody else touches it in this launch any more

@@ -16,10 +16,6 @@
 //     v[t] = v[t] + v[t + s] for t < s; the result is v[0]. "itree(v[0..B))" is the interleaved tree: for s = 1, 2,
 //     ..., B/2: v[t] = v[t] + v[t + s] for t % (2s) == 0. "block_fold" and "serial partials" are the canonical folds
 //     of common.cuh.
-//
-// cooperative_groups: NVRTC (CUDA 13) does not find libcu++ (cuda/std/...) through the include path the loader
-// passes, so cooperative_groups is told to use its own traits.
-#define _CG_LIMIT_INCLUDED_DEPENDENCIES 1
 #include <cooperative_groups.h>
 #include "common.cuh"
 

@@ -76,11 +76,13 @@ def cuda_include_dirs() -> tuple[str, ...]:
             candidates.extend(Path(root).glob("cu*/include"))
     except ImportError:
         pass
-    found = [str(p) for p in candidates if (p / "cuda_fp16.h").is_file()]
+    found = [p for p in candidates if (p / "cuda_fp16.h").is_file()]
     if not found:
         raise KernelCompileError("cuda_fp16.h not found: set CUDA_PATH to a CUDA 12/13 toolkit, or install the "
                                  "nvidia-cuda-runtime wheel")
-    return tuple(dict.fromkeys(found))[:1]
+    root = found[0]
+    # CUDA 13 keeps libcu++ (cuda/std/*, needed by cooperative_groups.h) under include/cccl
+    return (str(root),) + ((str(root / "cccl"),) if (root / "cccl").is_dir() else ())
 
 
 @functools.lru_cache(maxsize=1)

@@ -89,6 +89,17 @@ STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
 }
 
 
+def _register_ladder() -> None:
+    """The ladder rungs record their longest chain of fp32 additions in their plans (plans/ladder.py)."""
+    from .plans.ladder import LADDER, chain_length
+
+    for name in LADDER:
+        STRUCTURES.setdefault(name, lambda plan: Depth(0, chain_length(plan)))
+
+
+_register_ladder()
+
+
 def error_bound_factor(plan: Plan, gpu: str = "H100") -> float:
     """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding)."""
     u_mma = mma_unit_roundoff(gpu)

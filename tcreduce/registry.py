@@ -49,7 +49,7 @@ class Method:
         if in_dtype not in self.dtypes:
             others = [m.name for m in methods(self.kind) if in_dtype in m.dtypes]
             raise UnsupportedDtype(
-                f"method {self.name!r} sums {', '.join(self.dtypes)} input, not {in_dtype}; "
+                f"{self.kind} method {self.name!r} takes {', '.join(self.dtypes)} input, not {in_dtype}; "
                 + (f"methods that take {in_dtype}: {', '.join(others)}" if others
                    else f"no tcreduce method takes {in_dtype} (supported input dtypes: float16, float32)"))
 

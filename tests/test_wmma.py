@@ -137,7 +137,7 @@ def test_plan_invariants(plan):
         assert main.args[7:] == (splits, tpb)
         assert (splits - 1) * tpb < tiles <= splits * tpb  # every block has work, all tiles covered
         assert main.grid[0] == rows.m * splits
-        assert p["chain"] == math.ceil(tpb / p["warps"]) <= W.CHAIN
+        assert p["chain"] == math.ceil(tpb / p["warps"]) <= W.BLOCK_CHAIN
         assert plan.workspace_floats == ws_off + (rows.m * splits if splits > 1 else 0)
         assert plan.counters == (rows.m if splits > 1 else 0)
     else:
@@ -146,10 +146,12 @@ def test_plan_invariants(plan):
 
 
 def test_auto_chains_are_short():
-    """The default choices never chain more than CHAIN products into one fp32 accumulator."""
+    """The default choices never chain more than CHAIN (BLOCK_CHAIN in the block variant) products into one fp32
+    accumulator."""
     for dev, prob in itertools.product((H100, A100), PROBLEMS):
         auto = W.plan_wmma(prob, "float16", "float32", dev)
-        assert param_dict(auto)["chain"] <= W.CHAIN, auto.describe()
+        p = param_dict(auto)
+        assert p["chain"] <= (W.BLOCK_CHAIN if p["variant"] == "block" else W.CHAIN), auto.describe()
 
 
 def test_block_split_fills_the_gpu():
@@ -157,7 +159,7 @@ def test_block_split_fills_the_gpu():
     assert plan.launches[0].grid[0] >= H100.sm_count * 4
     plan = W.plan_wmma(Flat(1 << 28), "float16", "float32", H100)
     p = param_dict(plan)
-    assert p["splits"] == (1 << 20) // 128 and p["chain"] == 16
+    assert p["splits"] == (1 << 20) // (8 * W.BLOCK_CHAIN) and p["chain"] == W.BLOCK_CHAIN
     plan = W.plan_wmma(Flat(1000), "float16", "float32", H100)
     assert param_dict(plan)["splits"] == 1 and plan.counters == 0 and plan.workspace_floats == 0
 
@@ -171,7 +173,8 @@ def test_depth():
     d = W.wmma_depth(W.plan_wmma(Rows(1 << 16, 4000, 4000), "float16", "float32", H100))
     assert (d.mma, d.rn) == (16 + 3, 1)
     d = W.wmma_depth(W.plan_wmma(Flat(1 << 28), "float16", "float32", H100))
-    assert (d.mma, d.rn) == (16 + 6, 2 + 32 + 10)
+    splits = (1 << 20) // (8 * W.BLOCK_CHAIN)
+    assert (d.mma, d.rn) == (W.BLOCK_CHAIN + 6, 2 + splits // 256 + 10)
 
 
 # ------------------------------------------------------------------------------------- CPU: the hand-off arithmetic
