@@ -37,7 +37,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -1087,11 +1087,3 @@ def free_gpu_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:
         pass
-
-
-def gpu_memory_bytes() -> int:
-    return int(device_info().get("memory_bytes") or 0)
-
-
-def summarize_errors(rows: Iterable[dict]) -> int:
-    return sum(1 for r in rows if r.get("note", "").startswith("error"))

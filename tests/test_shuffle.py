@@ -20,7 +20,7 @@ import pytest
 from tcreduce import registry
 from tcreduce._device import KNOWN_GPUS
 from tcreduce._layout import Cols, Flat, Layout, Rows, normalize_axes, plan_layout
-from tcreduce._plan import Plan, param_dict
+from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.plans import shuffle as sh
 
 H100, A100 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"]
@@ -402,7 +402,7 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
         assert "ld.global.nc.v4" in ck.ptx or "shuffle_cols" in name or "shuffle_rows" in name
 
 
-# ============================================================================================== CPU: the kernel code itself
+# ========================================================================================= CPU: the kernel code itself
 # The real kernels/shuffle.cu (common.cuh inlined), compiled for the CPU with g++ against a small SIMT shim: one
 # std::thread per CUDA thread, a std::barrier per block (__syncthreads) and per warp (__shfl_xor_sync), blocks run one
 # after another. It checks, without a GPU, that the kernel code does what its order comment says (bitwise equal to
@@ -508,11 +508,12 @@ int main(int argc, char** argv) {{
 """
 
 
-SIMT_DEVICE = KNOWN_GPUS["H100"].__class__("tiny", 2, (9, 0))  # 2 SMs: few blocks, splits still exercised
+SIMT_DEVICE = DeviceSpec("tiny", 2, (9, 0))  # 2 SMs: few blocks, and splits are still exercised
 SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, splits, group sizes, j groups, stores
-    ((40000,), None, None, "float32"), ((40011,), None, lambda x: x[3:], "float16"), ((5,), None, lambda x: x[1:],
-                                                                                        "float32"),
-    ((300, 16), -1, None, "float32"), ((3000, 17), -1, None, "float32"), ((200, 201), -1, lambda x: x[:, 1:], "float64"),
+    ((40000,), None, None, "float32"), ((40011,), None, lambda x: x[3:], "float16"),
+    ((5,), None, lambda x: x[1:], "float32"),
+    ((300, 16), -1, None, "float32"), ((3000, 17), -1, None, "float32"),
+    ((200, 201), -1, lambda x: x[:, 1:], "float64"),
     ((5, 40000), -1, None, "float32"), ((2, 40003), -1, lambda x: x[:, 1:], "float16"),
     ((16, 8000), 0, None, "float32"), ((16, 8000), 0, None, "float16"), ((16, 8003), 0, None, "float64"),
     ((20000, 16), 0, None, "float32"), ((3000, 1000), 0, None, "float32"), ((3, 30000, 3), 1, None, "float32"),
@@ -556,7 +557,7 @@ def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
         idx, src = job[0], job[5]
         exe = tmp_path / f"case{idx}"
         r = subprocess.run([gxx, "-std=c++20", "-O1", "-pthread", "-w", f"-I{tmp_path}", str(src), "-o", str(exe)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
         return exe if r.returncode == 0 else r.stderr
 
     with ThreadPoolExecutor(4) as ex:
@@ -570,7 +571,7 @@ def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
     for (idx, xh, layout, plan, off, _), exe in zip(jobs, exes):
         outf = tmp_path / f"case{idx}.out"
         r = subprocess.run([str(exe), str(tmp_path / f"case{idx}.bin"), str(off), str(outf)], capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=600, check=False)
         assert r.returncode == 0, f"{plan.describe()}\n{r.stderr}"
         got = np.fromfile(outf, dtype=plan.out_dtype)
         assert not np.isnan(got).any(), f"an output was not written\n{plan.describe()}"
@@ -654,7 +655,7 @@ def test_gpu_full(dtype, n, rng):
     xd = cupy.asarray(xh)
     for lo in (0, 1, 3):  # aligned, x[1:], x[3:]
         hv, dv = xh[lo:lo + n], xd[lo:lo + n]
-        got, plan = check_against_references(dv, hv, None)
+        _, plan = check_against_references(dv, hv, None)
         assert param_dict(plan)["aligned"] == ((lo * xh.itemsize) % 16 == 0)
 
 
@@ -736,7 +737,7 @@ def test_gpu_axes(dtype, shape, axis, view, rng):
     xh = _rand(rng, shape, dtype)
     xd = cupy.asarray(xh)
     hv, dv = (view(xh), view(xd)) if view else (xh, xd)
-    got, plan = check_against_references(dv, hv, axis)
+    got, _ = check_against_references(dv, hv, axis)
     # the public API gives the same bits, keepdims and out= included
     res = tcreduce.sum(dv, axis=axis, method="shuffle")
     assert res.get().tobytes() == got.tobytes()
