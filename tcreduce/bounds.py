@@ -89,15 +89,16 @@ STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
 }
 
 
-def _register_ladder() -> None:
-    """The ladder rungs record their longest chain of fp32 additions in their plans (plans/ladder.py)."""
-    from .plans.ladder import LADDER, chain_length
+def _register_cuda_core_methods() -> None:
+    """The ladder rungs and shuffle record their longest chain of fp32 additions in their plans."""
+    from .plans import ladder, shuffle
 
-    for name in LADDER:
-        STRUCTURES.setdefault(name, lambda plan: Depth(0, chain_length(plan)))
+    for name in ladder.LADDER:
+        STRUCTURES.setdefault(name, lambda plan: Depth(0, ladder.chain_length(plan)))
+    STRUCTURES.setdefault("shuffle", lambda plan: Depth(0, shuffle.chain_length(plan)))
 
 
-_register_ladder()
+_register_cuda_core_methods()
 
 
 def error_bound_factor(plan: Plan, gpu: str = "H100") -> float:

@@ -19,7 +19,8 @@ import pytest
 
 from tcreduce import registry
 from tcreduce._device import KNOWN_GPUS
-from tcreduce._layout import Cols, Flat, Layout, Rows, normalize_axes, plan_layout
+from tcreduce._layout import Cols, Flat, Layout, Rows, host_problem_data, normalize_axes, plan_layout
+from tcreduce.emulate.shuffle import replay
 from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.plans import shuffle as sh
 
@@ -42,149 +43,14 @@ def tolerance(plan: Plan, abs_sum: np.ndarray, out_dtype: str) -> np.ndarray:
 
 
 # ============================================================================================== NumPy replay
-# A direct transcription of the order comments in kernels/shuffle.cu (float32 NumPy adds round to nearest, like the
-# GPU's fp32 adds). Padding elements are +0.0: adding them never changes an accumulator that started at +0.0.
+# The emulator twin (tcreduce/emulate/shuffle.py) transcribes the order comments of kernels/shuffle.cu.
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _xor_fold(v: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
-    """v[l] = v[l] + v[l ^ off] over offsets width/2, ..., 1 along ``axis``; returns the element 0 slice."""
-    v = np.moveaxis(v, axis, -1)
-    idx = np.arange(width)
-    off = width // 2
-    while off >= 1:
-        v = v + v[..., idx ^ off]
-        off //= 2
-    return v[..., 0]
-
-
-def _block_fold(v: np.ndarray, block: int) -> np.ndarray:
-    """tcr::block_fold over the last axis (length block)."""
-    warps = block // 32
-    w = _xor_fold(v.reshape(v.shape[:-1] + (warps, 32)), 32)
-    if warps == 1:
-        return w[..., 0]
-    pad = np.zeros(w.shape[:-1] + (32,), np.float32)
-    pad[..., :warps] = w
-    return _xor_fold(pad, 32)
-
-
-def _serial_partials(p: np.ndarray, block: int) -> np.ndarray:
-    """tcr::combine_partials over the last axis: thread i adds p[i], p[i + block], ... from +0.0, then block_fold."""
-    count = p.shape[-1]
-    rounds = _cdiv(count, block)
-    pad = np.zeros(p.shape[:-1] + (rounds * block,), np.float32)
-    pad[..., :count] = p
-    acc = np.zeros(p.shape[:-1] + (block,), np.float32)
-    for t in range(rounds):
-        acc = acc + pad[..., t * block:(t + 1) * block]
-    return _block_fold(acc, block)
-
-
-def replay(plan: Plan, elems: np.ndarray) -> np.ndarray:
-    """The fp32 result of ``plan`` on the problem's elements (Flat: (n,), Rows: (m, k), Cols: (a, r, b), in memory
-    order), replaying the order of additions documented in kernels/shuffle.cu. Returns (1,), (m,) or (a, b)."""
-    p = param_dict(plan)
-    xf = np.asarray(elems, dtype=np.float32)
-    vec, block = p["vec"], p["block"]
-    if p["kernel"] == "flat":
-        n, head, nv, grid = xf.shape[0], p["head"], p["nv"], p["grid"]
-        threads = grid * block
-        acc = np.zeros(threads, np.float32)
-        a0 = np.float32(0.0)
-        for e in list(range(head)) + list(range(head + nv * vec, n)):
-            a0 = np.float32(a0 + xf[e])
-        acc[0] = a0
-        rounds = _cdiv(nv, threads)
-        ch = np.zeros((rounds * threads, vec), np.float32)
-        ch[:nv] = xf[head:head + nv * vec].reshape(nv, vec)
-        ch = ch.reshape(rounds, threads, vec)
-        for t in range(rounds):
-            for e in range(vec):
-                acc = acc + ch[t, :, e]
-        blocks = _block_fold(acc.reshape(grid, block), block)
-        return blocks[:1] if grid == 1 else _serial_partials(blocks[None, :], block)
-    if p["kernel"] == "rows":
-        m, k = xf.shape
-        chunks, g, splits = p["chunks"], p["group"], p["splits"]
-        if g <= 32:
-            per_lane = _cdiv(chunks, g)
-            pad = np.zeros((m, per_lane * g * vec), np.float32)
-            pad[:, :k] = xf
-            pad = pad.reshape(m, per_lane, g, vec)
-            acc = np.zeros((m, g), np.float32)
-            for t in range(per_lane):
-                for e in range(vec):
-                    acc = acc + pad[:, t, :, e]
-            return _xor_fold(acc, g) if g > 1 else acc[:, 0]
-        q = splits * block
-        rounds = _cdiv(chunks, q)
-        pad = np.zeros((m, rounds * q * vec), np.float32)
-        pad[:, :k] = xf
-        pad = pad.reshape(m, rounds, splits, block, vec)
-        acc = np.zeros((m, splits, block), np.float32)
-        for t in range(rounds):
-            for e in range(vec):
-                acc = acc + pad[:, t, :, :, e]
-        per_split = _block_fold(acc, block)  # (m, splits)
-        return per_split[:, 0] if splits == 1 else _serial_partials(per_split, block)
-    # cols
-    a, r, b = xf.shape
-    ct, jt, nj, splits, cvecs = p["ct"], p["jt"], p["nj"], p["splits"], p["cvecs"]
-    ncv = a * cvecs
-    strips = _cdiv(ncv, ct)
-    pad = np.zeros((a, r, cvecs * vec), np.float32)
-    pad[:, :, :b] = xf
-    chunked = pad.reshape(a, r, cvecs, vec).transpose(1, 0, 2, 3).reshape(r, ncv, vec)
-    qj = splits * jt
-    rounds = _cdiv(r, qj)
-    xs = np.zeros((rounds * qj, strips * ct, vec), np.float32)
-    xs[:r, :ncv] = chunked
-    xs = xs.reshape(rounds, splits, jt, strips * ct, vec)
-    acc = np.zeros((splits, jt, strips * ct, vec), np.float32)
-    for t in range(rounds):
-        acc = acc + xs[t]
-    if ct < 32:
-        lj = 32 // ct
-        groups = _xor_fold(acc.reshape(splits, block // 32, lj, strips * ct, vec), lj, axis=2)
-    else:
-        groups = acc
-    v = groups[:, 0]
-    for gi in range(1, nj):
-        v = v + groups[:, gi]
-    if splits > 1:
-        lanes = _cdiv(splits, 32) * 32
-        sp = np.zeros((lanes,) + v.shape[1:], np.float32)
-        sp[:splits] = v
-        lane_acc = np.zeros((32,) + v.shape[1:], np.float32)
-        for t in range(lanes // 32):
-            lane_acc = lane_acc + sp[t * 32:(t + 1) * 32]
-        v = _xor_fold(lane_acc, 32, axis=0)
-    else:
-        v = v[0]
-    return v[:ncv].reshape(a, cvecs * vec)[:, :b]
-
-
 def problem_elements(xh: np.ndarray, layout: Layout) -> np.ndarray:
     """The problem's elements of a NumPy view (same offsets as the GPU view), shaped (n,), (m, k) or (a, r, b)."""
-    if layout.copy_order is not None:
-        src, base = np.ascontiguousarray(xh.transpose(layout.copy_order)), 0
-    else:
-        src, base = xh, layout.base_offset
-    owner = src
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    isz = src.itemsize
-    off = src.__array_interface__["data"][0] - owner.__array_interface__["data"][0] + base * isz
-    prob = layout.problem
-    if isinstance(prob, Flat):
-        shape, strides = (prob.n,), (1,)
-    elif isinstance(prob, Rows):
-        shape, strides = (prob.m, prob.k), (prob.ld, 1)
-    else:
-        shape, strides = (prob.a, prob.r, prob.b), (prob.sa, prob.sr, 1)
-    return np.ndarray(shape, dtype=src.dtype, buffer=owner, offset=off, strides=tuple(s * isz for s in strides))
+    return host_problem_data(xh, layout)
 
 
 # ============================================================================================== CPU: registration
