@@ -83,9 +83,57 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     return Depth(d_mma, _cdiv(per_warp, d_mma) + warps + p["splits"])
 
 
+def _mma_blocks(device_name: str) -> int:
+    """Fused blocks per m16n8k16 MMA on a GPU: 16 / products per block (H100/H200 1, A100 2, V100 4); 4 (the most)
+    for a GPU without a model."""
+    from .emulate.mma_model import get_model
+
+    try:
+        return 16 // get_model(device_name).block
+    except ValueError:
+        return 4
+
+
+def _wmma_depth(plan: Plan) -> Depth:
+    """wmma (kernels/wmma.cu). A wmma::mma_sync is one m16n8k16 block FMA per output element (two HMMA.16816 per
+    16x16x16 product, each with the full k = 16), i.e. ``_mma_blocks`` fused blocks on the plan's GPU.
+
+    - r16n: every value rides through its row group's chain of ceil(k/16) products.
+    - r256n: the column chain of ceil(k/256) products, then one HANDOFF.
+    - block: the longest warp chain, ceil(min(tpb, tiles) / warps) products, then two HANDOFFs; with splits > 1 the
+      grid combination (tcr::combine_partials): a partial enters a serial chain from +0 (the first addition is exact)
+      and rides through at most ceil(splits / threads) - 1 rounding additions, then the warp fold (5 levels) and
+      block_combine, whose warp fold over ``warps`` totals padded with +0 rounds in log2(warps) levels only.
+
+    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3) and one RN
+    step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of their sum of
+    magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the products'
+    error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings (ldexpf) are
+    exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
+    far from fp32's subnormals, and far below its overflow)."""
+    p = param_dict(plan)
+    blocks = _mma_blocks(plan.device.name)
+    k = p["rows"].k
+    variant = p["variant"]
+    rn = 0
+    if variant == "r16n":
+        chain, handoffs = _cdiv(k, 16), 0
+    elif variant == "r256n":
+        chain, handoffs = _cdiv(k, 256), 1
+    elif variant == "block":
+        warps, threads, splits = p["warps"], p["block"], p["splits"]
+        chain, handoffs = _cdiv(min(p["tpb"], _cdiv(k, 256)), warps), 2
+        if splits > 1:
+            rn += _cdiv(splits, threads) - 1 + 5 + _log2(warps)
+    else:
+        raise ValueError(f"wmma: unknown variant {variant!r}")
+    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + handoffs)
+
+
 STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
     "tensorcore": _tensorcore_depth,
     "tensorcore_chained": _tensorcore_depth,
+    "wmma": _wmma_depth,
 }
 
 

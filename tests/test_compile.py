@@ -70,5 +70,5 @@ def test_compiles_clean(source, kernel):
         assert not re.search(r"warning", ck.log, re.I), ck.log
         assert not ck.spills, f"{kernel} spills registers on {arch}:\n{ck.log}"
         needle = TENSOR_CORE_SOURCES.get(source)
-        if needle:
+        if needle and "transpose" not in kernel:  # wmma_transpose is the copy before the column reduction
             assert needle in ck.ptx, f"{kernel} has no {needle} instruction in its PTX on {arch}"
