@@ -97,7 +97,7 @@ class _Bounds:
                                "limit need it")
         m = registry.get(method)
         if m.runner is not None:  # library methods: the order-free bound, as bounds.error_bound computes it
-            return math.expm1(max(n - 1, 1) * math.log1p(self.mod.mma_unit_roundoff(self.gpu)))
+            return self.mod.library_bound_factor(n)
         plan = get_plan(method, Flat(n, 0), dtype, "float32", named_device(self.gpu))
         return float(self.mod.error_bound_factor(plan, self.gpu))
 

@@ -236,7 +236,7 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
             floor = min(positive) / 4 if positive else 1e-12
             for lab in _ordered(k[2] for k in shown):
                 k = (dt, dist, lab)
-                pts = series[k]
+                pts = [p for p in series[k] if not math.isinf(p[1])]  # inf: nonzero result, exact sum 0
                 xs = [p[0] for p in pts]
                 ys = [p[1] if p[1] > 0 else floor for p in pts]
                 ax.plot(xs, ys, **_line_kw(lab))
@@ -246,7 +246,7 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
                     ax.scatter([z[0] for z in zeros], [z[1] for z in zeros], marker="v", s=22, facecolors="white",
                                edgecolors=s["color"], zorder=4)
                 if with_bounds:
-                    bs = [(p[0], p[2]) for p in pts if math.isfinite(p[2]) and p[2] > 0]
+                    bs = [(p[0], p[2]) for p in pts if 0 < p[2] < 1]  # a bound >= 1 says nothing: not drawn
                     if bs:
                         s = style_for(lab)
                         ax.plot([b[0] for b in bs], [b[1] for b in bs], color=s["color"], linestyle=(0, (2, 2)),

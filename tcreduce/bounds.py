@@ -27,7 +27,7 @@ import numpy as np
 from ._layout import Flat, Rows, host_layout
 from ._plan import Plan, param_dict
 
-__all__ = ["error_bound", "error_bound_factor", "Depth", "STRUCTURES", "U_RN", "mma_unit_roundoff"]
+__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN", "mma_unit_roundoff"]
 
 U_RN = 2.0 ** -24
 EXTRA_BITS = {"H100": 2, "H200": 2, "A100": 1, "V100": 0}
@@ -149,6 +149,13 @@ def _register_cuda_core_methods() -> None:
 _register_cuda_core_methods()
 
 
+def library_bound_factor(n: int) -> float:
+    """gamma_{n-1} for fp32 round-to-nearest additions in an unknown order (library methods such as cub): valid for
+    any summation tree, vacuous (>= 1, or inf) once n u approaches 1."""
+    k = max(n - 1, 1) * U_RN
+    return k / (1 - k) if k < 1 else math.inf
+
+
 def error_bound_factor(plan: Plan, gpu: str = "H100") -> float:
     """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding)."""
     u_mma = mma_unit_roundoff(gpu)
@@ -176,8 +183,8 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
     if x.size == 0 or layout is None:
         return np.zeros_like(abs_sum)
     m = get(method)
-    if m.runner is not None:  # library methods (cub): order-free bound over the reduction length
-        c = math.expm1(max(layout.problem.length - 1, 1) * math.log1p(mma_unit_roundoff(gpu)))
+    if m.runner is not None:  # library methods (cub): fp32 round-to-nearest in an unknown order
+        c = library_bound_factor(layout.problem.length)
     else:
         in_dtype = str(x.dtype)
         plan = get_plan(method, layout.problem, in_dtype, out_dtype, named_device(gpu))

@@ -74,7 +74,7 @@ def handoff(v: np.ndarray, model: str) -> np.ndarray:
     with np.errstate(all="ignore"):
         bits = v.view(np.uint32)
         finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
-        amax = np.where(finite, np.abs(v), F32(0)).max(axis=-1) * F32(1.5)
+        amax = np.where(finite, np.abs(v), F32(0)).max(axis=-1)
         ab = amax.view(np.uint32)
         ef = (ab >> np.uint32(23)).astype(np.int64)
         # subnormal amax: floor(log2) = (31 - clz(bits)) - 149; frexp of the integer gives its bit length exactly
