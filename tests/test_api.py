@@ -76,3 +76,30 @@ def test_shapes():
     assert c.out_shape == (3,) and c.keep_shape == (1, 3, 1) and c.axes == (0, 2)
     c = validate("sum", (2, 3), np.float32, None, None, "auto")
     assert c.out_shape == () and c.keep_shape == (1, 1)
+
+
+def test_auto_rule():
+    from types import SimpleNamespace
+
+    from tcreduce._auto import choose_method
+    from tcreduce._device import KNOWN_GPUS
+
+    h100 = KNOWN_GPUS["H100"]
+
+    def pick(shape, axes, dtype="float16", kind="sum"):
+        return choose_method(kind, SimpleNamespace(shape=shape), axes, dtype, h100)
+
+    assert pick((1 << 20,), (0,)) == "tensorcore"
+    assert pick((4, 1, 8), (0, 2)) == "tensorcore"  # kept axes of size 1: a full sum
+    assert pick((1 << 20, 16), (1,)) == "tensorcore"
+    assert pick((1 << 20, 64), (1,)) == "shuffle"
+    assert pick((16, 1 << 20), (0,)) == "shuffle"
+    assert pick((1 << 20,), (0,), "float32") == "shuffle"
+    assert pick((1 << 20,), (0,), kind="max") == "shuffle"
+
+
+def test_emulated_auto_matches_the_named_method(rng):
+    x = rng.uniform(-1, 1, (64, 16)).astype(np.float16)
+    auto = tcreduce.emulate.sum(x, axis=1, method="auto")
+    named = tcreduce.emulate.sum(x, axis=1, method="tensorcore")
+    assert np.array_equal(auto.view(np.uint32), named.view(np.uint32))

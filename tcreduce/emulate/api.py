@@ -60,11 +60,11 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, 
         raise TypeError("tcreduce.emulate.sum takes NumPy arrays; use x.get() (CuPy) or x.cpu().numpy() (torch)")
     x = np.asarray(x)
     device = named_device(gpu)
+    call = validate("sum", x.shape, x.dtype, axis, dtype, method)
     if method == "auto":
         from .._auto import choose_method
 
-        method = choose_method("sum", x, (), str(x.dtype) if x.dtype.kind == "f" else "", device)
-    call = validate("sum", x.shape, x.dtype, axis, dtype, method)
+        method = choose_method("sum", x, call.axes, call.in_dtype, device)
     if method not in EMULATORS:
         raise ValueError(f"method {method!r} has no emulator; emulated methods: {', '.join(emulated_methods())}")
     if math.prod(x.shape[i] for i in call.axes) == 0 or math.prod(call.out_shape) == 0:
