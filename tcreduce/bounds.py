@@ -68,8 +68,10 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] + 1  # + the head/tail mma
         flushes = _cdiv(mmas, min(chain, mmas))
         d_mma = min(chain, mmas)
-        # acc chain, lo + hi, warp_fold_rows (3), block_combine (5), partial serial + block fold (5 + 5)
-        d_rn = flushes + 1 + 3 + 5 + (_cdiv(p["grid"], p["block"]) + 10 if p["grid"] > 1 else 0)
+        # acc chain, lo + hi, warp_fold_rows (3), block_combine (log2(warps): the levels that add the 0.0f padding
+        # are exact), then the partials: serial + warp_fold (5) + block_combine
+        combine = _log2(p["block"] // 32)
+        d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
         return Depth(d_mma, d_rn)
     if isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]

@@ -205,7 +205,9 @@ def chain_length(plan: Plan) -> int:
     ``|computed - exact| <= gamma_L * sum|x|`` with ``gamma_L = L*u / (1 - L*u)``, ``u = 2**-24`` (Higham, ch. 4),
     before the final rounding to the output dtype."""
     p = param_dict(plan)
-    fold = 5 + (5 if p["block"] > 32 else 0)  # block_fold: warp_fold, then warp 0 folds the warps' totals
+    # block_fold: warp_fold (5 levels), then warp 0 folds the warps' totals (log2(warps) levels that add values;
+    # the other levels add the 0.0f padding, which is exact)
+    fold = 5 + _log2(p["block"] // 32)
     prob = plan.problem
     if p["kernel"] == "flat":
         threads = p["grid"] * p["block"]
