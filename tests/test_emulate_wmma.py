@@ -377,7 +377,8 @@ def _check_bound(got, x, axis, plan, gpu):
 
 
 def _views(x, axis):
-    """The array, a misaligned view (starts one element later) and, for 2-D+, a view with a row stride."""
+    """The array, a misaligned view (starts one element later), for 2-D+ a view with a row stride, and a view with a
+    negative stride along the last axis."""
     yield "whole", x
     if axis is None:
         if x.size > 1:
@@ -386,6 +387,7 @@ def _views(x, axis):
         yield "misaligned", x[..., 1:]
     if x.ndim >= 2 and x.shape[-1] > 2:
         yield "strided", x[..., 1:-1]
+    yield "reversed", x[..., ::-1]
 
 
 @pytest.mark.parametrize("gpu", ["H100", "A100"])

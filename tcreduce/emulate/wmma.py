@@ -28,8 +28,10 @@ Per plan (``params["variant"]``; a Flat problem is ``Rows(1, n, n)``, a Cols pro
   splits > 1: thread i of 256 adds p[i], p[i + 256], ... from +0, then the block fold.
 
 Tiles a warp does not run are emulated as zero tiles appended to its chain: ``TC(c; 0..0) == c`` for every c the
-chain can hold (the model truncates c to a grid at least 2^-2 of its own ulp, so exactly; the only change it could
-make, -0 -> +0, cannot occur as an accumulator starts at +0 and an exact-zero TC result is +0).
+chain can hold: with no nonzero product the alignment exponent is c's own, and the grid 2^(eta - 23 - extra bits)
+is no coarser than c's ulp, so c is kept exactly (subnormal, inf and NaN too); the only change it could make,
+-0 -> +0, cannot occur, as an accumulator starts at +0 and an exact-zero TC result is +0
+(tests/test_emulate_wmma.py checks this on the model).
 
 Cost: linear in the (padded) number of elements; the model dominates (about 0.1-0.2 s per 2^22 elements).
 """
@@ -43,7 +45,7 @@ from .._plan import Plan, param_dict
 from .folds import block_fold, serial_sum
 from .mma_model import fused_rowsum
 
-__all__ = ["emulate", "handoff", "rows_r16n", "rows_r256n", "rows_block"]
+__all__ = ["emulate", "handoff", "rows_block", "rows_r16n", "rows_r256n"]
 
 F32 = np.float32
 F16 = np.float16
@@ -96,7 +98,7 @@ def handoff(v: np.ndarray, model: str) -> np.ndarray:
 
 def rows_r16n(x: np.ndarray, model: str) -> np.ndarray:
     """wmma_rows16: (m, k) float16 rows -> (m,) fp32 (acc[i][0] of the chained A_c * P^T products)."""
-    m, k = x.shape
+    k = x.shape[1]
     return fused_rowsum(_padded(x, _cdiv(k, 16) * 16), F32(0), model=model)
 
 
