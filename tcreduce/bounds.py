@@ -72,7 +72,7 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         # are exact), then the partials: serial + warp_fold (5) + block_combine
         combine = _log2(p["block"] // 32)
         d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
-        return Depth(d_mma, d_rn)
+        return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
     if isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]
         per_warp = _cdiv(_cdiv(_cdiv(prob.k, 4 * p["vec"]), p["splits"]), warps) * (2 if p["vec"] == 8 else 1)
@@ -82,16 +82,17 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     per_warp = max(per_warp, 1)
     d_mma = min(chain, per_warp)
     # the warp's flush chain, the group's warps added in order, the splits added in order
-    return Depth(d_mma, _cdiv(per_warp, d_mma) + warps + p["splits"])
+    return Depth(d_mma * _mma_blocks(plan.device.name), _cdiv(per_warp, d_mma) + warps + p["splits"])
 
 
 def _mma_blocks(device_name: str) -> int:
     """Fused blocks per m16n8k16 MMA on a GPU: 16 / products per block (H100/H200 1, A100 2, V100 4); 4 (the most)
     for a GPU without a model."""
+    from ._device import named_device
     from .emulate.mma_model import get_model
 
     try:
-        return 16 // get_model(device_name).block
+        return 16 // get_model(named_device(device_name).name).block
     except ValueError:
         return 4
 
