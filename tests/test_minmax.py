@@ -329,7 +329,7 @@ def _sum_method(xh: np.ndarray, axis) -> str:
     from tcreduce._device import current_device
     from tcreduce._layout import normalize_axes
 
-    return choose_method("sum", None, normalize_axes(axis, xh.ndim), str(xh.dtype), current_device()[1])
+    return choose_method("sum", xh, normalize_axes(axis, xh.ndim), str(xh.dtype), current_device()[1])
 
 
 @pytest.mark.gpu
@@ -354,7 +354,7 @@ def test_mean(shape, axis, view, dtype, rng):
     np.testing.assert_array_equal(res.get(), (s / np.float32(count)).get())
     # and NumPy's mean within the sum's bound / count plus the division's rounding
     exact = exact_sum(xv, axis=axis) / count
-    tol = bound_for(xv, axis, _sum_method(xh, axis)) / count + 2.0 ** -23 * np.abs(exact)
+    tol = bound_for(xv, axis, _sum_method(xv, axis)) / count + 2.0 ** -23 * np.abs(exact)
     assert np.all(np.abs(res.get().astype(np.float64) - exact) <= tol)
     np.testing.assert_allclose(res.get(), np.mean(xv.astype(np.float64), axis=axis), rtol=1e-3, atol=1e-6)
     kd = tcreduce.mean(xdv, axis=axis, keepdims=True)
