@@ -194,4 +194,4 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
         c = error_bound_factor(plan, gpu)
     b = c * abs_sum
     u_out = OUT_ROUNDING[out_dtype]
-    return b + u_out * (abs_sum + b)
+    return b + u_out * (abs_sum + b) if u_out else b  # (0 * inf would make a vacuous bound NaN)

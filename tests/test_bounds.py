@@ -66,3 +66,9 @@ def test_rows_and_cols_bounds_hold(rng):
             got = tcreduce.emulate.sum(x, axis=axis, method=method).astype(np.float64)
             err = np.abs(got - exact_sum(x, axis=axis))
             assert np.all(err <= error_bound(x, axis, method=method)), (method, shape, axis)
+
+
+def test_vacuous_library_bound_is_inf_not_nan():
+    x = np.ones((1 << 24) + 1, np.float16)
+    for dtype in ("float32", "float16", "float64"):
+        assert error_bound(x, method="cub", dtype=dtype) == np.inf
