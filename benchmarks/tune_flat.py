@@ -56,7 +56,7 @@ def main() -> None:
             run_plan(plan, x.data.ptr, out.data.ptr, dev_id)
             ref = float(cupy.sum(x, dtype=cupy.float64))
             ok = abs(float(out) - ref) <= 1e-4 * abs(ref)
-            t = timed(lambda: run_plan(plan, x.data.ptr, out.data.ptr, dev_id), args.reps)
+            t = timed(lambda plan=plan, x=x, out=out: run_plan(plan, x.data.ptr, out.data.ptr, dev_id), args.reps)
             print(f"{method:10} {dtype:8} {kernel:55} grid={grid:5d} {t * 1e6:8.1f} us "
                   f"{x.nbytes / t / 1e9:7.0f} GB/s {'ok' if ok else 'WRONG'}", flush=True)
         except Exception as e:

@@ -27,7 +27,8 @@ import numpy as np
 from ._layout import Flat, Rows, host_layout
 from ._plan import Plan, param_dict
 
-__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN", "mma_unit_roundoff"]
+__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN",
+           "mma_unit_roundoff"]
 
 U_RN = 2.0 ** -24
 EXTRA_BITS = {"H100": 2, "H200": 2, "A100": 1, "V100": 0}

@@ -56,7 +56,8 @@ class Method:
     def plan(self, problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
         self.check_dtype(in_dtype)
         if device.cc < self.requires_cc:
-            raise ValueError(f"method {self.name!r} needs compute capability {self.requires_cc[0]}.{self.requires_cc[1]}"
+            need = f"{self.requires_cc[0]}.{self.requires_cc[1]}"
+            raise ValueError(f"method {self.name!r} needs compute capability {need}"
                              f" or newer; {device.name} is {device.cc[0]}.{device.cc[1]}")
         return self.planner(problem, in_dtype, out_dtype, device)
 

@@ -14,4 +14,5 @@ Importing this package needs neither CuPy nor a GPU.
 from .api import emulated_methods, sum  # noqa: A004 (mirrors tcreduce.sum)
 from .mma_model import MODELS, TensorCoreModel, fused_colsum, fused_rowsum, get_model, mma_m16n8k16
 
-__all__ = ["sum", "emulated_methods", "mma_m16n8k16", "fused_rowsum", "fused_colsum", "MODELS", "TensorCoreModel", "get_model"]
+__all__ = ["sum", "emulated_methods", "mma_m16n8k16", "fused_rowsum", "fused_colsum", "MODELS", "TensorCoreModel",
+           "get_model"]

@@ -41,7 +41,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
-        return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1, params=tuple(sorted(params.items())))
+        return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
+                    params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
         aligned = is_aligned(problem.align, (problem.ld * 2,), 2 * vec)
