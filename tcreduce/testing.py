@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "poisoned", "check_sum", "to_numpy", "bound_for"]
+__all__ = ["random_input", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -69,3 +69,19 @@ def check_sum(result: Any, x: np.ndarray, axis=None, *, method: str, keepdims: b
         raise AssertionError(f"{method}: {int(bad.sum())} of {bad.size} outputs exceed the error bound; first at flat "
                              f"index {i}: got {g.flat[i]!r}, exact {exact.flat[i]!r}, |err| {err.flat[i]:.3e} > "
                              f"bound {bound.flat[i]:.3e}")
+
+
+def assert_compiles_clean(source: str, kernel: str, arch: str, *, needle: str | None = None,
+                          use_cache: bool = True):
+    """Compile one kernel instantiation with the run-time NVRTC options and assert no warnings, no register spills
+    and, if ``needle`` is given, that the PTX contains it (e.g. "mma.sync"). Returns the CompiledKernel."""
+    import re
+
+    from ._compile import compile_kernel
+
+    ck = compile_kernel(source, kernel, arch, use_cache=use_cache)
+    assert not re.search(r"warning", ck.log, re.I), f"{kernel} on {arch}:\n{ck.log}"
+    assert not ck.spills, f"{kernel} spills registers on {arch}:\n{ck.log}"
+    if needle is not None:
+        assert needle in ck.ptx, f"{kernel} has no {needle} in its PTX on {arch}"
+    return ck
