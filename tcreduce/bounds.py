@@ -26,6 +26,8 @@ import numpy as np
 
 from ._layout import Flat, Rows, host_layout
 from ._plan import Plan, param_dict
+from .plans._common import cdiv as _cdiv
+from .plans._common import ceil_log2 as _log2
 
 __all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN",
            "mma_unit_roundoff"]
@@ -50,12 +52,8 @@ def mma_unit_roundoff(gpu: str) -> float:
     return t + 2.0 ** -23 * (1 + t)
 
 
-def _log2(n: int) -> int:
-    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _tensorcore_depth(plan: Plan) -> Depth:

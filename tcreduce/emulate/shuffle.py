@@ -8,13 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._plan import Plan, param_dict
+from ..plans._common import cdiv as _cdiv
 from .folds import block_fold, fold, serial_sum
 
 __all__ = ["emulate", "replay"]
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _xor_fold(v: np.ndarray, width: int, axis: int = -1) -> np.ndarray:

@@ -42,6 +42,7 @@ import numpy as np
 
 from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
+from ..plans._common import cdiv as _cdiv
 from .folds import block_fold, serial_sum
 from .mma_model import fused_rowsum
 
@@ -52,8 +53,6 @@ F16 = np.float16
 TILE = 256
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _padded(x: np.ndarray, length: int) -> np.ndarray:

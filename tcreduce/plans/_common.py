@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._plan import DeviceSpec
 
-__all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "cdiv", "WorkSplit", "split_work"]
+__all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work"]
 
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double"}
 
@@ -20,6 +20,11 @@ def ctype(dtype: str) -> str:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def ceil_log2(n: int) -> int:
+    """ceil(log2(n)) for n >= 1 (0 for n <= 1): the levels of a halving fold over n values."""
+    return (n - 1).bit_length() if n > 1 else 0
 
 
 def next_pow2(n: int) -> int:

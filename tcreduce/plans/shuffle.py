@@ -30,13 +30,13 @@ float64 output is the fp32 result widened exactly.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
 from ._common import cdiv, ctype, next_pow2
+from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
            "SOURCE"]
@@ -195,8 +195,6 @@ def plan_shuffle(problem: Problem, in_dtype: str, out_dtype: str, device: Device
                 launches=(launch,), workspace_floats=ws, counters=counters, params=tuple(sorted(params.items())))
 
 
-def _log2(n: int) -> int:
-    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
 
 
 def chain_length(plan: Plan) -> int:
