@@ -14,6 +14,10 @@ Each method's plan gives ``(d_mma, d_rn)`` through a structure function register
 conversion to a float16 output adds its own rounding (2^-11 relative). Methods without a registered structure fall back
 to the order-free bound (every value through at most n - 1 operations, each counted as a fused block), which is valid
 for any summation order but loose.
+
+Tightness (tests/test_bounds.py, through the emulator, which matches the GPU bit for bit): on truncation-adversarial
+same-sign fp16 inputs (1024 then values just below 2^-13) the observed error of tensorcore, tensorcore_chained, wmma
+and shuffle reaches 1/3 to 1/7 of the bound for n = 2^16..2^22; on uniform same-sign data 1/40 to 1/100.
 """
 
 from __future__ import annotations
