@@ -364,7 +364,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                 r = float(r32)
                 row.update(result=r, rel_error=common.rel_error(r, exact))
             except Exception as e:
-                row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                row["note"] = common.error_note(e)
                 ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {row['note'][7:]}")
                 rows.append(row)
                 continue

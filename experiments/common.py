@@ -1087,3 +1087,18 @@ def free_gpu_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:
         pass
+
+
+def error_note(e: BaseException) -> str:
+    """The CSV note of a failed measurement: the exception's type and first line."""
+    first = str(e).splitlines()[0] if str(e) else ""
+    return f"error: {type(e).__name__}: {first}"
+
+
+def fill_timing(row: dict, t: "Timing", ceiling_gbs: float | None = None) -> None:
+    """Write a Timing into a CSV row: time_us, p10_us, p90_us, reps, batch, and, when the row has "bytes",
+    gbs (bytes / median time) and frac_ceiling."""
+    row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps, batch=t.batch)
+    if "bytes" in row:
+        row["gbs"] = row["bytes"] / t.median_s / 1e9
+        row["frac_ceiling"] = row["gbs"] / ceiling_gbs if ceiling_gbs else None

@@ -114,7 +114,7 @@ def run(ctx: Context) -> list[Path]:
                 row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps,
                            gbs=gbs, frac_ceiling=gbs / ceiling, rel_error=common.rel_error(r, exact))
             except Exception as e:
-                row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                row["note"] = common.error_note(e)
                 ctx.error(f"ladder {label} n={size_label}: {row['note'][7:]}")
             rows.append(row)
             bar.update(1, f"{size_label} {label}")

@@ -91,12 +91,9 @@ def run(ctx: Context) -> list[Path]:
                                 t = common.time_gpu(call.call, inputs, tcfg)
                         else:
                             t = common.time_gpu(call, inputs, tcfg)
-                        row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6,
-                                   reps=t.reps, batch=t.batch)
-                        row["gbs"] = row["bytes"] / t.median_s / 1e9
-                        row["frac_ceiling"] = row["gbs"] / ceiling.gbs
+                        common.fill_timing(row, t, ceiling.gbs)
                     except Exception as e:
-                        row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                        row["note"] = common.error_note(e)
                         ctx.error(f"segments {label} {dt} {layout} n={n}: {row['note'][7:]}")
                     rows.append(row)
                     bar.update(1, f"{common.dtype_label(dt)} {layout} n=2^{int(math.log2(n))} {label}")

@@ -107,13 +107,13 @@ def run(ctx: Context) -> list[Path]:
                             t = common.time_gpu(call.call, inputs, tcfg)
                     else:
                         t = common.time_gpu(call, inputs, tcfg)
-                    _fill(row, t, ceiling.gbs)
+                    common.fill_timing(row, t, ceiling.gbs)
                     if t.median_s > cfg["slow_cutoff_s"]:
                         dropped[label] = n
                     if t.median_s < cfg["graph_below_s"]:
                         _graph(row, label, kind, call, inputs, gcfg, ceiling)
                 except Exception as e:
-                    row["note"] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    row["note"] = common.error_note(e)
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
                 rows.append(row)
                 bar.update(1, f"{common.dtype_label(dt)} 2^{int(math.log2(n))} {label}")
@@ -153,12 +153,6 @@ def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingCon
                graph_calls=g.batch)
     row["graph_gbs"] = row["bytes"] / g.median_s / 1e9
     row["graph_frac_ceiling"] = row["graph_gbs"] / ceiling.gbs if ceiling.gbs else None
-
-
-def _fill(row: dict, t: common.Timing, ceiling_gbs: float) -> None:
-    row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps, batch=t.batch)
-    row["gbs"] = row["bytes"] / t.median_s / 1e9
-    row["frac_ceiling"] = row["gbs"] / ceiling_gbs if ceiling_gbs else None
 
 
 def write(ctx: Context, rows: list[dict], cfg: dict, ceiling: dict) -> list[Path]:

@@ -113,7 +113,7 @@ def run(ctx: Context) -> list[Path]:
                                 bar.update(1)
                         errors.setdefault((label, dist), []).append(common.rel_error(r, exact))
                     except Exception as e:
-                        failed[label] = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                        failed[label] = common.error_note(e)
                         ctx.error(f"tradeoff {label} {dt}: {failed[label][7:]}")
                     bar.update(1)
                 del x
