@@ -68,3 +68,23 @@ def test_compiles_clean(source, kernel):
     for arch in INSTANTIATIONS[(source, kernel)]:
         needle = None if "transpose" in kernel else TENSOR_CORE_SOURCES.get(source)  # wmma_transpose only copies
         assert_compiles_clean(source, kernel, arch, needle=needle, use_cache=False)
+
+
+def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch):
+    """CuPy's cache ignores -I headers (cupy/cupy#941); ours hashes the inlined source, so a header edit recompiles."""
+    import shutil
+
+    import tcreduce._compile as c
+
+    for f in ("tensorcore.cu", "common.cuh"):
+        shutil.copy(kernel_dir() / f, tmp_path / f)
+    monkeypatch.setattr(c, "kernel_dir", lambda: tmp_path)
+    monkeypatch.setenv("TCREDUCE_CACHE_DIR", str(tmp_path / "cache"))
+    name = "tc_flat<256, 2, 1, float, 2, 6>"
+    before = c.compile_kernel("tensorcore.cu", name, "sm_90")
+    assert c.compile_kernel("tensorcore.cu", name, "sm_90").key == before.key  # cached: same key
+    header = tmp_path / "common.cuh"
+    edited = header.read_text().replace("constexpr unsigned HALF2_ONES", "// edited\nconstexpr unsigned HALF2_ONES")
+    header.write_text(edited)
+    after = c.compile_kernel("tensorcore.cu", name, "sm_90")
+    assert after.key != before.key and "// edited" in c.load_source("tensorcore.cu")
