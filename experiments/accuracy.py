@@ -148,24 +148,9 @@ class _EmuBudget:
             self.ctx.note(f"emulation budget ({self.total_s:.0f} s) spent: no more emulated sums in this run")
 
 
-def _twins(emulate, ctx: Context, methods) -> set[str]:
-    """The methods the emulator reproduces: registered ``emulated=True`` and, where tcreduce.emulate lists them
-    (``emulated_methods()``), having a twin there. The others are named once in a note."""
-    listed = None
-    if emulate is not None and hasattr(emulate, "emulated_methods"):
-        listed = set(emulate.emulated_methods())
-    out, missing = set(), []
-    for m in methods:
-        if not m.emulated:
-            continue
-        if listed is not None and m.name not in listed:
-            missing.append(m.name)
-            continue
-        out.add(m.name)
-    if missing:
-        ctx.note("registered as emulated but without a twin in tcreduce.emulate yet: "
-                 + ", ".join(sorted(set(missing))))
-    return out
+def _twins(methods) -> set[str]:
+    """The methods the emulator reproduces (``Method.emulated``: a twin in tcreduce.emulate)."""
+    return {m.name for m in methods if m.emulated}
 
 
 def _emulate(emulate, budget: _EmuBudget, x: np.ndarray, method: str, gpu: str, n: int):
@@ -251,7 +236,7 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
     bounds = _Bounds(ctx, ctx.emulated_gpu)
     rows: list[dict] = []
     methods = {dt: common.sum_methods(dt, ladder=False, ctx=ctx) for dt in DTYPES}
-    twins = _twins(emulate, ctx, [m for ms in methods.values() for m in ms])
+    twins = _twins([m for ms in methods.values() for m in ms])
     for dt, ms in methods.items():
         skipped = [m.name for m in ms if m.name not in twins]
         if skipped:
@@ -321,7 +306,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         ctx.error(str(e))
     _check_exact_gpu(ctx)
     methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}
-    twins = _twins(emulate, ctx, [m for ms in methods.values() for m in ms]) if emulate is not None else set()
+    twins = _twins([m for ms in methods.values() for m in ms]) if emulate is not None else set()
     comps = common.competitors(None, native=False)
     if not any(c.label.startswith("torch") for c in comps):
         ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")

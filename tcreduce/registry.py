@@ -27,7 +27,8 @@ class Method:
     name: what ``tcreduce.sum(..., method=name)`` takes. description: one line. dtypes: input dtypes it sums.
     reference: the paper or seed it follows. planner: ``(problem, in_dtype, out_dtype, device) -> Plan``.
     deterministic: bitwise identical results run to run. deterministic_note: what ``kinds`` it runs on.
-    emulated: whether :mod:`tcreduce.emulate` reproduces it bit for bit. requires_cc: minimum compute capability.
+    emulated (derived): whether :mod:`tcreduce.emulate` has its bit-exact twin. requires_cc: minimum compute
+    capability.
     kind: the reduction it computes ("sum", "max", "min"). runner: for methods that delegate to a library instead of
     launching plan kernels, ``runner(x, axes, out_dtype) -> cupy.ndarray`` (no keepdims).
     """
@@ -38,11 +39,17 @@ class Method:
     reference: str
     planner: Planner
     deterministic: bool = True
-    emulated: bool = True
     requires_cc: tuple[int, int] = (8, 0)
     kind: str = "sum"
     runner: Optional[Callable] = None
 
+
+    @property
+    def emulated(self) -> bool:
+        """True when tcreduce.emulate has this method's twin (tcreduce/emulate/<method>.py)."""
+        from .emulate.api import emulated_methods
+
+        return self.kind == "sum" and self.name in emulated_methods()
 
     def check_dtype(self, in_dtype: str) -> None:
         """Raise :class:`UnsupportedDtype` (a TypeError) naming the methods that take ``in_dtype``."""

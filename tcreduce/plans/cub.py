@@ -24,7 +24,7 @@ What CuPy launches (CuPy 13/14 sources: ``cupy/_core/_routines_math.pyx`` ``_nda
 Determinism: every path above uses a fixed tree (``cub::BlockReduce``, DeviceReduce's default run-to-run
 deterministic policy, two-pass reductions without atomics), so repeated calls on the same GPU with the same input
 give identical bits. The order of additions is CUB's and CuPy's, not modelled by :mod:`tcreduce.emulate`
-(``emulated=False``). The accelerator settings are process-wide in CuPy; :func:`run_cub` restores the previous ones
+(not emulated). The accelerator settings are process-wide in CuPy; :func:`run_cub` restores the previous ones
 after the call, so a concurrent ``cupy.sum`` in another thread may see them switched during the call.
 
 The fp32 result is cast once to the requested output dtype (float16: one rounding; float64: exact widening).
@@ -76,6 +76,5 @@ register(Method(
     reference="CUB DeviceReduce / DeviceSegmentedReduce through cupy.sum with CuPy's CUB accelerator",
     planner=plan_cub,
     deterministic=True,
-    emulated=False,
     runner=run_cub,
 ))

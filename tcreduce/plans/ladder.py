@@ -14,7 +14,7 @@ to fp32 on load), accumulate in fp32 with round-to-nearest additions and write t
 - The two atomic rungs (``ladder_atomic``, ``ladder_atomic_per_block``) zero an fp32 accumulator in a launch of their
   own and are NOT deterministic: the order in which the atomics land is the point of those rungs.
 - Every other rung is deterministic; its kernel comment pins the order of additions, precisely enough for an emulator
-  twin (none is written yet, so every rung says ``emulated=False``).
+  twin (none is written yet: ``Method.emulated`` is False for every rung).
 
 Every plan's params carry ``chain``: an upper bound on the number of fp32 additions on the path from any input element
 to the result (the depth of the summation tree, counting additions of exact zeros), so that
@@ -389,4 +389,4 @@ LADDER: tuple[str, ...] = tuple(r[0] for r in _RUNGS)
 
 for _name, _ref, _desc, _planner, _det, _cc in _RUNGS:
     register(Method(name=_name, description=_desc, dtypes=_DTYPES, reference=_ref, planner=_planner,
-                    deterministic=_det, emulated=False, requires_cc=_cc, kind="sum"))
+                    deterministic=_det, requires_cc=_cc, kind="sum"))

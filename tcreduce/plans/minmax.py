@@ -137,9 +137,9 @@ register(Method(name="shuffle", kind="max", dtypes=("float32", "float16"), plann
                 reference=_REFERENCE.format(init="-inf", k="max"),
                 description="Maximum with 16-byte vector loads (float4 / 8 halves) and warp shuffles; NaN "
                             "propagates, +0.0 > -0.0; exact, so deterministic; Flat, Rows and Cols problems.",
-                deterministic=True, emulated=False))
+                deterministic=True))
 register(Method(name="shuffle", kind="min", dtypes=("float32", "float16"), planner=_planner("min"),
                 reference=_REFERENCE.format(init="+inf", k="min"),
                 description="Minimum with 16-byte vector loads (float4 / 8 halves) and warp shuffles; NaN "
                             "propagates, -0.0 < +0.0; exact, so deterministic; Flat, Rows and Cols problems.",
-                deterministic=True, emulated=False))
+                deterministic=True))

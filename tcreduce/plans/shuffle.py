@@ -257,5 +257,4 @@ register(Method(
               "deterministic two-level combination",
     planner=plan_shuffle,
     deterministic=True,
-    emulated=True,
 ))
