@@ -14,7 +14,7 @@ rounding the sum toward zero, so it is not an IEEE addition: its relative error 
 its terms is below u_mma = 17 * 2^-(23+e) + 2^-23 (1 + 17 * 2^-(23+e)) (e extra alignment bits: 2 on H100/H200; at
 least 2^-23 per step, the round-toward-zero unit). Errors of one sign do not cancel (truncation of same-sign data), so
 the bound is the worst case ``((1 + u_mma)^d_mma (1 + 2^-24)^d_rn - 1) * sum|x|`` per output
-(:func:`tcreduce.bounds.error_bound_factor` with :func:`tcreduce.plans.wmma.wmma_depth`), plus the rounding to a
+(:func:`tcreduce.bounds.error_bound_factor` with the wmma structure of :mod:`tcreduce.bounds`), plus the rounding to a
 float16 output (2^-11 relative) and the reference's own error.
 """
 
@@ -166,14 +166,16 @@ def test_block_split_fills_the_gpu():
 def test_depth():
     from tcreduce.bounds import STRUCTURES
 
-    assert "wmma" in STRUCTURES  # the bound of tcreduce.bounds follows this plan's structure
-    d = W.wmma_depth(W.plan_wmma(Rows(1 << 20, 100, 100), "float16", "float32", H100))
-    assert (d.mma, d.rn) == (7, 0)
-    d = W.wmma_depth(W.plan_wmma(Rows(1 << 16, 4000, 4000), "float16", "float32", H100))
-    assert (d.mma, d.rn) == (16 + 3, 1)
-    d = W.wmma_depth(W.plan_wmma(Flat(1 << 28), "float16", "float32", H100))
+    depth = STRUCTURES["wmma"]  # the bound of tcreduce.bounds follows this plan's structure
+    d = depth(W.plan_wmma(Rows(1 << 20, 100, 100), "float16", "float32", H100))
+    assert (d.mma, d.rn) == (7, 0)  # r16n: a chain of ceil(100 / 16) products
+    d = depth(W.plan_wmma(Rows(1 << 16, 4000, 4000), "float16", "float32", H100))
+    assert (d.mma, d.rn) == (16 + 3, 1)  # r256n: 16 tiles, then the hand-off (3 products, 1 RN step)
+    d = depth(W.plan_wmma(Flat(1 << 28), "float16", "float32", H100))
     splits = (1 << 20) // (8 * W.BLOCK_CHAIN)
-    assert (d.mma, d.rn) == (W.BLOCK_CHAIN + 6, 2 + splits // 256 + 10)
+    # block: the warp chain and two hand-offs; the splits: serial ceil(splits / 256) - 1 (the first add to 0 is
+    # exact), warp_fold (5) and block_combine (log2 8 = 3)
+    assert (d.mma, d.rn) == (W.BLOCK_CHAIN + 6, 2 + (splits // 256 - 1) + 5 + 3)
 
 
 # ------------------------------------------------------------------------------------- CPU: the hand-off arithmetic

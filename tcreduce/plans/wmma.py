@@ -33,11 +33,11 @@ uses 16-byte loads. Every tail (k or n not a multiple of 16/256) is masked with 
 from __future__ import annotations
 
 from .._layout import Cols, Flat, Problem, Rows
-from .._plan import Arg, Buf, DeviceSpec, KernelLaunch, Plan, param_dict
+from .._plan import Arg, Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, UnsupportedDtype, register
 from ._common import cdiv, ctype, is_aligned
 
-__all__ = ["plan_wmma", "choose_variant", "block_split", "kernel_names", "wmma_depth", "VARIANTS", "CHAIN",
+__all__ = ["plan_wmma", "choose_variant", "block_split", "kernel_names", "VARIANTS", "CHAIN",
            "BLOCK_CHAIN", "TILE"]
 
 SOURCE = "wmma.cu"
@@ -175,38 +175,6 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
         return Plan(**common, launches=(transpose, *launches), workspace_floats=ws_off + ws, counters=counters,
                     params=tuple(sorted(params.items())))
     raise TypeError(f"wmma: unknown problem {problem!r}")
-
-
-def wmma_depth(plan: Plan):
-    """The longest path of any input value to its output (:class:`tcreduce.bounds.Depth`): tensor-core products
-    it rides through, and fp32 round-to-nearest operations. r16n: its chain. r256n: its chain, then the hand-off
-    (3 products; its split, exact to 2^-39 of the row's largest value, is counted as one RN step). block: the warp's
-    chain, two hand-offs, and (splits > 1) tcr::combine_partials: ceil(splits / 256) serial additions plus the block
-    fold (5 + 5 levels)."""
-    from ..bounds import Depth
-
-    p = param_dict(plan)
-    chain = max(1, p["chain"])
-    if p["variant"] == "r16n":
-        return Depth(chain, 0)
-    if p["variant"] == "r256n":
-        return Depth(chain + 3, 1)
-    rn = 2
-    if p["splits"] > 1:
-        rn += cdiv(p["splits"], p["block"]) + 10
-    return Depth(chain + 6, rn)
-
-
-def _register_bound() -> None:
-    """Give tcreduce.bounds this plan's structure (it falls back to a loose order-free bound without one)."""
-    try:
-        from ..bounds import STRUCTURES
-    except ImportError:  # pragma: no cover - bounds is optional for planning
-        return
-    STRUCTURES.setdefault("wmma", wmma_depth)
-
-
-_register_bound()
 
 register(Method(
     name="wmma",
