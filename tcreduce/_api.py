@@ -6,7 +6,6 @@ method for a launch plan (cached) and launches it on CuPy's current stream witho
 
 from __future__ import annotations
 
-import builtins
 import functools
 import math
 from dataclasses import dataclass
@@ -239,5 +238,3 @@ def mean(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = Fals
         return out
     return back(res)
 
-
-_ = builtins  # the module shadows sum/max/min on purpose; builtins stays reachable for helpers
