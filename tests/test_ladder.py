@@ -71,7 +71,7 @@ def test_every_rung_is_registered_with_its_seed_reference():
         assert SEED_STEP[name] in m.reference, (name, m.reference)
         assert set(m.dtypes) == {"float32", "float16"}
         assert m.deterministic == (name not in ATOMIC), name
-        assert not m.emulated, name  # no emulator twin yet (the deterministic kernels pin their order for one)
+        assert m.emulated == (name not in ATOMIC), name  # tcreduce/emulate/ladder.py: the deterministic rungs
         assert m.requires_cc == ((9, 0) if name == "ladder_cluster" else (8, 0))
         assert m.description.startswith("Rung "), name
 

@@ -30,7 +30,11 @@ def _register_defaults() -> None:
 
     EMULATORS["tensorcore"] = emulate_tensorcore
     EMULATORS["tensorcore_chained"] = emulate_tensorcore
-    for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",))):
+    ladder_rungs = ("ladder_interleaved_divergent", "ladder_interleaved", "ladder_sequential", "ladder_first_add",
+                    "ladder_unroll_last_warp", "ladder_unroll_complete", "ladder_multi_element",
+                    "ladder_warp_shuffle", "ladder_float4", "ladder_last_block", "ladder_grid_sync", "ladder_cluster")
+    # ladder: the deterministic rungs only (ladder_atomic and ladder_atomic_per_block add in the atomics' order)
+    for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",)), ("ladder", ladder_rungs)):
         try:
             mod = __import__(f"tcreduce.emulate.{module}", fromlist=["emulate"])
         except ModuleNotFoundError as e:

@@ -13,8 +13,8 @@ to fp32 on load), accumulate in fp32 with round-to-nearest additions and write t
   the plan lists every launch, the partials ping-pong between two regions of the workspace (``Buf("ws", offset)``).
 - The two atomic rungs (``ladder_atomic``, ``ladder_atomic_per_block``) zero an fp32 accumulator in a launch of their
   own and are NOT deterministic: the order in which the atomics land is the point of those rungs.
-- Every other rung is deterministic; its kernel comment pins the order of additions, precisely enough for an emulator
-  twin (none is written yet: ``Method.emulated`` is False for every rung).
+- Every other rung is deterministic; its kernel comment pins the order of additions, and its emulator twin
+  (tcreduce/emulate/ladder.py) replays it.
 
 Every plan's params carry ``chain``: an upper bound on the number of fp32 additions on the path from any input element
 to the result (the depth of the summation tree, counting additions of exact zeros), so that
