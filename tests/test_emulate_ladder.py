@@ -20,7 +20,7 @@ import pytest
 import tcreduce.emulate as em
 from tcreduce import registry
 from tcreduce._device import KNOWN_GPUS
-from tcreduce._layout import Flat, host_layout, host_problem_data
+from tcreduce._layout import host_layout, host_problem_data
 from tcreduce._plan import Buf, DeviceSpec
 from tcreduce.bounds import error_bound
 from tcreduce.emulate import ladder as EL
