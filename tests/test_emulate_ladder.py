@@ -64,6 +64,16 @@ def block_fold(v, B):
     return warp_fold(lanes)[0]
 
 
+def sequential_tree(sdata, down_to=0):
+    """Sequential addressing in shared memory (reduce2 onwards): for s = B/2, B/4, ... while s > down_to:
+    sdata[t] += sdata[t + s] for t < s (in place, fp32)."""
+    s = len(sdata) // 2
+    while s > down_to:
+        for tid in range(s):
+            sdata[tid] = f32(sdata[tid] + sdata[tid + s])
+        s //= 2
+
+
 def warp_tree_smem(s, BLOCK):
     """lad::warp_tree_smem<BLOCK> by threads 0..31: v = s[tid]; per offset: all read s[tid + off], __syncwarp, all
     write s[tid] = v, __syncwarp."""
@@ -152,11 +162,7 @@ def literal_launch(kernel, x, n, align, G, B):
                             sdata[index] = f32(sdata[index] + sdata[index + s])
                     s *= 2
             else:
-                s = B // 2
-                while s > 0:
-                    for tid in range(s):
-                        sdata[tid] = f32(sdata[tid] + sdata[tid + s])
-                    s //= 2
+                sequential_tree(sdata, down_to=0)
             out.append(sdata[0])
         return out
     if name in ("ladder_reduce3", "ladder_reduce4"):
@@ -169,18 +175,10 @@ def literal_launch(kernel, x, n, align, G, B):
                     v = f32(v + x[i + B])
                 sdata.append(v)
             if name == "ladder_reduce3":
-                s = B // 2
-                while s > 0:
-                    for tid in range(s):
-                        sdata[tid] = f32(sdata[tid] + sdata[tid + s])
-                    s //= 2
+                sequential_tree(sdata, down_to=0)
                 out.append(sdata[0])
             else:
-                s = B // 2
-                while s > 32:
-                    for tid in range(s):
-                        sdata[tid] = f32(sdata[tid] + sdata[tid + s])
-                    s //= 2
+                sequential_tree(sdata, down_to=32)
                 out.append(warp_tree_smem(sdata, 64))
         return out
     if name == "ladder_reduce5":
