@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ._layout import Flat, Rows, host_layout
-from ._plan import Plan, param_dict
+from ._plan import DeviceSpec, Plan, param_dict
 from .plans._common import cdiv as _cdiv
 from .plans._common import ceil_log2 as _log2
 
@@ -37,7 +37,6 @@ __all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth",
            "mma_unit_roundoff"]
 
 U_RN = 2.0 ** -24
-EXTRA_BITS = {"H100": 2, "H200": 2, "A100": 1, "V100": 0}
 OUT_ROUNDING = {"float16": 2.0 ** -11, "float32": 0.0, "float64": 0.0}
 
 
@@ -50,14 +49,24 @@ class Depth:
     rn: int
 
 
-def mma_unit_roundoff(gpu: str) -> float:
-    e = EXTRA_BITS.get(gpu.upper(), 0)
+def _model_or_none(gpu: str | DeviceSpec):
+    """The tensor-core model of ``gpu`` (a name such as "H100" or "NVIDIA H200", or a DeviceSpec), None if unknown."""
+    from ._device import named_device
+    from .emulate.mma_model import get_model
+
+    try:
+        return get_model(named_device(gpu).name)
+    except ValueError:
+        return None
+
+
+def mma_unit_roundoff(gpu: str | DeviceSpec) -> float:
+    """Relative error of one fused block of the tensor-core model of ``gpu`` (F = 23 + extra fraction bits of
+    truncated alignment, then one round toward zero); a GPU without a model gets the most pessimistic (0 extra)."""
+    model = _model_or_none(gpu)
+    e = model.extra_bits if model is not None else 0
     t = 17 * 2.0 ** -(23 + e)
     return t + 2.0 ** -23 * (1 + t)
-
-
-
-
 
 
 def _tensorcore_depth(plan: Plan) -> Depth:
@@ -88,16 +97,11 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     return Depth(d_mma * _mma_blocks(plan.device.name), _cdiv(per_warp, d_mma) + warps + p["splits"])
 
 
-def _mma_blocks(device_name: str) -> int:
+def _mma_blocks(device: str | DeviceSpec) -> int:
     """Fused blocks per m16n8k16 MMA on a GPU: 16 / products per block (H100/H200 1, A100 2, V100 4); 4 (the most)
     for a GPU without a model."""
-    from ._device import named_device
-    from .emulate.mma_model import get_model
-
-    try:
-        return 16 // get_model(named_device(device_name).name).block
-    except ValueError:
-        return 4
+    model = _model_or_none(device)
+    return 16 // model.block if model is not None else 4
 
 
 def _wmma_depth(plan: Plan) -> Depth:
@@ -162,9 +166,10 @@ def library_bound_factor(n: int) -> float:
     return k / (1 - k) if k < 1 else math.inf
 
 
-def error_bound_factor(plan: Plan, gpu: str = "H100") -> float:
-    """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding)."""
-    u_mma = mma_unit_roundoff(gpu)
+def error_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
+    """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding), with the
+    tensor-core model of ``gpu`` (default: the GPU the plan was made for)."""
+    u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
     fn = STRUCTURES.get(plan.method)
     if fn is None:
         n = plan.problem.length

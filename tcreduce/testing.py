@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean"]
+__all__ = ["random_input", "adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
+           "assert_compiles_clean"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -20,6 +21,55 @@ def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: 
     if x.size and not np.any(x):
         x.flat[0] = 1
     return x
+
+
+# An fp16 value just below half an fp32 ulp of 1024 (2^-14 - 2^-24, a subnormal): added to a running fp32 sum of
+# 1024 or more it rounds away entirely, the worst loss one round-to-nearest addition can inflict on it.
+_BELOW_HALF_ULP_OF_1024 = np.float16(2.0 ** -14 - 2.0 ** -24)
+# Just below 2^-13: a tensor-core block aligned to 1024 truncates it (the worst case of the fused-block model).
+_BELOW_2_POW_M13 = np.float16(2.0 ** -13 * (1 - 2.0 ** -11))
+
+
+def _big_among_small(n: int, small: np.float16, big_at: slice) -> np.ndarray:
+    x = np.full(n, small, np.float16)
+    x[big_at] = 1024
+    return x
+
+
+def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Same-sign fp16 inputs of length ``n`` built to make a reduction lose as much as it can, by name.
+
+    No single input is worst for every order of additions, so this is a family; take the worst error over it.
+
+    - ``big_first_1/2^j``: the first ``n >> j`` elements are 1024, the rest just below half an fp32 ulp of 1024.
+      When ``n >> j`` is the grid stride of a method (or the size of a tree's subtree), every thread's sequential
+      chain (every subtree) starts with 1024 and then rounds away each small element it adds: a chain of k
+      additions loses about k·u of its sum, which is what the a-priori bound charges.
+    - ``big_every_s``: 1024 at every s-th element, the same small values between.
+    - ``big_then_trunc``, ``big_every_256_trunc``: 1024 then values just below 2^-13, which a tensor-core block
+      aligned to 1024 truncates away, and which a round-to-nearest addition to 1024 rounds to 2^-13.
+    - ``high_mantissa``: values in [1.93, 2), mantissas near all ones; ``odd_small``: 1/16 plus a random
+      multiple of 2^-14 (11 significant bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1).
+    """
+    out = {f"big_first_1/{1 << j}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(0, max(1, n >> j)))
+           for j in (3, 7, 11, 13, 15, 17)}
+    out.update({f"big_every_{s}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(None, None, s))
+                for s in (32, 4096)})
+    out["big_then_trunc"] = _big_among_small(n, _BELOW_2_POW_M13, slice(0, 1))
+    out["big_every_256_trunc"] = _big_among_small(n, _BELOW_2_POW_M13, slice(None, None, 256))
+    out["high_mantissa"] = (1 + (1023 - rng.integers(0, 64, n)) / 1024).astype(np.float16)
+    out["odd_small"] = (rng.integers(1, 1024, n) * 2.0 ** -14 + 2.0 ** -4).astype(np.float16)
+    out["uniform_positive"] = rng.uniform(0.5, 1, n).astype(np.float16)
+    return out
+
+
+def mixed_sign_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Mixed-sign fp16 inputs of length ``n`` by name: ``cancellation`` (N(0, 100^2): the sum is far smaller than
+    sum|x|) and ``wide_range`` (signed lognormal, sigma 3, clipped to +-60000: terms across the fp16 range)."""
+    return {
+        "cancellation": (rng.standard_normal(n) * 100).astype(np.float16),
+        "wide_range": (rng.lognormal(0, 3, n) * rng.choice([-1, 1], n)).clip(-6e4, 6e4).astype(np.float16),
+    }
 
 
 def poisoned(shape: tuple[int, ...], dtype: str):
