@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tcreduce
 from tcreduce import registry
 from tcreduce._device import KNOWN_GPUS
 from tcreduce._layout import Flat
@@ -28,6 +29,8 @@ def test_registered_and_not_emulated():
     assert m.emulated is False and m.deterministic is True
     assert m.runner is not None
     assert "CUB" in m.reference and "cupy.sum" in m.reference
+    with pytest.raises(ValueError, match="no emulator .it delegates to a library"):
+        tcreduce.emulate.sum(np.ones(10, np.float16), method="cub")
 
 
 def test_listed_by_methods():

@@ -70,7 +70,13 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, 
 
         method = choose_method("sum", x, call.axes, call.in_dtype, device)
     if method not in EMULATORS:
-        raise ValueError(f"method {method!r} has no emulator; emulated methods: {', '.join(emulated_methods())}")
+        from ..registry import get
+
+        m = get(method)
+        why = (" (not deterministic: the order of its additions changes run to run)" if not m.deterministic else
+               " (it delegates to a library whose order of additions is the library's)" if m.runner else "")
+        raise ValueError(f"method {method!r} has no emulator{why}; emulated methods: "
+                         f"{', '.join(emulated_methods())}")
     if math.prod(x.shape[i] for i in call.axes) == 0 or math.prod(call.out_shape) == 0:
         res = np.zeros(call.out_shape, np.float32)
     else:
