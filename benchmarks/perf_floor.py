@@ -16,7 +16,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -55,11 +54,9 @@ def metadata() -> dict:
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent).stdout.strip()
-    except OSError:
-        commit = "unknown"
+    from experiments.common import git_info
+
+    commit = git_info()["commit"] or "unknown"
     meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],
                 driver=cupy.cuda.runtime.driverGetVersion(), runtime=cupy.cuda.runtime.runtimeGetVersion(),
                 cupy=cupy.__version__, numpy=np.__version__, python=platform.python_version(), commit=commit,

@@ -131,6 +131,9 @@ def device_info() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def git_info() -> dict[str, Any]:
+    """The commit the results come from: ``$TCREDUCE_COMMIT`` when the caller names it (a copy of the tree without
+    its own .git, e.g. on a lent GPU machine), else this checkout's HEAD and whether tracked files differ from it;
+    commit None when neither is known (a copy nested inside some other repository does not count)."""
     def git(*args: str) -> Optional[str]:
         try:
             r = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=20)
@@ -138,13 +141,13 @@ def git_info() -> dict[str, Any]:
         except Exception:
             return None
 
-    commit = git("rev-parse", "HEAD")
+    if os.environ.get("TCREDUCE_COMMIT"):
+        return {"commit": os.environ["TCREDUCE_COMMIT"], "dirty": None, "from": "TCREDUCE_COMMIT"}
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != REPO.resolve():
+        return {"commit": None, "dirty": None}
     status = git("status", "--porcelain", "--untracked-files=no")
-    info = {"commit": commit, "dirty": bool(status) if status is not None else None}
-    if commit is None and os.environ.get("EXPERIMENTS_COMMIT"):
-        # a copy of the tree without .git (a lent GPU machine): the caller names the commit it sent
-        info = {"commit": os.environ["EXPERIMENTS_COMMIT"], "dirty": None, "from": "EXPERIMENTS_COMMIT"}
-    return info
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
 
 
 def _version(module: str) -> Optional[str]:
