@@ -2,7 +2,7 @@
 in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far
 larger than L2 (512 MiB and more).
 
-    python benchmarks/perf_floor.py [--out DIR] [--reps 30]
+    python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
 
 Prints a table (GB/s counts the input bytes read once; "ceiling" is a device-to-device copy measured in the same
 run, bytes read + written) and writes perf_floor.csv with a metadata header.
@@ -75,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all), e.g. rows1024,rows4096")
     args = ap.parse_args()
 
     import cupy
@@ -114,8 +115,12 @@ def main() -> None:
         ("rows16", "float16", (1 << 24, 16), -1),
         ("cols16", "float16", (16, 1 << 24), 0),
         ("rows256", "float16", (1 << 20, 256), -1),
+        ("rows1024", "float16", (1 << 18, 1024), -1),
         ("rows4096", "float16", (1 << 16, 4096), -1),
+        ("rows2^20", "float16", (256, 1 << 20), -1),
     ]
+    if args.cases:
+        cases = [c for c in cases if c[0] in args.cases.split(",")]
     for case, dtype, shape, axis in cases:
         x = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(dtype)
         nbytes = x.nbytes

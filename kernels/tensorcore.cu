@@ -246,6 +246,90 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
     }
 }
 
+// -------------------------------------------------------------------------------------------------- tc_rows_stream
+// Last-axis sums of long rows (Rows problem with every row start 16-byte aligned; the plan uses it for k >= 1024):
+// a warp streams one row the way tc_flat streams the whole array, instead of tc_rows' 16 rows per warp. The columns
+// [c_begin, c_end) of a split are cut into chunks of 256 halves; in chunk c lane l loads halves
+// c_begin + 256c + 8l .. +7 (zero past c_end, so masked elements add +0) as its A fragment, tc_flat's mapping: mma
+// row g sums halves 0, 1, 4, 5 of lanes 4g..4g+3 and row g + 8 their halves 2, 3, 6, 7, one fused block each, so
+// one mma adds 256 values of one row. Work split as tc_rows with a row for a row tile: rows go to groups of WPT warps
+// (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), columns to `splits` ranges of whole chunks
+// (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks in flight per step.
+// Order: per warp the flush rule; lane value = acc_lo + acc_hi; warp_fold_rows; per row the group's warps are added
+// in q order from 0.0f (one warp: its value); with splits > 1 the split values go to ws[row * splits + s] and the
+// last block of the row adds them in s order from 0.0f.
+template <int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+               unsigned* counters, i64 splits) {
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 256;
+    static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
+    __shared__ float red[WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int group = warp / WPT, q = warp % WPT;
+    const i64 nchunks_all = (k + CHUNK - 1) / CHUNK;
+    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
+    const i64 split = blockIdx.y;
+    const i64 c_begin = split * chunks_per_split * CHUNK;
+    const i64 c_end = min(k, c_begin + chunks_per_split * CHUNK);
+    const i64 nchunks = c_end > c_begin ? (c_end - c_begin + CHUNK - 1) / CHUNK : 0;
+
+    // block-uniform row loop (the group combination synchronises the block)
+    for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
+        const i64 row = row_base + group;
+        RowAccumulator<CHAIN> acc;
+        if (row < m) {  // warp-uniform
+            const __half* __restrict__ xr = x + row * ld;
+            for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
+                uint4 v[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + 8 * lane;
+                    if (col + 8 <= c_end) {
+                        v[u] = load16<2>(reinterpret_cast<const uint4*>(xr + col));
+                    } else {
+                        __half h[8];
+#pragma unroll
+                        for (int e = 0; e < 8; ++e) h[e] = col + e < c_end ? xr[col + e] : zero_half();
+                        v[u] = make_uint4(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]),
+                                          pack_half2(h[6], h[7]));
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
+                    acc.mma(v[u].x, v[u].y, v[u].z, v[u].w);
+                }
+            }
+        }
+        acc.finish();
+        const float warp_total = warp_fold_rows(acc.lo + acc.hi);
+        float row_total = warp_total;
+        if (WPT > 1) {
+            __syncthreads();
+            if (lane == 0) red[warp] = warp_total;
+            __syncthreads();
+            row_total = 0.0f;
+#pragma unroll
+            for (int w = 0; w < WPT; ++w) row_total += red[group * WPT + w];
+        }
+        const bool writer = q == 0 && lane == 0 && row < m;
+        if (splits == 1) {
+            if (writer) out[row] = from_float<OutT>(row_total);
+            continue;
+        }
+        // splits > 1: the plan makes WPT = WARPS (one row per block), so arrive_last is block-uniform
+        if (writer) ws[row * splits + split] = row_total;
+        if (arrive_last(counters + row, (unsigned)splits)) {
+            if (threadIdx.x == 0) {
+                float s = 0.0f;
+                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + row * splits + j);
+                out[row] = from_float<OutT>(s);
+            }
+        }
+    }
+}
+
 // -------------------------------------------------------------------------------------------------- tc_cols
 // Sums over a non-last axis (Cols problem: element (i, j, l) at i*sa + j*sr + l; out[i*b + l] = sum_j). The ones are
 // the A operand and the data the B operand (column sums): facts.md, "the same trick along the other axis". A warp

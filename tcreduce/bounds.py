@@ -90,7 +90,12 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         combine = _log2(p["block"] // 32)
         d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
         return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
-    if isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
+    fold = 0
+    if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: chunks of 256 columns, one mma each
+        warps = p["wpt"]
+        per_warp = _cdiv(_cdiv(_cdiv(prob.k, 256), p["splits"]), warps)
+        fold = 1 + 3  # lo + hi, warp_fold_rows
+    elif isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]
         per_warp = _cdiv(_cdiv(_cdiv(prob.k, 4 * p["vec"]), p["splits"]), warps) * (2 if p["vec"] == 8 else 1)
     else:  # Cols: chunks of 16 rows, one mma per column group
@@ -98,8 +103,8 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         per_warp = _cdiv(_cdiv(_cdiv(prob.r, 16), p["splits"]), warps)
     per_warp = max(per_warp, 1)
     d_mma = min(chain, per_warp)
-    # the warp's flush chain, the group's warps added in order, the splits added in order
-    return Depth(d_mma * _mma_blocks(plan.device.name), _cdiv(per_warp, d_mma) + warps + p["splits"])
+    # the warp's flush chain, (stream: its fold), the group's warps added in order, the splits added in order
+    return Depth(d_mma * _mma_blocks(plan.device.name), _cdiv(per_warp, d_mma) + fold + warps + p["splits"])
 
 
 def _mma_blocks(device: str | DeviceSpec) -> int:

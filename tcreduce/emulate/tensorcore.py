@@ -8,6 +8,8 @@ about 1 s per 2^24 elements on one core), plus a Python loop over the per-warp m
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .._layout import Cols, Flat, Rows
@@ -92,12 +94,15 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     return block_fold(partial).reshape(1)
 
 
-def _segments(values: np.ndarray, chunk: int, mma_columns: list[np.ndarray], splits: int, warps: int,
-              chain_len: int, model: str) -> np.ndarray:
-    """Shared by tc_rows and tc_cols: ``values`` [S, L] float16 segments (rows, or columns), cut into chunks of
-    ``chunk`` values; each chunk makes ``len(mma_columns)`` mmas per segment (the 16 positions in the chunk each mma
-    sums); chunk ranges per split; warp q of ``warps`` takes chunks q, q + warps, ...; per split the warps' sums are
-    added in q order from 0 (one warp: its sum), then the splits in order from 0 (one split: its value)."""
+def _segments(values: np.ndarray, chunk: int, mma_rows: Callable[[np.ndarray], list[np.ndarray]], accumulators: int,
+              warp_value: Callable[[np.ndarray], np.ndarray], splits: int, warps: int, chain_len: int,
+              model: str) -> np.ndarray:
+    """Shared by tc_rows, tc_rows_stream and tc_cols: ``values`` [S, L] float16 segments (rows, or columns), cut into
+    chunks of ``chunk`` values; ``mma_rows`` maps chunks [..., chunk] to the mmas each makes, in order, as their mma
+    rows [..., accumulators, 16] (one flush-rule accumulator per mma row a warp keeps for the segment);
+    ``warp_value`` maps the finished accumulators [..., accumulators] to the warp's value. Chunk ranges per split;
+    warp q of ``warps`` takes chunks q, q + warps, ...; per split the warps' values are added in q order from 0 (one
+    warp: its value), then the splits in order from 0 (one split: its value)."""
     s_count, length = values.shape
     nchunks = -(-length // chunk)
     per_split = -(-nchunks // splits)
@@ -109,36 +114,41 @@ def _segments(values: np.ndarray, chunk: int, mma_columns: list[np.ndarray], spl
     valid_chunk = np.arange(splits * per_split) < nchunks  # chunks past the end do not run (empty split tails)
     grid = grid.reshape(s_count, splits, per_split, chunk)
     valid_chunk = valid_chunk.reshape(splits, per_split)
-    chain = _Chain((s_count, splits, warps), chain_len, model)
+    chain = _Chain((s_count, splits, warps, accumulators), chain_len, model)
     for i in range(per_warp):
         pos = np.arange(warps) + i * warps  # chunk position in the split, per warp
         ok = pos < per_split
         posc = np.minimum(pos, per_split - 1)
         block = grid[:, :, posc, :]  # [S, splits, warps, chunk]
-        active = (ok[None, :] & valid_chunk[:, posc])[None]  # [1, splits, warps]
-        for cols in mma_columns:
-            chain.mma(block[..., cols], active)
-    acc = chain.finish()  # [S, splits, warps]
-    group = acc[..., 0] if warps == 1 else serial_sum(acc, None)
+        active = (ok[None, :] & valid_chunk[:, posc])[None, :, :, None]  # [1, splits, warps, 1]
+        for rows in mma_rows(block):
+            chain.mma(rows, active)
+    value = warp_value(chain.finish())  # [S, splits, warps]
+    group = value[..., 0] if warps == 1 else serial_sum(value, None)
     return group[:, 0] if splits == 1 else serial_sum(group, None)
 
 
 def _rows(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     p = param_dict(plan)
+    if p.get("stream"):  # tc_rows_stream: a 256-column chunk is one mma as in tc_flat, 16 accumulators, then folded
+        return _segments(np.asarray(data), 256, lambda b: [_fragment_rows(b.reshape(b.shape[:-1] + (32, 8)))], 16,
+                         lambda acc: fold(acc[..., :8] + acc[..., 8:]), p["splits"], p["wpt"], p["chain"], model)
     vec = p["vec"]
     if vec == 4:
         columns = [np.arange(16)]
     else:  # two mmas per 32-column chunk: columns 8t + {0..3}, then 8t + {4..7}, t = 0..3
         t = np.arange(4)[:, None] * 8
         columns = [(t + np.arange(4)).reshape(-1), (t + 4 + np.arange(4)).reshape(-1)]
-    return _segments(np.asarray(data), 4 * vec, columns, p["splits"], p["wpt"], p["chain"], model)
+    return _segments(np.asarray(data), 4 * vec, lambda b: [b[..., None, cols] for cols in columns], 1,
+                     lambda acc: acc[..., 0], p["splits"], p["wpt"], p["chain"], model)
 
 
 def _cols(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     p = param_dict(plan)
     a, r, b = data.shape
     segs = np.ascontiguousarray(np.transpose(data, (0, 2, 1))).reshape(a * b, r)
-    return _segments(segs, 16, [np.arange(16)], p["splits"], p["wps"], p["chain"], model)
+    return _segments(segs, 16, lambda blk: [blk[..., None, :]], 1, lambda acc: acc[..., 0], p["splits"], p["wps"],
+                     p["chain"], model)
 
 
 def emulate_tensorcore(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:

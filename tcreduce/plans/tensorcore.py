@@ -1,10 +1,11 @@
 """Method "tensorcore" (and "tensorcore_chained"): fp16 sums on tensor cores with mma.sync.m16n8k16 against an
-all-ones operand, fp32 accumulation. Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_cols, whose comments
-pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
+all-ones operand, fp32 accumulation. Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows_stream, tc_cols,
+whose comments pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
-warps and, for few long rows, across blocks (the last block of a tile combines). Other axes: the ones as the A operand
+warps and, for few long rows, across blocks (the last block of a tile combines); rows of at least STREAM_MIN_K
+aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes: the ones as the A operand
 and the data as B (column sums, movmatrix transposes in registers), split the same way.
 """
 
@@ -23,6 +24,9 @@ BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 12
 FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
+STREAM_MIN_K = 1024  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
+STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream
+STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -43,6 +47,17 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
                     params=tuple(sorted(params.items())))
+    if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * 2,), 16):
+        work = split_work(problem.m, cdiv(problem.k, 256), BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+        name = (f"tc_rows_stream<{BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
+                f"{STREAM_BLOCKS_PER_SM}>")
+        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
+                              (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
+                               work.splits))
+        params = dict(block=BLOCK, stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
+                      splits=work.splits, grid=work.grid_x)
+        return Plan(**common, launches=(launch,), workspace_floats=problem.m * work.splits if work.splits > 1 else 0,
+                    counters=problem.m if work.splits > 1 else 0, params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
         aligned = is_aligned(problem.align, (problem.ld * 2,), 2 * vec)
