@@ -258,7 +258,9 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
 // Order: per warp the flush rule; lane value = acc_lo + acc_hi; warp_fold_rows; per row the group's warps are added
 // in q order from 0.0f (one warp: its value); with splits > 1 the split values go to ws[row * splits + s] and the
 // last block of the row adds them in s order from 0.0f.
-template <int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB>
+// CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
+// CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
+template <int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
@@ -273,7 +275,42 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
     const i64 c_begin = split * chunks_per_split * CHUNK;
     const i64 c_end = min(k, c_begin + chunks_per_split * CHUNK);
     const i64 nchunks = c_end > c_begin ? (c_end - c_begin + CHUNK - 1) / CHUNK : 0;
+    // the 8 halves of a row at column col (zero past c_end) as one A fragment
+    auto load_piece = [&](const __half* __restrict__ xr, i64 col) -> uint4 {
+        if (col + 8 <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
+        __half h[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) h[e] = col + e < c_end ? xr[col + e] : zero_half();
+        return make_uint4(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]),
+                          pack_half2(h[6], h[7]));
+    };
 
+    if constexpr (CPR > 0) {
+        static_assert(WPT == 1 && RIF >= 1, "the short-row path has one warp per row");
+        const i64 step = (i64)gridDim.x * GROUPS;
+        for (i64 row0 = (i64)blockIdx.x * GROUPS + group; row0 < m; row0 += step * RIF) {
+            uint4 v[RIF][CPR];
+#pragma unroll
+            for (int u = 0; u < RIF; ++u) {
+                const i64 row = row0 + u * step;
+#pragma unroll
+                for (int c = 0; c < CPR; ++c)
+                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + 8 * lane)
+                                      : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < RIF; ++u) {
+                const i64 row = row0 + u * step;
+                if (row >= m) break;  // warp-uniform
+                RowAccumulator<CHAIN> acc;
+#pragma unroll
+                for (int c = 0; c < CPR; ++c) acc.mma(v[u][c].x, v[u][c].y, v[u][c].z, v[u][c].w);
+                acc.finish();
+                const float total = warp_fold_rows(acc.lo + acc.hi);
+                if (lane == 0) out[row] = from_float<OutT>(total);
+            }
+        }
+    } else {
     // block-uniform row loop (the group combination synchronises the block)
     for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
         const i64 row = row_base + group;
@@ -283,18 +320,8 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
                 uint4 v[UNROLL];
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + 8 * lane;
-                    if (col + 8 <= c_end) {
-                        v[u] = load16<2>(reinterpret_cast<const uint4*>(xr + col));
-                    } else {
-                        __half h[8];
-#pragma unroll
-                        for (int e = 0; e < 8; ++e) h[e] = col + e < c_end ? xr[col + e] : zero_half();
-                        v[u] = make_uint4(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]),
-                                          pack_half2(h[6], h[7]));
-                    }
-                }
+                for (int u = 0; u < UNROLL; ++u)
+                    v[u] = load_piece(xr, c_begin + (ch + (i64)u * WPT) * CHUNK + 8 * lane);
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
@@ -327,6 +354,7 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
                 out[row] = from_float<OutT>(s);
             }
         }
+    }
     }
 }
 

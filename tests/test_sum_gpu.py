@@ -30,8 +30,11 @@ CASES = [
     ((1, 1), -1, None), ((3, 15), -1, None), ((17, 16), -1, None), ((100, 17), 1, None), ((33, 255), -1, None),
     ((16, 257), -1, None), ((5, 1000), -1, None), ((65537, 16), -1, None), ((64, 4097), -1, None),
     ((3, (1 << 20) + 1), -1, None), ((4, 33, 64), -1, None),
-    # tensorcore's tc_rows_stream (rows of >= 1024 aligned columns): one warp, a group, splits, masked tails
+    # tensorcore's tc_rows_stream (rows of >= 256 aligned columns): one warp, a group, splits, masked tails, and
+    # rows of <= 4 chunks several at a time per warp
     ((300, 1032), -1, None), ((2000, 1025 + 7), -1, None), ((4, 1 << 18), -1, None),
+    ((5000, 256), -1, None), ((4500, 520), -1, None), ((100, 768), -1, None),
+    ((70, 1024), -1, lambda x: x[:, :700]),
     ((64, 2048), -1, lambda x: x[:, :1500]), ((3, 8, 4096), -1, lambda x: x[:, ::2]),
     ((16, 1000), 0, None), ((1000, 16), 0, None), ((257, 33), 0, None), ((5, 17, 40), 1, None),
     ((65537, 8), 0, None), ((16, 1 << 18), 0, None), ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
-from ._common import cdiv, ctype, full_grid, is_aligned, split_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -24,9 +24,10 @@ BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 12
 FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
-STREAM_MIN_K = 1024  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
-STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream
+STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
+STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
+STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -48,14 +49,21 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * 2,), 16):
-        work = split_work(problem.m, cdiv(problem.k, 256), BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+        chunks = cdiv(problem.k, 256)
+        work = split_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+        if work.splits > 1:  # few long rows, one per block: enough splits for several waves of blocks
+            waves = cdiv(STREAM_WAVES * device.sm_count * STREAM_BLOCKS_PER_SM, problem.m)
+            splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
+            work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+        cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
+        rif = max(1, 8 // cpr) if cpr else 1
         name = (f"tc_rows_stream<{BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
-                f"{STREAM_BLOCKS_PER_SM}>")
+                f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
         launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
                                work.splits))
         params = dict(block=BLOCK, stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
-                      splits=work.splits, grid=work.grid_x)
+                      splits=work.splits, grid=work.grid_x, chunks_per_row=cpr, rows_in_flight=rif)
         return Plan(**common, launches=(launch,), workspace_floats=problem.m * work.splits if work.splits > 1 else 0,
                     counters=problem.m if work.splits > 1 else 0, params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
