@@ -7,9 +7,12 @@ batched CUDA-event timing) and ``notes/performance.md``:
 |---|---|---|---|
 | fp16 | full sum, 2^28 | tensorcore 4281, shuffle 4312, torch 4032, CUB 1559 | tensorcore (tie within 1%) |
 | fp16 | last axis, n <= 32 | tensorcore 4142-4152, shuffle 4148-4207 | tensorcore (tie within 2%) |
-| fp16 | last axis, n >= 64 | shuffle 4026-4333, tensorcore 2358-3748 | shuffle |
+| fp16 | last axis, n >= 64 | shuffle 4026-4333, tensorcore 2358-3748 (tc_rows) | shuffle |
 | fp16 | other axes | shuffle 3174-4184, tensorcore 1672-3277 | shuffle |
 | fp32 | every form | shuffle (tensor-core methods take fp16 only) | shuffle |
+
+Since that sweep, aligned rows of n >= 256 stream through tc_rows_stream and tie shuffle on an H100 (within 1.5%
+or ahead: notes/performance.md); the rule stays with shuffle there until the sweep is redone.
 
 Ties go to the tensor cores: one fused 16-term block per mma replaces 15 round-to-nearest additions, and its error
 bound is the smaller. Max and min use the shuffle max/min kernels.
