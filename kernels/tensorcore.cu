@@ -38,6 +38,19 @@ struct RowAccumulator {
 
 __device__ __forceinline__ __half zero_half() { return __ushort_as_half((unsigned short)0); }
 
+// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
+// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
+struct SplitRange {
+    i64 begin, end, nchunks;
+};
+template <int CHUNK>
+__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
+    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
+    const i64 begin = split * per_split * CHUNK;
+    const i64 end = min(length, begin + per_split * CHUNK);
+    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
+}
+
 // VEC halves of one row starting at column col (masked: zero beyond cend or past the last row).
 template <int VEC, bool ALIGNED>
 __device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64 row, i64 m, i64 ld, i64 col,
@@ -147,12 +160,9 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int group = warp / WPT, q = warp % WPT;
     const i64 ntiles = (m + 15) >> 4;
-    const i64 nchunks_all = (k + CHUNK - 1) / CHUNK;
-    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
     const i64 split = blockIdx.y;
-    const i64 c_begin = split * chunks_per_split * CHUNK;
-    const i64 c_end = min(k, c_begin + chunks_per_split * CHUNK);
-    const i64 nchunks = c_end > c_begin ? (c_end - c_begin + CHUNK - 1) / CHUNK : 0;
+    const SplitRange cols = split_range<CHUNK>(k, splits, split);
+    const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     const i64 tile_step = (i64)gridDim.x * GROUPS;
 
     auto mma_piece = [](RowAccumulator<CHAIN>& acc, const unsigned (&lo)[W], const unsigned (&hi)[W]) {
@@ -247,7 +257,7 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
 }
 
 // -------------------------------------------------------------------------------------------------- tc_rows_stream
-// Last-axis sums of long rows (Rows problem with every row start 16-byte aligned; the plan uses it for k >= 1024):
+// Last-axis sums of long rows (Rows problem with every row start 16-byte aligned; the plan uses it for k >= 256):
 // a warp streams one row the way tc_flat streams the whole array, instead of tc_rows' 16 rows per warp. The columns
 // [c_begin, c_end) of a split are cut into chunks of 256 halves; in chunk c lane l loads halves
 // c_begin + 256c + 8l .. +7 (zero past c_end, so masked elements add +0) as its A fragment, tc_flat's mapping: mma
@@ -269,12 +279,9 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
     __shared__ float red[WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int group = warp / WPT, q = warp % WPT;
-    const i64 nchunks_all = (k + CHUNK - 1) / CHUNK;
-    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
     const i64 split = blockIdx.y;
-    const i64 c_begin = split * chunks_per_split * CHUNK;
-    const i64 c_end = min(k, c_begin + chunks_per_split * CHUNK);
-    const i64 nchunks = c_end > c_begin ? (c_end - c_begin + CHUNK - 1) / CHUNK : 0;
+    const SplitRange cols = split_range<CHUNK>(k, splits, split);
+    const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     // the 8 halves of a row at column col (zero past c_end) as one A fragment
     auto load_piece = [&](const __half* __restrict__ xr, i64 col) -> uint4 {
         if (col + 8 <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
@@ -386,12 +393,9 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
     const int group = warp / WPS, q = warp % WPS;
     const i64 strips_per_i = (b + 31) >> 5;
     const i64 nstrips = a * strips_per_i;
-    const i64 nchunks_all = (r + 15) >> 4;
-    const i64 chunks_per_split = (nchunks_all + splits - 1) / splits;
     const i64 split = blockIdx.y;
-    const i64 j_begin = split * chunks_per_split * 16;
-    const i64 j_end = min(r, j_begin + chunks_per_split * 16);
-    const i64 nchunks = j_end > j_begin ? (j_end - j_begin + 15) >> 4 : 0;
+    const SplitRange rows = split_range<16>(r, splits, split);
+    const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 
     if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");
