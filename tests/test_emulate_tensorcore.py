@@ -1,0 +1,170 @@
+"""CPU tests of the tensorcore emulator twin (tcreduce/emulate/tensorcore.py), no GPU needed.
+
+- tc_rows_stream: the vectorised twin equals a literal replay of the kernel's order comment (kernels/tensorcore.cu):
+  per lane 16-byte loads placed into A by the PTX fragment layout, every mma through the full
+  ``mma_m16n8k16`` model with an all-ones B (not the ``fused_rowsum`` shortcut the twin uses), the flush rule, the
+  warp_fold_rows butterfly over 32 lanes, the warps of a group and the splits added in order.
+- Every form (full, last axis, other axes) of tensorcore and tensorcore_chained over awkward sizes, views and output
+  dtypes: the emulated result is within the a-priori bound of the exact sum, with the right shape and dtype; empty
+  reductions give zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tcreduce
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Rows
+from tcreduce._plan import DeviceSpec, param_dict
+from tcreduce.emulate.mma_model import mma_m16n8k16
+from tcreduce.emulate.tensorcore import emulate_tensorcore
+from tcreduce.plans.tensorcore import plan_tensorcore
+from tcreduce.reference import exact_sum
+from tcreduce.testing import bound_for
+
+F32 = np.float32
+ONES_B = np.ones((16, 8), np.float16)
+
+
+def _a_from_lane_loads(lanes: np.ndarray) -> np.ndarray:
+    """[32 lanes, 8 halves] -> A [16, 16] by the m16n8k16 A fragment layout: lane (g, t) holds a0 = A[g][2t, 2t+1],
+    a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9], and its load is (a0, a1, a2, a3)."""
+    a = np.zeros((16, 16), np.float16)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        h = lanes[lane]
+        a[g, 2 * t:2 * t + 2] = h[0:2]
+        a[g + 8, 2 * t:2 * t + 2] = h[2:4]
+        a[g, 2 * t + 8:2 * t + 10] = h[4:6]
+        a[g + 8, 2 * t + 8:2 * t + 10] = h[6:8]
+    return a
+
+
+def _warp_fold_rows(v: np.ndarray) -> F32:
+    """The xor butterfly over offsets 16, 8, 4 of 32 lane values; returns lane 0's value."""
+    v = v.astype(F32)
+    for off in (16, 8, 4):
+        v = np.array([v[lane] + v[lane ^ off] for lane in range(32)], F32)
+    return v[0]
+
+
+def _replay_rows_stream(plan, rows: np.ndarray) -> np.ndarray:
+    p = param_dict(plan)
+    assert p["stream"]
+    m, k = rows.shape
+    wpt, splits, chain = p["wpt"], p["splits"], p["chain"]
+    per_split = -(-(-(-k // 256)) // splits)
+    out = np.zeros(m, F32)
+    for r in range(m):
+        split_values = []
+        for s in range(splits):
+            begin, end = s * per_split * 256, min(k, (s + 1) * per_split * 256)
+            nchunks = -(-(end - begin) // 256) if end > begin else 0
+            warp_values = []
+            for q in range(wpt):
+                c = np.zeros((16, 8), F32)
+                lo, hi = np.zeros(32, F32), np.zeros(32, F32)  # per lane
+                pending = 0
+                for ch in range(q, nchunks, wpt):
+                    lanes = np.zeros((32, 8), np.float16)
+                    for lane in range(32):
+                        for e in range(8):
+                            col = begin + ch * 256 + 8 * lane + e
+                            if col < end:
+                                lanes[lane, e] = rows[r, col]
+                    c = mma_m16n8k16(_a_from_lane_loads(lanes), ONES_B, c, model="H100")
+                    pending += 1
+                    if pending == chain:
+                        for lane in range(32):
+                            g, t = lane >> 2, lane & 3
+                            lo[lane] += c[g, 2 * t]  # c[0] of the lane
+                            hi[lane] += c[g + 8, 2 * t]  # c[2]
+                        c = np.zeros((16, 8), F32)
+                        pending = 0
+                if pending:
+                    for lane in range(32):
+                        g, t = lane >> 2, lane & 3
+                        lo[lane] += c[g, 2 * t]
+                        hi[lane] += c[g + 8, 2 * t]
+                warp_values.append(_warp_fold_rows(lo + hi))
+            total = warp_values[0]
+            if wpt > 1:
+                total = F32(0)
+                for w in warp_values:
+                    total = F32(total + w)
+            split_values.append(total)
+        value = split_values[0]
+        if splits > 1:
+            value = F32(0)
+            for v in split_values:
+                value = F32(value + v)
+        out[r] = value
+    return out
+
+
+# A 1-SM GPU (32 resident warps) puts a few dozen rows in the one-warp-per-row paths, which an H100 reserves for
+# thousands of rows: the literal replay stays fast. The order of additions per row does not depend on the GPU.
+ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
+STREAM_CASES = {
+    "one chunk, 8 rows per warp": ((40, 256), 1, ONE_SM),
+    "3 chunks, the last partial, 2 rows per warp": ((40, 712), 1, ONE_SM),
+    "one warp per row, 5 chunks": ((40, 1032), 1, ONE_SM),
+    "a group of warps per row, a chunk with only lane 0 loaded": ((3, 1032), 1, KNOWN_GPUS["H100"]),
+    "few long rows: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"]),
+    "chains of 2 (the flush rule with leftovers)": ((2, 5000), 2, KNOWN_GPUS["H100"]),
+    "tensorcore_chained: no flush until the end": ((1, 9000), 1 << 30, KNOWN_GPUS["H100"]),
+}
+
+
+def _stream_plan(shape, chain, device):
+    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), "float16", "float32", device, chain=chain)
+    assert param_dict(plan)["stream"]
+    return plan
+
+
+@pytest.mark.parametrize("case", STREAM_CASES)
+def test_rows_stream_twin_equals_literal_replay(case, rng):
+    shape, chain, device = STREAM_CASES[case]
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float16)
+    plan = _stream_plan(shape, chain, device)
+    want = _replay_rows_stream(plan, x)
+    got = emulate_tensorcore(plan, x, "H100")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+def test_the_replay_cases_cover_every_stream_work_split():
+    seen = set()
+    for shape, chain, device in STREAM_CASES.values():
+        p = param_dict(_stream_plan(shape, chain, device))
+        seen.add(("rows per warp > 1" if p["rows_in_flight"] > 1 else "one row per warp" if p["wpt"] == 1
+                  else "group") + (", splits" if p["splits"] > 1 else ""))
+        if p["chunks_per_row"]:
+            seen.add(f"{p['chunks_per_row']} chunks per row")
+    assert {"rows per warp > 1", "one row per warp", "group", "group, splits", "1 chunks per row",
+            "3 chunks per row"} <= seen, seen
+
+
+FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]
+ROW_LENGTHS = [1, 15, 16, 17, 33, 255, 256, 257, 1024, 1025, 1032]
+
+
+@pytest.mark.parametrize("method", ["tensorcore", "tensorcore_chained"])
+def test_every_form_on_awkward_sizes_is_within_the_bound(method, rng):
+    cases = [((n,), None, None) for n in FULL_SIZES]
+    cases += [((33, k), -1, None) for k in ROW_LENGTHS]
+    cases += [((k, 40), 0, None) for k in ROW_LENGTHS]
+    cases += [((33, 1040), -1, lambda x: x[:, 1:]), ((1000,), None, lambda x: x[3:]), ((40, 300), 0, lambda x: x.T),
+              ((5, 17, 40), 1, None), ((7, 3, 5), (0, 2), None), ((0, 16), -1, None), ((16, 0), -1, None)]
+    for shape, axis, view in cases:
+        x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float16)
+        x = view(x) if view else x
+        for out_dtype in ("float32", "float16", "float64"):
+            got = tcreduce.emulate.sum(x, axis=axis, dtype=out_dtype, method=method)
+            exact = np.asarray(exact_sum(x, axis=axis), np.float64)
+            assert got.shape == exact.shape and got.dtype == np.dtype(out_dtype), (shape, axis, out_dtype)
+            err = np.abs(got.astype(np.float64) - exact)
+            assert np.all(err <= bound_for(x, axis, method, out_dtype)), (method, shape, axis, out_dtype)
+            if x.size == 0:  # sums over empty axes are +0 (and an empty output stays empty)
+                assert np.all(got == 0) and not np.any(np.signbit(got)), (shape, axis)
