@@ -380,8 +380,8 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
 // (blockIdx.y); warp q of a group takes chunks q, q + WPS, ... of its range. Order: per warp and column, the flush
 // rule (per mma w; acc[2w + e] += c_w[e]); per column, the group's warps in q order from 0.0f; with splits > 1 the
 // split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
-// SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL strips
-// before computing them, same arithmetic per strip.
+// SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
+// strips before computing them, same arithmetic per strip.
 template <int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL>
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
@@ -400,11 +400,13 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
     if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");
         const i64 step = (i64)gridDim.x * GROUPS;
-        for (i64 s0 = (i64)blockIdx.x * GROUPS + group; s0 < nstrips; s0 += step * SHORT_UNROLL) {
+        // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run of
+        // SHORT_UNROLL * 64 bytes instead of 64-byte pieces far apart
+        for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
             unsigned lo[SHORT_UNROLL][4], hi[SHORT_UNROLL][4];
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
-                const i64 strip = s0 + u * step;
+                const i64 strip = s0 + u;
                 const bool ok = strip < nstrips;
                 const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * 32 : 0;
                 load_row_piece<8, ALIGNED>(x + i * sa, g, r, sr, l0 + 8 * t, ok ? b : 0, lo[u]);
@@ -412,7 +414,7 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
             }
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
-                const i64 strip = s0 + u * step;
+                const i64 strip = s0 + u;
                 if (strip >= nstrips) break;  // warp-uniform
                 const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * 32;
                 float acc[8];

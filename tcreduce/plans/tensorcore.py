@@ -93,7 +93,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         short = 0
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
-            work = split_work(strips, 1, BLOCK // 32, device, 4)
+            work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
         name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
         launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.a, problem.r, problem.b, problem.sa, problem.sr, Buf("out"), Buf("ws"),
