@@ -48,7 +48,7 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     - ``big_every_s``: 1024 at every s-th element, the same small values between.
     - ``big_then_trunc``, ``big_every_256_trunc``: 1024 then values just below 2^-13, which a tensor-core block
       aligned to 1024 truncates away, and which a round-to-nearest addition to 1024 rounds to 2^-13.
-    - ``high_mantissa``: values in [1.93, 2), mantissas near all ones; ``odd_small``: 1/16 plus a random
+    - ``high_mantissa``: values in [1.93, 2), mantissas near all ones; ``fine_bits``: 1/16 plus a random
       multiple of 2^-14 (11 significant bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1).
     """
     out = {f"big_first_1/{1 << j}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(0, max(1, n >> j)))
@@ -58,7 +58,7 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     out["big_then_trunc"] = _big_among_small(n, _BELOW_2_POW_M13, slice(0, 1))
     out["big_every_256_trunc"] = _big_among_small(n, _BELOW_2_POW_M13, slice(None, None, 256))
     out["high_mantissa"] = (1 + (1023 - rng.integers(0, 64, n)) / 1024).astype(np.float16)
-    out["odd_small"] = (rng.integers(1, 1024, n) * 2.0 ** -14 + 2.0 ** -4).astype(np.float16)
+    out["fine_bits"] = (rng.integers(1, 1024, n) * 2.0 ** -14 + 2.0 ** -4).astype(np.float16)
     out["uniform_positive"] = rng.uniform(0.5, 1, n).astype(np.float16)
     return out
 

@@ -8,11 +8,12 @@
   the hot path of the sum emulators.
 - :data:`MODELS`: the per-GPU parameters (products per block, extra alignment bits, alignment floor).
 
-Validation against hardware (``tests/test_emulate_gpu.py``: 20 shapes and axes x 3 value distributions x aligned
-and misaligned views, every emulated method; driver 580.159.04, 2026-11-22): every result bit-identical. fp16: 117 of
-117 calls for each of tensorcore, tensorcore_chained, wmma and shuffle on an NVIDIA H200 and again on an NVIDIA H100
-80GB HBM3; 33 of 33 for each of the 12 deterministic ladder rungs on the H100 (full sums only: the rungs refuse
-``axis``). fp32: 117 of 117 for shuffle on both GPUs, 33 of 33 per ladder rung on the H100. The tensor-core model alone: see :mod:`tcreduce.emulate.mma_model`.
+Validation against hardware (``tests/test_emulate_gpu.py``: 25 shapes and axes x 3 value distributions x aligned
+and misaligned views, every emulated method; driver 580.159.04, 2026-11-22): every result bit-identical. On an
+NVIDIA H100 80GB HBM3: 147 of 147 calls for each of tensorcore, tensorcore_chained, wmma and shuffle (fp16) and for
+shuffle (fp32); 33 of 33 full sums for each of the 12 deterministic ladder rungs, fp16 and fp32 (the rungs refuse
+``axis``). On an NVIDIA H200, with the first 20 shapes: 117 of 117 for each of the first five. The tensor-core model
+alone: see :mod:`tcreduce.emulate.mma_model`.
 
 Not emulated: ``cub`` (its order of additions is CUB's and CuPy's internal tuning, which changes with their versions;
 its error bound is the order-free one) and the two atomic ladder rungs (the order of their atomics is the hardware's,

@@ -45,12 +45,13 @@ elements, about 25-35 ns per fp16 element on one core (2^24 elements: well under
 
 Validation against hardware (``tests/test_mma_model_gpu.py``, ``kernels/mma_probe.cu``): on an NVIDIA H200 and,
 in a second run, an NVIDIA H100 80GB HBM3 (driver 580.159.04, 2026-11-22), 15,728,640 of 15,728,640 D elements of
-122,880 single ``mma.sync`` m16n8k16 were bit-identical to this model (12 operand distributions of 10,240 MMAs each: whole fp16 range, subnormals, mixed-sign cancellation,
-cancellation against c, c near FLT_MAX, c anywhere in the fp32 range, products straddling the alignment grid,
-B = ones, A = ones, B = +-2^s, signed zeros, inf/NaN). Nothing beyond the published model was needed; the GPU also
-confirmed the two points the paper leaves to the code: an exact-zero result is +0.0, also in the 5,120 MMAs whose
-16 products are all -0.0 with c = -0.0 (IEEE addition would give -0.0), and inf/NaN follow the rule above. The
-A100 and V100 parameters are the published ones and have not been checked here against those GPUs.
+122,880 single ``mma.sync`` m16n8k16 were bit-identical to this model (12 operand distributions of 10,240 MMAs
+each: whole fp16 range, subnormals, mixed-sign cancellation, cancellation against c, c near FLT_MAX, c anywhere in
+the fp32 range, products straddling the alignment grid, B = ones, A = ones, B = +-2^s, signed zeros, inf/NaN).
+Nothing beyond the published model was needed; the GPU also confirmed the two points the paper leaves to the code:
+an exact-zero result is +0.0, also in the 5,120 MMAs whose 16 products are all -0.0 with c = -0.0 (IEEE addition
+would give -0.0), and inf/NaN follow the rule above. The A100 and V100 parameters are the published ones and have
+not been checked here against those GPUs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ whose comments pin the order of additions); emulator twin: ``tcreduce/emulate/te
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
 warps and, for few long rows, across blocks (the last block of a tile combines); rows of at least STREAM_MIN_K
-aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes: the ones as the A operand
-and the data as B (column sums, movmatrix transposes in registers), split the same way.
+aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes:
+the ones as the A operand and the data as B (column sums, movmatrix transposes in registers), split the same way.
 """
 
 from __future__ import annotations
