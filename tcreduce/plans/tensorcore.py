@@ -32,6 +32,19 @@ COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 bl
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
 
+def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, items: int, outputs_per_item: int,
+                params: dict) -> Plan:
+    """The one launch of tc_rows, tc_rows_stream or tc_cols: grid (grid_x, splits), arguments (x, *problem_args, out,
+    ws, counters, splits); with splits > 1, a workspace float per output and split and a counter per work item
+    (row tile, row or strip of ``outputs_per_item`` outputs) for the last-block combination."""
+    launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
+                          (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits))
+    split = work.splits > 1
+    params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x)
+    return Plan(**common, launches=(launch,), workspace_floats=items * outputs_per_item * work.splits if split else 0,
+                counters=items if split else 0, params=tuple(sorted(params.items())))
+
+
 def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
     """Plan for the tensor-core kernels. ``chain``: mmas accumulated in the tensor core's C before each
     round-to-nearest flush into a register sum (1: every mma starts from zero)."""
@@ -59,13 +72,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         rif = max(1, 8 // cpr) if cpr else 1
         name = (f"tc_rows_stream<{BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
                 f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
-        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
-                              (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
-                               work.splits))
-        params = dict(block=BLOCK, stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
-                      splits=work.splits, grid=work.grid_x, chunks_per_row=cpr, rows_in_flight=rif)
-        return Plan(**common, launches=(launch,), workspace_floats=problem.m * work.splits if work.splits > 1 else 0,
-                    counters=problem.m if work.splits > 1 else 0, params=tuple(sorted(params.items())))
+        return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
+                           dict(stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
+                                chunks_per_row=cpr, rows_in_flight=rif))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
         aligned = is_aligned(problem.align, (problem.ld * 2,), 2 * vec)
@@ -78,14 +87,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         unroll = ROWS_UNROLL_SHORT[vec] if short else ROWS_UNROLL_LONG
         name = (f"tc_rows<{BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
                 f"{out_t}, {str(short).lower()}>")
-        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
-                              (Buf("x"), problem.m, problem.k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"),
-                               work.splits))
-        ws = tiles * 16 * work.splits if work.splits > 1 else 0
-        params = dict(block=BLOCK, vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
-                      splits=work.splits, grid=work.grid_x)
-        return Plan(**common, launches=(launch,), workspace_floats=ws, counters=tiles if work.splits > 1 else 0,
-                    params=tuple(sorted(params.items())))
+        return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
+                           dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile))
     if isinstance(problem, Cols):
         aligned = is_aligned(problem.align, (problem.sa * 2, problem.sr * 2), 16)
         strips = problem.a * cdiv(problem.b, 32)
@@ -95,14 +98,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
         name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
-        launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
-                              (Buf("x"), problem.a, problem.r, problem.b, problem.sa, problem.sr, Buf("out"), Buf("ws"),
-                               Buf("counters"), work.splits))
-        ws = strips * 32 * work.splits if work.splits > 1 else 0
-        params = dict(block=BLOCK, aligned=aligned, chain=chain, wps=work.warps_per_tile, splits=work.splits,
-                      grid=work.grid_x, short_unroll=short)
-        return Plan(**common, launches=(launch,), workspace_floats=ws, counters=strips if work.splits > 1 else 0,
-                    params=tuple(sorted(params.items())))
+        return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips, 32,
+                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short))
     raise TypeError(f"unknown problem {problem!r}")
 
 
