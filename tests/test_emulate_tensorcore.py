@@ -7,6 +7,7 @@
 - Every form (full, last axis, other axes) of tensorcore and tensorcore_chained over awkward sizes, views and output
   dtypes: the emulated result is within the a-priori bound of the exact sum, with the right shape and dtype; empty
   reductions give zeros.
+- Speed: 2^22 elements in each form within a generous limit.
 """
 
 from __future__ import annotations
@@ -168,3 +169,19 @@ def test_every_form_on_awkward_sizes_is_within_the_bound(method, rng):
             assert np.all(err <= bound_for(x, axis, method, out_dtype)), (method, shape, axis, out_dtype)
             if x.size == 0:  # sums over empty axes are +0 (and an empty output stays empty)
                 assert np.all(got == 0) and not np.any(np.signbit(got)), (shape, axis)
+
+
+def test_speed_on_2_pow_22_elements(rng):
+    """Emulating 2^22 elements in each form takes well under a second each here; the limit is generous."""
+    import time
+
+    x = rng.uniform(-0.25, 0.75, 1 << 22).astype(np.float16)
+    for method in ("tensorcore", "tensorcore_chained"):
+        t = time.perf_counter()
+        tcreduce.emulate.sum(x, method=method)
+        tcreduce.emulate.sum(x.reshape(1 << 16, 64), axis=-1, method=method)  # tc_rows
+        tcreduce.emulate.sum(x.reshape(1 << 10, 1 << 12), axis=-1, method=method)  # tc_rows_stream
+        tcreduce.emulate.sum(x.reshape(64, 1 << 16), axis=0, method=method)  # tc_cols
+        elapsed = time.perf_counter() - t
+        print(f"{method}: four 2^22-element emulations in {elapsed:.2f} s")
+        assert elapsed < 30
