@@ -98,8 +98,9 @@ def dist_subnormal(rng, f, n):
     sa, sb, sc = _shapes(f, n)
     a = np.where(rng.random(sa) < 0.5, random_bits(rng, f, sa, 0, 0), random_bits(rng, f, sa, 1, 4))
     b = np.where(rng.random(sb) < 0.5, random_bits(rng, f, sb, 0, 0), random_bits(rng, f, sb, *_fields(f, 0, 8)))
-    emin_prod = 2 * (f.emin - f.mbits)
-    c = f32_exp(rng, sc, max(-149, emin_prod - 10), emin_prod + 40, 0.25)
+    emin_prod = 2 * (f.emin - f.mbits)  # exponent of the smallest product (below fp32's range for bf16 and tf32)
+    lo = max(-149, emin_prod - 10)
+    c = f32_exp(rng, sc, lo, max(lo + 30, emin_prod + 40), 0.25)
     return a.astype(f.raw_dtype), b.astype(f.raw_dtype), c
 
 

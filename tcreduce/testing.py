@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["random_input", "adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
-           "assert_compiles_clean"]
+           "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -135,3 +135,28 @@ def assert_compiles_clean(source: str, kernel: str, arch: str, *, needle: str | 
     if needle is not None:
         assert needle in ck.ptx, f"{kernel} has no {needle} in its PTX on {arch}"
     return ck
+
+
+MMA_PROBE_INDEX = {"float16": 0, "bfloat16": 1, "float8_e4m3fn": 2, "float8_e5m2": 3, "float32": 4}
+
+
+def run_mma_probe(fmt: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """D of one ``mma.sync`` of format ``fmt`` per (a, b, c) triple on the current GPU (``kernels/mma_probe.cu``):
+    a [n, 16, K] and b [n, K, 8] raw bits (or values of the format's NumPy dtype), c float32 [n, 16, 8]. The output is
+    poisoned with NaN before the launch."""
+    import cupy
+
+    from ._compile import get_function
+    from ._device import current_device
+
+    device_id, spec = current_device()
+    fn = get_function("mma_probe.cu", f"mma_probe<{MMA_PROBE_INDEX[fmt]}>", device_id, spec.arch)
+    n = a.shape[0]
+    da, db = cupy.asarray(np.ascontiguousarray(a)), cupy.asarray(np.ascontiguousarray(b))
+    dc = cupy.asarray(np.ascontiguousarray(c, dtype=np.float32))
+    dd = cupy.full((n, 16, 8), np.nan, dtype=np.float32)
+    block = 256
+    grid = (n * 32 + block - 1) // block
+    args = tuple(np.uint64(p.data.ptr) for p in (da, db, dc, dd)) + (np.int64(n),)
+    fn((grid, 1, 1), (block, 1, 1), args, 0, cupy.cuda.get_current_stream(), False)
+    return cupy.asnumpy(dd)
