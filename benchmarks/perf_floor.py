@@ -71,6 +71,26 @@ def metadata() -> dict:
     return meta
 
 
+def make_input(rng, shape, dtype: str, torch):
+    """(CuPy array, torch view or None, tcreduce keyword arguments): uniform [-0.25, 0.75) data of a format. bf16 and
+    fp8 live as raw bits in CuPy (converted by torch, round to nearest, when torch is there; bf16 by truncation
+    otherwise), with ``format=``."""
+    import cupy
+
+    xf = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32)
+    if dtype in ("float16", "float32"):
+        x = xf.astype(dtype)
+        return x, (torch.from_dlpack(x) if torch is not None else None), {}
+    if torch is None:
+        if dtype != "bfloat16":
+            raise RuntimeError(f"{dtype} inputs are made with torch")
+        return (xf.view(cupy.uint32) >> 16).astype(cupy.uint16), None, {"format": dtype}
+    xt = torch.from_dlpack(xf).to(getattr(torch, dtype))
+    raw = xt.view(torch.int16) if dtype == "bfloat16" else xt.view(torch.uint8)
+    x = cupy.from_dlpack(raw)
+    return (x.view(cupy.uint16) if dtype == "bfloat16" else x), xt, {"format": dtype}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -118,23 +138,33 @@ def main() -> None:
         ("rows1024", "float16", (1 << 18, 1024), -1),
         ("rows4096", "float16", (1 << 16, 4096), -1),
         ("rows2^20", "float16", (256, 1 << 20), -1),
+        ("full_bf16", "bfloat16", (1 << 28,), None),
+        ("rows16_bf16", "bfloat16", (1 << 24, 16), -1),
+        ("rows1024_bf16", "bfloat16", (1 << 18, 1024), -1),
+        ("cols16_bf16", "bfloat16", (16, 1 << 24), 0),
+        ("full_e4m3", "float8_e4m3fn", (1 << 29,), None),
+        ("rows32_e4m3", "float8_e4m3fn", (1 << 24, 32), -1),
+        ("rows1024_e4m3", "float8_e4m3fn", (1 << 19, 1024), -1),
+        ("full_e5m2", "float8_e5m2", (1 << 29,), None),
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]
     for case, dtype, shape, axis in cases:
-        x = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(dtype)
+        x, xt, kw = make_input(rng, shape, dtype, torch)
         nbytes = x.nbytes
         competitors = {}
-        if torch is not None:
-            xt = torch.from_dlpack(x)
+        if xt is not None:
             dim = None if axis is None else axis
             competitors["torch.sum"] = (lambda xt=xt, dim=dim: torch.sum(xt, dtype=torch.float32) if dim is None
                                         else torch.sum(xt, dim=dim, dtype=torch.float32))
-        competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
-        competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        if not kw:  # CuPy has no bf16 / fp8 dtype
+            competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
+            competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
         for m in tcreduce.methods():
             if dtype in m.dtypes and (axis is None or not m.name.startswith("ladder")):
-                competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name))
+                competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name,
+                                                                                       **kw))
+        competitors["auto"] = lambda x=x, axis=axis: tcreduce.sum(x, axis=axis, **kw)
         times = {}
         for name, fn in competitors.items():
             try:
@@ -150,7 +180,7 @@ def main() -> None:
                 if comp in times:
                     row[f"x_{comp}"] = times[comp] / t
             rows.append(row)
-        del x
+        del x, xt
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,9 +191,9 @@ def main() -> None:
         w.writeheader()
         w.writerows(rows)
     print(json.dumps(meta))
-    print(f"{'case':9} {'method':22} {'dtype':8} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6}")
+    print(f"{'case':14} {'method':22} {'dtype':13} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6}")
     for r in rows:
-        print(f"{r['case']:9} {r['method']:22} {r['dtype']:8} {r['us']:9.1f} {r['gbs']:7.0f} "
+        print(f"{r['case']:14} {r['method']:22} {r['dtype']:13} {r['us']:9.1f} {r['gbs']:7.0f} "
               f"{r.get('frac_ceiling', 1):5.2f} {r.get('x_torch.sum', float('nan')):7.2f} "
               f"{r.get('x_cupy.sum cub', float('nan')):6.2f}")
 

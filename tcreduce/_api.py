@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import registry
-from ._arrays import DTYPE_NAMES, as_cupy
+from ._arrays import DTYPE_NAMES, as_cupy, as_cupy_input
 from ._auto import choose_method
 from ._layout import normalize_axes, plan_layout
 from ._plan import DeviceSpec, Plan
@@ -22,7 +22,7 @@ from ._plan import DeviceSpec, Plan
 __all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "validate", "Call"]
 
 AxisLike = Union[None, int, Sequence[int]]
-SUPPORTED_INPUT = ("float16", "float32")
+SUPPORTED_INPUT = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 SUPPORTED_OUTPUT = ("float16", "float32", "float64")
 
 
@@ -63,11 +63,15 @@ def _dtype_name(dtype: Any, what: str, allowed: tuple[str, ...]) -> str:
 
 
 def _input_dtype(x_dtype: Any, kind: str) -> str:
-    dt = np.dtype(x_dtype)
-    name = DTYPE_NAMES.get(dt, str(dt))
+    from .formats import format_of_dtype
+
+    f = format_of_dtype(x_dtype)
+    name = f.name if f is not None else str(np.dtype(x_dtype))
     if name not in SUPPORTED_INPUT:
         hint = (" (float64: use cupy.sum; no tcreduce method takes float64 input, shuffle included)"
-                if name == "float64" else "")
+                if name == "float64" else
+                " (raw bfloat16 or fp8 bits? name the format: tcreduce.sum(x, format='bfloat16'), 'float8_e4m3fn' "
+                "or 'float8_e5m2')" if name in ("uint16", "uint8", "int16", "int8") else "")
         raise TypeError(f"tcreduce.{kind} does not take {name} input; supported input dtypes: "
                         f"{', '.join(SUPPORTED_INPUT)}{hint}")
     return name
@@ -86,8 +90,9 @@ class Call:
 
 
 def validate(kind: str, shape: tuple[int, ...], x_dtype: Any, axis: AxisLike, dtype: Any, method: Any) -> Call:
-    """Check a reduction's arguments against the array's shape and dtype (no GPU needed); raise TypeError,
-    ValueError or numpy's AxisError saying what is supported. Shared by the GPU API and the emulator."""
+    """Check a reduction's arguments against the array's shape and dtype (or input format name) (no GPU needed);
+    raise TypeError, ValueError or numpy's AxisError saying what is supported. Shared by the GPU API and the
+    emulator."""
     in_dtype = _input_dtype(x_dtype, kind)
     if kind == "sum":
         out_dtype = "float32" if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
@@ -118,11 +123,12 @@ class _Prepared:
 _PREPARED: dict[tuple, _Prepared] = {}
 
 
-def _prepare(kind: str, xc: Any, axis: AxisLike, dtype: Any, method: Any, device_id: int) -> _Prepared:
+def _prepare(kind: str, xc: Any, in_format: str, axis: AxisLike, dtype: Any, method: Any,
+             device_id: int) -> _Prepared:
     from ._device import current_device
     from ._launch import launcher_for
 
-    p = validate(kind, tuple(xc.shape), xc.dtype, axis, dtype, method)
+    p = validate(kind, tuple(xc.shape), in_format, axis, dtype, method)
     n_reduced = math.prod(xc.shape[i] for i in p.axes)
     if n_reduced == 0 or math.prod(p.out_shape) == 0:
         if kind != "sum" and math.prod(p.out_shape) != 0:
@@ -143,20 +149,21 @@ def _prepare(kind: str, xc: Any, axis: AxisLike, dtype: Any, method: Any, device
                      byte_offset=layout.base_offset * itemsize)
 
 
-def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any) -> Any:
+def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any,
+            fmt: Any = None) -> Any:
     import cupy
 
-    xc, back = as_cupy(x)
+    xc, back, in_format = as_cupy_input(x, fmt)
     with xc.device as dev:
         device_id = dev.id
-        key = (kind, xc.shape, xc.strides, xc.dtype.char, xc.data.ptr % 16,
+        key = (kind, xc.shape, xc.strides, in_format, xc.data.ptr % 16,
                tuple(axis) if isinstance(axis, list) else axis, dtype, method, device_id)
         try:
             prep = _PREPARED.get(key)
         except TypeError:  # an unhashable argument: validate it the slow way
             key, prep = None, None
         if prep is None:
-            prep = _prepare(kind, xc, axis, dtype, method, device_id)
+            prep = _prepare(kind, xc, in_format, axis, dtype, method, device_id)
             if key is not None:
                 if len(_PREPARED) > 4096:
                     _PREPARED.clear()
@@ -196,16 +203,19 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
 
 
 def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
-        out: Any = None) -> Any:
+        out: Any = None, format: Optional[str] = None) -> Any:  # noqa: A002 (format names the input format)
     """Sum of array elements over the given axes, on the GPU.
 
     x: a ``cupy.ndarray`` or CUDA array (``__cuda_array_interface__`` / ``__dlpack__``, e.g. a torch CUDA tensor) of
-    float16 or float32; the result is of the same kind and stays on the GPU (0-d for a full sum). axis, keepdims, out:
-    as in NumPy. dtype: the result dtype, float32 by default (float16 input is accumulated in float32); float16 or
-    float64 round the float32 result once at the end. method: a name from :func:`methods` or "auto" (fastest correct
-    method for the dtype, axes and shape). Runs on CuPy's current stream and does not synchronise the host.
+    float16, bfloat16, float8_e4m3fn, float8_e5m2 or float32; the result is of the same kind and stays on the GPU
+    (0-d for a full sum). CuPy has no bfloat16 or fp8 dtype: pass such data as its raw bits (``x.view(cupy.uint16)``
+    for bfloat16, ``cupy.uint8`` for fp8) and name it with ``format="bfloat16"`` (or "float8_e4m3fn",
+    "float8_e5m2"); torch tensors of those dtypes need no ``format``. axis, keepdims, out: as in NumPy. dtype: the
+    result dtype, float32 by default (every input is accumulated in float32); float16 or float64 round the float32
+    result once at the end. method: a name from :func:`methods` or "auto" (fastest correct method for the dtype, axes
+    and shape). Runs on CuPy's current stream and does not synchronise the host.
     """
-    return _reduce("sum", x, axis, dtype, keepdims, method, out)
+    return _reduce("sum", x, axis, dtype, keepdims, method, out, format)
 
 
 def max(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
@@ -222,14 +232,14 @@ def min(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
 
 
 def mean(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False, *, method: str = "auto",
-         out: Any = None) -> Any:
+         out: Any = None, format: Optional[str] = None) -> Any:  # noqa: A002
     """Arithmetic mean: :func:`sum` with ``method`` in float32, divided by the element count in float32, then cast
     to ``dtype`` (float32 by default). The mean of an empty reduction is NaN, as in NumPy."""
-    xc, back = as_cupy(x)
+    xc, back, in_format = as_cupy_input(x, format)
     out_dtype = "float32" if dtype is None else _dtype_name(dtype, "dtype", SUPPORTED_OUTPUT)
     axes = normalize_axes(axis, xc.ndim)
     count = math.prod(xc.shape[i] for i in axes)
-    s = _reduce("sum", xc, axis, "float32", keepdims, method, None)
+    s = _reduce("sum", xc, axis, "float32", keepdims, method, None, in_format)
     res = (s / np.float32(count)) if count else s * np.float32(np.nan)
     res = res.astype(out_dtype, copy=False)
     if out is not None:

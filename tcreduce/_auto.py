@@ -28,10 +28,11 @@ from ._plan import DeviceSpec
 __all__ = ["choose_method", "TENSORCORE_MAX_ROW"]
 
 TENSORCORE_MAX_ROW = 32  # last-axis segments up to this length go to the tensor cores
+TENSORCORE_FIRST = ("float16", "bfloat16")  # the 16-bit formats follow the fp16 measurements; fp8: shuffle
 
 
 def choose_method(kind: str, x: Any, axes: tuple[int, ...], in_dtype: str, device: DeviceSpec) -> str:
-    if kind != "sum" or in_dtype != "float16":
+    if kind != "sum" or in_dtype not in TENSORCORE_FIRST:
         return "shuffle"
     ndim = len(x.shape)
     if len(axes) == ndim or all(x.shape[i] == 1 for i in range(ndim) if i not in axes):

@@ -230,9 +230,11 @@ def host_problem_data(x, layout: Layout):
         start = (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // x.itemsize
         start += layout.base_offset
     isz = x.itemsize
-    origin = memory[start:]
     if isinstance(p, Flat):
         return memory[start:start + p.n]
+    origin = memory[start:].view(f"u{isz}")  # as_strided cannot describe the ml_dtypes formats: stride the raw bits
     if isinstance(p, Rows):
-        return as_strided(origin, shape=(p.m, p.k), strides=(p.ld * isz, isz), writeable=False)
-    return as_strided(origin, shape=(p.a, p.r, p.b), strides=(p.sa * isz, p.sr * isz, isz), writeable=False)
+        view = as_strided(origin, shape=(p.m, p.k), strides=(p.ld * isz, isz), writeable=False)
+    else:
+        view = as_strided(origin, shape=(p.a, p.r, p.b), strides=(p.sa * isz, p.sr * isz, isz), writeable=False)
+    return view.view(x.dtype)

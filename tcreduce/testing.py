@@ -11,13 +11,16 @@ from typing import Any
 import numpy as np
 
 __all__ = ["random_input", "adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
-           "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX"]
+           "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
                  low: float = -0.25, high: float = 0.75) -> np.ndarray:
-    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype``."""
-    x = rng.uniform(low, high, size=shape).astype(dtype)
+    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype`` (a format name:
+    bfloat16 and fp8 give ml_dtypes arrays)."""
+    from .formats import numpy_dtype
+
+    x = rng.uniform(low, high, size=shape).astype(numpy_dtype(dtype))
     if x.size and not np.any(x):
         x.flat[0] = 1
     return x
@@ -70,6 +73,20 @@ def mixed_sign_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]
         "cancellation": (rng.standard_normal(n) * 100).astype(np.float16),
         "wide_range": (rng.lognormal(0, 3, n) * rng.choice([-1, 1], n)).clip(-6e4, 6e4).astype(np.float16),
     }
+
+
+def to_device(xh: np.ndarray) -> tuple[Any, dict]:
+    """(CuPy array, keyword arguments for tcreduce.sum) holding a NumPy array of any input format: bfloat16 and fp8
+    travel as their raw bits with ``format=``; float16 and float32 as themselves. Views of the returned array address
+    the same elements as the same views of ``xh``."""
+    import cupy
+
+    from .formats import format_of_dtype
+
+    f = format_of_dtype(xh.dtype)
+    if f is None or f.name in ("float16", "float32"):
+        return cupy.asarray(xh), {}
+    return cupy.asarray(xh.view(f.raw_dtype)), {"format": f.name}
 
 
 def poisoned(shape: tuple[int, ...], dtype: str):

@@ -29,8 +29,11 @@ def test_numpy_input_names_the_ways_out():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.bool_, np.complex64, np.float64, np.uint16])
 def test_unsupported_input_dtypes(dtype):
-    with pytest.raises(TypeError, match="supported input dtypes: float16, float32"):
+    with pytest.raises(TypeError, match="supported input dtypes: float16, bfloat16, float8_e4m3fn, float8_e5m2, "
+                                        "float32") as e:
         validate("sum", (4,), dtype, None, None, "tensorcore")
+    if dtype in (np.uint16, np.int8):
+        assert "format=" in str(e.value)  # raw bf16 / fp8 bits: the message says how to name the format
 
 
 def test_float64_message_says_no_method_takes_it():
@@ -38,12 +41,14 @@ def test_float64_message_says_no_method_takes_it():
         validate("sum", (4,), np.float64, None, None, "shuffle")
 
 
-def test_float32_on_tensor_cores_is_not_implemented_and_names_alternatives():
+def test_a_dtype_a_method_lacks_is_not_implemented_and_names_alternatives():
+    import ml_dtypes
+
     with pytest.raises(NotImplementedError, match="shuffle") as e:
-        validate("sum", (4,), np.float32, None, None, "tensorcore")
-    assert isinstance(e.value, TypeError)
-    with pytest.raises(NotImplementedError, match="shuffle"):
         validate("sum", (4,), np.float32, None, None, "wmma")
+    assert isinstance(e.value, TypeError)
+    with pytest.raises(NotImplementedError, match="tensorcore"):
+        validate("sum", (4,), ml_dtypes.float8_e5m2, None, None, "wmma")
 
 
 def test_unknown_method_lists_methods():
