@@ -54,7 +54,7 @@ def metadata() -> dict:
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    from experiments.common import git_info
+    from experiments.env import git_info
 
     commit = git_info()["commit"] or "unknown"
     meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],

@@ -15,11 +15,13 @@ from typing import Any, Iterable, Optional, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt   # noqa: E402
+from matplotlib.lines import Line2D   # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .common import DISTRIBUTIONS, LADDER_ORDER, dist_label, num, read_csv  # noqa: E402
+from .inputs import DISTRIBUTIONS, dist_label  # noqa: E402
+from .methods import LADDER_ORDER  # noqa: E402
+from .records import num, read_csv  # noqa: E402
 
 __all__ = ["plot_accuracy", "plot_throughput", "plot_segments", "plot_tradeoff", "plot_ladder", "PLOTTERS",
            "style_for", "save"]
