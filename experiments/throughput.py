@@ -1,6 +1,8 @@
 """Throughput study: GB/s and fraction of the measured bandwidth ceiling versus N for full sums, fp16 and fp32,
-every tcreduce sum method (the ladder rungs have their own study) beside ``torch.sum`` and ``cupy.sum`` with CUB on and
-off, all accumulating in fp32, and the plain read kernel at the same N.
+every tcreduce sum method (the ladder rungs have their own study) beside ``torch.sum``, ``cupy.sum`` with CUB on and
+off, a tuned Triton two-stage sum and ``torch.compile``'d torch.sum (where torch and Triton are installed; each checked
+against a float64 sum before it is timed: :mod:`experiments.competitors`), all accumulating in fp32, and the plain
+read kernel at the same N.
 
 N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). Inputs are uniform random in
 [-0.25, 0.75) from one pool per dtype; small N rotate among views of the pool so that the bytes touched exceed twice
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .ceiling import measure_ceiling, read_launcher, time_read_kernel
-from .competitors import competitors, torch_stream_guard
+from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, l2_bytes, torch_missing_reason
 from .inputs import case_seed, dtype_label, random_pool, rotating_views
@@ -69,9 +71,11 @@ def run(ctx: Context) -> list[Path]:
     ceiling = measure_ceiling(cfg["ceiling_bytes"], tcfg)
     ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
              f"({ceiling.bytes / 2**20:.0f} MiB)")
-    comps = competitors(None)
+    comps = competitors(None, tuned=True)
     if not any(c.label == "torch.sum" for c in comps):
         ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
+    for why in tuned_missing():
+        ctx.note(why)
     rows: list[dict] = []
     l2 = l2_bytes()
     plan = []
@@ -110,6 +114,7 @@ def run(ctx: Context) -> list[Path]:
                         row["bytes"] = (n * itemsize) // 16 * 16
                     elif kind == "competitor":
                         with call.context(), torch_stream_guard():
+                            call.prepare(inputs[0])  # tuning, compilation, correctness checks (not timed)
                             t = time_gpu(call.call, inputs, tcfg)
                     else:
                         t = time_gpu(call, inputs, tcfg)
@@ -145,7 +150,7 @@ def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingCon
     try:
         if kind == "ceiling":
             g = time_graph(read_launcher(ceiling.read_config), inputs, tcfg)
-        elif kind == "competitor" and label.startswith("torch"):
+        elif kind == "competitor" and call.lib == "torch":
             g = time_graph(call.call, inputs, tcfg, lib="torch")
         elif kind == "competitor":
             with call.context():
