@@ -1,5 +1,6 @@
 """Smoke benchmark: the performance floor of issue 2, every method beside torch.sum and cupy.sum (CUB on and off),
-in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far
+a tuned Triton kernel and torch.compile'd torch.sum (where torch and Triton are installed: ``pip install -e
+".[bench]"``; each checked against a float64 sum first, see experiments/competitors.py), in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far
 larger than L2 (512 MiB and more).
 
     python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
@@ -54,7 +55,7 @@ def metadata() -> dict:
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    from experiments.common import git_info
+    from experiments.env import git_info
 
     commit = git_info()["commit"] or "unknown"
     meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],
@@ -102,12 +103,15 @@ def main() -> None:
     from cupy._core import _accelerator as acc
 
     import tcreduce
+    from experiments.competitors import tuned_competitors, tuned_missing
 
     try:
         import torch
     except ImportError:
         torch = None
     meta = metadata()
+    for why in tuned_missing():
+        print(why, file=sys.stderr)
     rng = cupy.random.default_rng(1)
     rows = []
 
@@ -160,6 +164,13 @@ def main() -> None:
         if not kw:  # CuPy has no bf16 / fp8 dtype
             competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
             competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        for comp in (tuned_competitors(axis) if dtype in ("float16", "float32", "bfloat16") else ()):
+            try:  # tuning, compilation and the correctness checks, before any timing
+                wrapped = comp.wrap(x) if not kw else xt  # bf16: the torch tensor of that dtype
+                comp.prepare(wrapped)
+                competitors[comp.label] = lambda c=comp, w=wrapped: c.call(w)
+            except Exception as e:  # a wrong or failing competitor is reported, never timed
+                print(f"{case} {comp.label}: {type(e).__name__}: {e}", file=sys.stderr)
         for m in tcreduce.methods():
             if dtype in m.dtypes and (axis is None or not m.name.startswith("ladder")):
                 competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name,

@@ -4,7 +4,7 @@ a-priori error bound beside each measured curve.
 With a GPU: N = 2^10 .. 2^30 (every power of two), every registered sum method that takes the dtype (the ladder
 rungs too, drawn in a figure of their own), ``torch.sum`` and ``cupy.sum`` (CUB) with fp32 accumulation, and a float64
 sum for comparison. Inputs are generated on the GPU with fixed seeds; exact sums come from a one-pass exponent-binned
-integer accumulation on the GPU (:func:`experiments.common.exact_sum_gpu`, checked against ``math.fsum`` at start).
+integer accumulation on the GPU (:func:`experiments.exact.exact_sum_gpu`, checked against ``math.fsum`` at start).
 Up to N = 2^20 (every other power) the same inputs also go through ``tcreduce.emulate.sum`` for the GPU's model, and
 the second figure shows that the GPU and the emulator agree bit for bit.
 
@@ -28,8 +28,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import common
-from .common import DISTRIBUTIONS, Context, case_seed, make_input
+from .competitors import competitors, torch_stream_guard
+from .context import Context, MissingInterface, require
+from .env import device_info, free_gpu_memory, torch_missing_reason
+from .exact import exact_sum_gpu, exact_sum_host, rel_error
+from .inputs import DISTRIBUTIONS, case_seed, dtype_label, make_input
+from .methods import sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
 
 NAME = "accuracy"
 NEEDS_GPU = False
@@ -83,7 +88,7 @@ class _Bounds:
     def __init__(self, ctx: Context, gpu_model: str):
         self.ctx = ctx
         self.gpu = gpu_model
-        self.mod = common.require("tcreduce.bounds", "the accuracy study's error bounds", ("error_bound",))
+        self.mod = require("tcreduce.bounds", "the accuracy study's error bounds", ("error_bound",))
         self._warned: set[str] = set()
 
     def factor(self, method: str, dtype: str, n: int) -> float:
@@ -175,8 +180,8 @@ def _check_exact_gpu(ctx: Context) -> None:
             x = make_input(dist, dtype, 65537, seed=case_seed("check", dist, dtype), xp=cupy)
             h = cupy.asnumpy(x)
             for absolute in (False, True):
-                got = common.exact_sum_gpu(x, absolute=absolute)
-                want = common.exact_sum_host(np.abs(h) if absolute else h)
+                got = exact_sum_gpu(x, absolute=absolute)
+                want = exact_sum_host(np.abs(h) if absolute else h)
                 if got != want:
                     raise RuntimeError(f"exact_sum_gpu({dist}, {dtype}, abs={absolute}) = {got!r} but math.fsum "
                                        f"gives {want!r}")
@@ -217,10 +222,10 @@ def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
         "csv_header": {"emulator_compared": len(compared), "emulator_mismatches": len(mism),
                        "bound_violations": len(viol)},
     }
-    meta = common.metadata(NAME, ctx, cfg, extra)
+    meta = metadata(NAME, ctx, cfg, extra)
     out = ctx.out
-    paths = [common.write_csv(out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(out / f"{NAME}.json", meta)]
+    paths = [write_csv(out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(out / f"{NAME}.json", meta)]
     from . import plotting
 
     paths += plotting.plot_accuracy(out / f"{NAME}.csv", out)
@@ -229,13 +234,13 @@ def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------------ CPU (emulator)
 def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
-    emulate = common.require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)",
+    emulate = require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)",
                              ("sum",))
-    reference = common.require("tcreduce.reference", "the accuracy study without a GPU (exact sums)",
+    reference = require("tcreduce.reference", "the accuracy study without a GPU (exact sums)",
                                ("exact_sum", "float64_sum"))
     bounds = _Bounds(ctx, ctx.emulated_gpu)
     rows: list[dict] = []
-    methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}  # the ladder rungs too (accuracy_ladder)
+    methods = {dt: sum_methods(dt, ctx=ctx) for dt in DTYPES}  # the ladder rungs too (accuracy_ladder)
     twins = _twins([m for ms in methods.values() for m in ms])
     for dt, ms in methods.items():
         skipped = [m.name for m in ms if m.name not in twins]
@@ -261,7 +266,7 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
                 continue
             try:
                 r = float(_emulate(emulate, budget, x, m.name, ctx.emulated_gpu, n).reshape(()))
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
                 b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"])
                 row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
                            within_bound=abs(r - exact) <= b)
@@ -270,14 +275,14 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
                 ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
         r64 = float(reference.float64_sum(x))
-        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=rel_error(r64, exact)))
         bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
     bar.close()
     return rows
 
 
 def dtype_name(dt: str) -> str:
-    return common.dtype_label(dt)
+    return dtype_label(dt)
 
 
 # ----------------------------------------------------------------------------------------------------------- GPU
@@ -288,11 +293,11 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     from tcreduce._device import named_device
 
     try:
-        emulate = common.require("tcreduce.emulate", "the GPU == emulator panel", ("sum",))
-    except common.MissingInterface as e:
+        emulate = require("tcreduce.emulate", "the GPU == emulator panel", ("sum",))
+    except MissingInterface as e:
         emulate = None
         ctx.error(str(e))
-    dev_name = common.device_info().get("gpu_name", "H100")
+    dev_name = device_info().get("gpu_name", "H100")
     try:
         gpu_model = named_device(dev_name).name
     except ValueError:
@@ -300,15 +305,15 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         ctx.note(f"{dev_name} is not a GPU the emulator models; bounds and emulation use H100's parameters")
     try:
         bounds: Optional[_Bounds] = _Bounds(ctx, gpu_model)
-    except common.MissingInterface as e:
+    except MissingInterface as e:
         bounds = None
         ctx.error(str(e))
     _check_exact_gpu(ctx)
-    methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}
+    methods = {dt: sum_methods(dt, ctx=ctx) for dt in DTYPES}
     twins = _twins([m for ms in methods.values() for m in ms]) if emulate is not None else set()
-    comps = common.competitors(None, native=False)
+    comps = competitors(None, native=False)
     if not any(c.label.startswith("torch") for c in comps):
-        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+        ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
     emu_sizes = set(cfg["emulator_check_sizes"])
     budget = _EmuBudget(ctx, *cfg["emulation_budget_s"])
     host_max = max([cfg["bound_direct_max"], *emu_sizes])
@@ -320,8 +325,8 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     for dt, dist, n in cases:
         seed = case_seed(dist, dt, n)
         x = make_input(dist, dt, n, seed, xp=cupy)
-        exact = common.exact_sum_gpu(x)
-        abs_sum = common.exact_sum_gpu(x, absolute=True)
+        exact = exact_sum_gpu(x)
+        abs_sum = exact_sum_gpu(x, absolute=True)
         host = cupy.asnumpy(x) if n <= host_max else None
         base = dict(dtype=dt, dist=dist, n=n, seed=seed, exact=exact, abs_sum=abs_sum,
                     cond=abs_sum / abs(exact) if exact else float("inf"), backend="gpu")
@@ -346,9 +351,9 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                     slow[m.name] = n
                     ctx.note(f"{m.name}: one call took over {cfg['slow_call_s']:g} s at n={n}; not run at larger n")
                 r = float(r32)
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
             except Exception as e:
-                row["note"] = common.error_note(e)
+                row["note"] = error_note(e)
                 ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {row['note'][7:]}")
                 rows.append(row)
                 continue
@@ -373,18 +378,18 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         for c in comps:
             row = dict(base, kind="competitor", method=c.label)
             try:
-                with c.context(), common.torch_stream_guard():
+                with c.context(), torch_stream_guard():
                     r = float(c.call(c.wrap(x)))
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
             except Exception as e:
                 row["note"] = f"error: {type(e).__name__}: {e}"
                 ctx.error(f"accuracy {c.label} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
         r64 = float(cupy.sum(x, dtype=np.float64))
-        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=rel_error(r64, exact)))
         del x, host
         if n >= 2**26:
-            common.free_gpu_memory()
+            free_gpu_memory()
         bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
     bar.close()
     return rows

@@ -15,11 +15,13 @@ from typing import Any, Iterable, Optional, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt   # noqa: E402
+from matplotlib.lines import Line2D   # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .common import DISTRIBUTIONS, LADDER_ORDER, dist_label, num, read_csv  # noqa: E402
+from .inputs import DISTRIBUTIONS, dist_label  # noqa: E402
+from .methods import LADDER_ORDER  # noqa: E402
+from .records import num, read_csv  # noqa: E402
 
 __all__ = ["plot_accuracy", "plot_throughput", "plot_segments", "plot_tradeoff", "plot_ladder", "PLOTTERS",
            "style_for", "save"]
@@ -42,6 +44,8 @@ _STYLES: dict[str, dict[str, Any]] = {
     "cupy.sum CUB": dict(color="#17becf", marker="X", ls=":", lw=1.4),
     "cupy.sum no CUB": dict(color="#7f7f7f", marker="x", ls=":", lw=1.2),
     "cupy.sum fp64": dict(color="#bcbd22", marker="*", ls=":", lw=1.2),
+    "triton (tuned)": dict(color="#8c564b", marker="h", ls=":", lw=1.4),
+    "torch.compile": dict(color="#393b79", marker="p", ls=":", lw=1.2),
     "float64": dict(color="black", marker=".", ls="-", lw=0.8),
     "read kernel": dict(color="black", marker="", ls="--", lw=1.0),
     "d2d copy": dict(color="#555555", marker="", ls="-.", lw=1.0),
@@ -463,8 +467,8 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
                 ax.set_xlabel("n (segment length)")
             _collect(handles, ax)
     labs = _ordered(handles)
-    _finish(fig, "Speedup of each tcreduce method over the fastest library call (torch.sum, cupy.sum with CUB on "
-                 "or off) at the same segment length", [handles[lab] for lab in labs], labs)
+    _finish(fig, "Speedup of each tcreduce method over the fastest competitor (torch.sum, cupy.sum with CUB on "
+                 "or off, tuned Triton, torch.compile, where measured) at the same segment length", [handles[lab] for lab in labs], labs)
     paths += save(fig, out_dir, "segments_speedup", meta)
     return paths
 
