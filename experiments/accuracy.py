@@ -28,11 +28,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tcreduce.testing import to_numpy
+
 from .competitors import competitors, torch_stream_guard
 from .context import Context, MissingInterface, require
 from .env import device_info, free_gpu_memory, torch_missing_reason
 from .exact import exact_sum_gpu, exact_sum_host, rel_error
-from .inputs import DISTRIBUTIONS, case_seed, dtype_label, make_input
+from .inputs import DISTRIBUTIONS, NEW_FORMATS, case_seed, dtype_label, float32_copy, format_missing, make_input, \
+    to_host
 from .methods import sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
 
@@ -43,13 +46,14 @@ SUMMARY = "relative error vs N per method and distribution, with error bounds (G
 COLUMNS = ["dtype", "dist", "n", "seed", "kind", "method", "result", "exact", "abs_sum", "cond", "rel_error",
            "bound_abs", "rel_bound", "bound_kind", "within_bound", "emu_result", "emu_equal", "backend", "note"]
 
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 
 
 def config(ctx: Context) -> dict[str, Any]:
     if ctx.mode == "tiny":
         sizes = [2**8, 2**10]
-        dists = {"float16": ["uniform", "near_overflow"], "float32": ["mixed"]}
+        dists = {"float16": ["uniform", "near_overflow"], "float32": ["mixed"], "bfloat16": ["uniform"],
+                 "float8_e4m3fn": ["normal"]}
     else:
         dists = {dt: [d for d, spec in DISTRIBUTIONS.items() if dt in spec["dtypes"]] for dt in DTYPES}
         if ctx.gpu:
@@ -175,7 +179,7 @@ def _check_exact_gpu(ctx: Context) -> None:
         from tcreduce import reference
     except ImportError:
         reference = None
-    for dtype in DTYPES:
+    for dtype in ("float16", "float32"):  # the exact sums take these; bf16 and fp8 go through a float32 copy
         for dist in ("uniform", "mixed", "lognormal"):
             x = make_input(dist, dtype, 65537, seed=case_seed("check", dist, dtype), xp=cupy)
             h = cupy.asnumpy(x)
@@ -309,15 +313,20 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         bounds = None
         ctx.error(str(e))
     _check_exact_gpu(ctx)
-    methods = {dt: sum_methods(dt, ctx=ctx) for dt in DTYPES}
+    dtypes = [dt for dt in DTYPES if not format_missing(dt)]
+    for dt in DTYPES:
+        if format_missing(dt):
+            ctx.note(f"{dtype_name(dt)} not measured: {format_missing(dt)}")
+    methods = {dt: sum_methods(dt, ctx=ctx) for dt in dtypes}
     twins = _twins([m for ms in methods.values() for m in ms]) if emulate is not None else set()
     comps = competitors(None, native=False)
+    torch_comps = [c for c in comps if c.lib == "torch"]  # bf16 / fp8 inputs are torch tensors
     if not any(c.label.startswith("torch") for c in comps):
         ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
     emu_sizes = set(cfg["emulator_check_sizes"])
     budget = _EmuBudget(ctx, *cfg["emulation_budget_s"])
     host_max = max([cfg["bound_direct_max"], *emu_sizes])
-    cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
+    cases = [(dt, d, n) for dt in dtypes for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
     bar = ctx.bar(len(cases), NAME)
     rows: list[dict] = []
     slow: dict[str, int] = {}  # method -> n at which one call took longer than cfg["slow_call_s"]
@@ -325,9 +334,10 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     for dt, dist, n in cases:
         seed = case_seed(dist, dt, n)
         x = make_input(dist, dt, n, seed, xp=cupy)
-        exact = exact_sum_gpu(x)
-        abs_sum = exact_sum_gpu(x, absolute=True)
-        host = cupy.asnumpy(x) if n <= host_max else None
+        x32 = float32_copy(x)
+        exact = exact_sum_gpu(x32)
+        abs_sum = exact_sum_gpu(x32, absolute=True)
+        host = to_host(x) if n <= host_max else None
         base = dict(dtype=dt, dist=dist, n=n, seed=seed, exact=exact, abs_sum=abs_sum,
                     cond=abs_sum / abs(exact) if exact else float("inf"), backend="gpu")
         for m in methods[dt]:
@@ -339,13 +349,13 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
             try:
                 if m.name not in warmed:  # compile and plan outside the timed call
                     warmed.add(m.name)
-                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                    to_numpy(tcreduce.sum(x, method=m.name))
                 t0 = time.perf_counter()
-                r32 = cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                r32 = to_numpy(tcreduce.sum(x, method=m.name))
                 dt_call = time.perf_counter() - t0
                 if dt_call > cfg["slow_call_s"] and m.name not in slow:  # again: a first call may have compiled
                     t0 = time.perf_counter()
-                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                    to_numpy(tcreduce.sum(x, method=m.name))
                     dt_call = time.perf_counter() - t0
                 if dt_call > cfg["slow_call_s"] and m.name not in slow:
                     slow[m.name] = n
@@ -375,7 +385,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                     row["note"] = f"error: emulator: {type(e).__name__}: {e}"
                     ctx.error(f"emulate {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
-        for c in comps:
+        for c in (torch_comps if dt in NEW_FORMATS else comps):
             row = dict(base, kind="competitor", method=c.label)
             try:
                 with c.context(), torch_stream_guard():
@@ -385,9 +395,9 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                 row["note"] = f"error: {type(e).__name__}: {e}"
                 ctx.error(f"accuracy {c.label} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
-        r64 = float(cupy.sum(x, dtype=np.float64))
+        r64 = float(cupy.sum(x32, dtype=np.float64))
         rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=rel_error(r64, exact)))
-        del x, host
+        del x, x32, host
         if n >= 2**26:
             free_gpu_memory()
         bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")

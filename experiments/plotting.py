@@ -53,7 +53,9 @@ _STYLES: dict[str, dict[str, Any]] = {
 _FALLBACK = ["#8c564b", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d",
              "#31a354", "#756bb1", "#636363"]
 
-DTYPE_LABEL = {"float16": "fp16", "float32": "fp32"}
+DTYPE_LABEL = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16", "float8_e4m3fn": "fp8 e4m3",
+               "float8_e5m2": "fp8 e5m2"}
+DTYPE_ORDER = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 ZERO_FLOOR = 1e-17  # relative errors of exactly 0 are drawn here on log axes
 
 
@@ -217,7 +219,7 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
     series = _acc_series(rows, pred)
     if not series:
         return _empty_figure(out_dir, stem, meta, "no accuracy rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in series)]
     fig, axes = plt.subplots(len(dtypes), len(dists), figsize=(2.9 * len(dists) + 0.6, 2.5 * len(dtypes) + 1.2),
                              squeeze=False, sharex=True)
@@ -302,7 +304,7 @@ def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
         c[1] += 1
         c[0] += r["emu_equal"] == "true"
     methods = _ordered({k[0] for k in cells})
-    cols = [(dt, d) for dt in ("float16", "float32") for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
+    cols = [(dt, d) for dt in DTYPE_ORDER for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 + 1.05 * len(cols)), 1.9 + 0.36 * len(methods)))
     ax.grid(False)
     for i, m in enumerate(methods):
@@ -370,7 +372,7 @@ def _throughput_figure(rows, meta, out_dir, stem: str, graph: bool, title: str) 
         series[(r["dtype"], r["method"])].append((num(r["n"]), num(val)))
     if not series:
         return _empty_figure(out_dir, stem, meta, "no throughput rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.6), squeeze=False, sharey=True)
     handles: dict = {}
     for j, dt in enumerate(dtypes):
@@ -406,7 +408,7 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
         series[(r["dtype"], r["layout"], r["method"])].append((num(r["n"]), num(r["gbs"]), r.get("kind", "")))
     if not series:
         return _empty_figure(out_dir, "segments", meta, "no segment rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     layouts = [lay for lay in ("rows", "cols") if any(k[1] == lay for k in series)]
     all_n = [p[0] for v in series.values() for p in v]
     total = meta.get("total_bytes", "")
@@ -541,7 +543,7 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
                                              num(r.get("rel_error_min")), num(r.get("rel_error_max"))))
     if not pts:
         return _empty_figure(out_dir, "tradeoff", meta, "no trade-off rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in pts)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in pts)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in pts)]
     styles = _point_styles(_ordered({q[2] for v in pts.values() for q in v}))
     fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.8 * len(dtypes), 4.0 * len(dists) + 1.4),

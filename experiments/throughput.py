@@ -29,7 +29,9 @@ from .ceiling import measure_ceiling, read_launcher, time_read_kernel
 from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, l2_bytes, torch_missing_reason
-from .inputs import case_seed, dtype_label, random_pool, rotating_views
+from tcreduce.formats import get_format
+
+from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, rotating_views, torch_view
 from .methods import sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
 from .timing import TimingConfig, fill_timing, time_gpu, time_graph
@@ -42,7 +44,7 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "buffers",
            "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "graph_us", "graph_p10_us",
            "graph_p90_us", "graph_calls", "graph_gbs", "graph_frac_ceiling", "note"]
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 
 
 def config(ctx: Context) -> dict[str, Any]:
@@ -80,12 +82,18 @@ def run(ctx: Context) -> list[Path]:
     l2 = l2_bytes()
     plan = []
     for dt in DTYPES:
+        if format_missing(dt):
+            ctx.note(f"{dtype_label(dt)} not measured: {format_missing(dt)}")
+            continue
         methods = [m.name for m in sum_methods(dt, ladder=False, ctx=ctx)]
         plan.append((dt, methods))
-    total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)
+    total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)  # an upper bound
     bar = ctx.bar(total, NAME)
     for dt, methods in plan:
-        itemsize = 2 if dt == "float16" else 4
+        itemsize = get_format(dt).itemsize
+        fmt = {"format": dt} if dt in NEW_FORMATS else {}
+        # bf16 / fp8 pools are raw bits: CuPy has no such dtype, so only torch's competitors (on torch views) apply
+        dt_comps = [c for c in comps if c.lib == "torch"] if fmt else comps
         pool_n = max(max(cfg["sizes"]), (4 * l2) // itemsize)
         pool = random_pool(dt, pool_n, seed=case_seed(NAME, dt), low=-0.25, high=0.75)
         dropped: dict[str, int] = {}
@@ -96,9 +104,9 @@ def run(ctx: Context) -> list[Path]:
                         bytes=n * itemsize + 4)
             entries: list[tuple[str, str, Any, list]] = []
             for m in methods:
-                entries.append((m, "tcreduce", _tc_call(m), views))
-            for c in comps:
-                entries.append((c.label, "competitor", c, [c.wrap(v) for v in views]))
+                entries.append((m, "tcreduce", _tc_call(m, **fmt), views))
+            for c in dt_comps:
+                entries.append((c.label, "competitor", c, [torch_view(v, dt) if fmt else c.wrap(v) for v in views]))
             entries.append(("read kernel", "ceiling", None, views))
             for label, kind, call, inputs in entries:
                 row = dict(base, method=label, kind=kind)
@@ -136,11 +144,11 @@ def run(ctx: Context) -> list[Path]:
     return write(ctx, rows, cfg, ceiling.as_dict())
 
 
-def _tc_call(method: str):
+def _tc_call(method: str, **kw):
     import tcreduce
 
     def call(x):
-        return tcreduce.sum(x, method=method)
+        return tcreduce.sum(x, method=method, **kw)
 
     return call
 

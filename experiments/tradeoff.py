@@ -25,7 +25,9 @@ from .competitors import competitors, torch_stream_guard
 from .context import Context
 from .env import free_gpu_memory, torch_missing_reason
 from .exact import exact_sum_gpu, rel_error
-from .inputs import case_seed, make_input
+from tcreduce.formats import get_format
+
+from .inputs import NEW_FORMATS, case_seed, float32_copy, format_missing, make_input
 from .methods import MethodSetting, run_setting, sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
 from .timing import TimingConfig, time_gpu
@@ -37,7 +39,7 @@ WHY_GPU = "its x axis is throughput measured on a GPU"
 
 COLUMNS = ["dtype", "dist", "n", "label", "method", "settings", "kind", "time_us", "gbs", "rel_error_median",
            "rel_error_min", "rel_error_max", "seeds", "note"]
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 DISTS = ("uniform", "normal")
 CHAINS = (4, 16, 64, 256)
 
@@ -59,7 +61,7 @@ def settings(dtype: str, ctx: Context) -> list[MethodSetting]:
 
     out = [MethodSetting(m.name, m.name) for m in sum_methods(dtype, ladder=False, ctx=ctx)]
     names = {s.method for s in out}
-    if "tensorcore" in names:
+    if "tensorcore" in names and dtype == "float16":  # the chain-length sweep is the fp16 story
         params = inspect.signature(registry.get("tensorcore").planner).parameters
         if "chain" in params:
             out += [MethodSetting(f"tensorcore chain={c}", "tensorcore", (("chain", c),)) for c in CHAINS]
@@ -86,15 +88,19 @@ def run(ctx: Context) -> list[Path]:
     comps = competitors(None, float64=True)
     if not any(c.label == "torch.sum" for c in comps):
         ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
-    points = {dt: settings(dt, ctx) for dt in DTYPES}
-    total = sum(len(points[dt]) + len(comps) for dt in DTYPES) * (1 + len(DISTS) * cfg["seeds"])
-    bar = ctx.bar(total, NAME)
+    dtypes = [dt for dt in DTYPES if not format_missing(dt)]
     for dt in DTYPES:
-        itemsize = 2 if dt == "float16" else 4
+        if format_missing(dt):
+            ctx.note(f"{dt} not measured: {format_missing(dt)}")
+    points = {dt: settings(dt, ctx) for dt in dtypes}
+    total = sum(len(points[dt]) + len(comps) for dt in dtypes) * (1 + len(DISTS) * cfg["seeds"])
+    bar = ctx.bar(total, NAME)
+    for dt in dtypes:
+        itemsize = get_format(dt).itemsize
         entries: list[tuple[str, str, str, str, Any]] = []
         for s in points[dt]:
             entries.append((s.label, s.method, json.dumps(s.kwargs, sort_keys=True), "tcreduce", s))
-        for c in comps:
+        for c in (comps if dt not in NEW_FORMATS else [c for c in comps if c.lib == "torch"]):
             entries.append((c.label, c.label, "{}", "competitor", c))
         timing: dict[str, Any] = {}
         errors: dict[tuple[str, str], list[float]] = {}
@@ -102,8 +108,8 @@ def run(ctx: Context) -> list[Path]:
         for dist in DISTS:
             for k in range(cfg["seeds"]):
                 seed = case_seed(NAME, dist, dt, n, k)
-                x = make_input(dist, dt, n, seed, xp=cupy)
-                exact = exact_sum_gpu(x)
+                x = make_input(dist, dt, n, seed, xp=cupy)  # bf16 / fp8: a torch tensor
+                exact = exact_sum_gpu(float32_copy(x))
                 for label, _method, _, kind, obj in entries:
                     if label in failed:
                         bar.update(1 + (1 if (dist, k) == (DISTS[0], 0) else 0))

@@ -293,7 +293,8 @@ def test_accuracy_tiny_cpu(emulator, tmp_path, monkeypatch):
     measured = [r for r in rows if r["kind"] == "tcreduce"]
     assert measured and all(r["rel_error"] != "" and r["bound_abs"] != "" for r in measured)
     assert all(r["within_bound"] == "true" for r in measured)
-    assert {r["dist"] for r in rows} == {"uniform", "near_overflow", "mixed"}
+    assert {r["dist"] for r in rows} == {"uniform", "near_overflow", "mixed", "normal"}
+    assert {r["dtype"] for r in rows} == {"float16", "float32", "bfloat16", "float8_e4m3fn"}  # the new formats too
     for ext in ("png", "pdf"):
         _figure_ok(tmp_path / f"accuracy.{ext}")
     assert tmp_path / "accuracy.png" in paths
