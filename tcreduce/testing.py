@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
+__all__ = ["random_input", "adversarial_inputs", "format_adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
            "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
 
 
@@ -63,6 +63,30 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     out["high_mantissa"] = (1 + (1023 - rng.integers(0, 64, n)) / 1024).astype(np.float16)
     out["fine_bits"] = (rng.integers(1, 1024, n) * 2.0 ** -14 + 2.0 ** -4).astype(np.float16)
     out["uniform_positive"] = rng.uniform(0.5, 1, n).astype(np.float16)
+    return out
+
+
+def format_adversarial_inputs(rng: np.random.Generator, n: int, fmt: str) -> dict[str, np.ndarray]:
+    """The same-sign adversarial family for another input format (an ml_dtypes array each, by name).
+
+    bfloat16 and float8_e5m2 hold every value of :func:`adversarial_inputs` exactly or nearly (rounded once to the
+    format). float8_e4m3fn cannot (1024 is beyond its 448): its values have 4 significant bits, so sums of values of
+    one scale are exact in fp32 for long; its family mixes scales instead: ``wide_positive`` (2^U(-9, 8.8)) and
+    ``big_first_1/2^j_wide`` / ``big_every_32_wide`` (448 among values 2^U(-9, -2)), whose low bits every fp32 partial
+    sum must round away. The fp8 formats get the wide family too."""
+    from .formats import numpy_dtype
+
+    dt = numpy_dtype(fmt)
+    out: dict[str, np.ndarray] = {}
+    if fmt != "float8_e4m3fn":
+        out.update({name: x.astype(np.float32).astype(dt) for name, x in adversarial_inputs(rng, n).items()})
+    if fmt.startswith("float8"):
+        idx = np.arange(n)
+        small = np.exp2(rng.uniform(-9, -2, n))
+        out["wide_positive"] = np.exp2(rng.uniform(-9, 8.8, n)).astype(dt)
+        out.update({f"big_first_1/{1 << j}_wide": np.where(idx < max(1, n >> j), 448.0, small).astype(dt)
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_wide"] = np.where(idx % 32 == 0, 448.0, small).astype(dt)
     return out
 
 
