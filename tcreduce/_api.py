@@ -178,6 +178,12 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
     except TypeError:  # an unhashable argument: validate it the slow way
         key, prep = None, None
     if prep is None:
+        from ._launch import CaptureError, is_capturing
+
+        if is_capturing(cp.cuda.get_current_stream().ptr):
+            raise CaptureError(f"the first tcreduce.{kind} call with these arguments plans, compiles and loads its "
+                               "kernels: make it outside the CUDA graph capture (a warm-up call with the same shapes "
+                               "on this stream), or capture a tcreduce.reducer built beforehand")
         prep = _prepare(kind, xc, axis, dtype, method, device_id)
         if key is not None:
             if len(_PREPARED) > 4096:
