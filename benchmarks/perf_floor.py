@@ -1,7 +1,8 @@
 """Smoke benchmark: the performance floor of issue 2, every method beside torch.sum and cupy.sum (CUB on and off),
 a tuned Triton kernel and torch.compile'd torch.sum (where torch and Triton are installed: ``pip install -e
-".[bench]"``; each checked against a float64 sum first, see experiments/competitors.py), in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far
-larger than L2 (512 MiB and more).
+".[bench]"``; each checked against a float64 sum first, see experiments/competitors.py), in one run on one GPU.
+CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far larger than L2 (512 MiB
+and more).
 
     python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
 

@@ -470,7 +470,8 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
             _collect(handles, ax)
     labs = _ordered(handles)
     _finish(fig, "Speedup of each tcreduce method over the fastest competitor (torch.sum, cupy.sum with CUB on "
-                 "or off, tuned Triton, torch.compile, where measured) at the same segment length", [handles[lab] for lab in labs], labs)
+                 "or off, tuned Triton, torch.compile, where measured) at the same segment length",
+            [handles[lab] for lab in labs], labs)
     paths += save(fig, out_dir, "segments_speedup", meta)
     return paths
 

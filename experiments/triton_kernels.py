@@ -90,7 +90,7 @@ def rows_sum(x_ptr, out_ptr, m, n, ld, ROWS: tl.constexpr, BLOCK_N: tl.constexpr
 
 @triton.jit
 def cols_sum(x_ptr, out_ptr, r, c, ld, BR: tl.constexpr, BC: tl.constexpr):
-    """Column ``j`` (elements ``i * ld + j``, ``i < r``) summed into ``out[j]``; ``BC`` columns per program, all rows."""
+    """Column ``j`` (elements ``i * ld + j``, ``i < r``) summed into ``out[j]``; ``BC`` columns per program."""
     pid = tl.program_id(0).to(tl.int64)
     cols = pid * BC + tl.arange(0, BC)
     cmask = cols < c

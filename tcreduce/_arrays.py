@@ -42,7 +42,8 @@ def as_cupy(x: Any) -> tuple[Any, Callable[[Any], Any]]:
                             "tcreduce.emulate.sum(x.numpy(), ...)")
         raw = _TORCH_RAW.get(str(x.dtype).replace("torch.", ""))
         if raw is not None:  # no CuPy dtype: its raw bits (as_cupy_input names the format)
-            return cupy.from_dlpack(x.view(getattr(torch, raw))), lambda r: torch.from_dlpack(r)
+            bits = cupy.from_dlpack(x.view(getattr(torch, raw)))
+            return (bits.view(cupy.uint16) if raw == "int16" else bits), lambda r: torch.from_dlpack(r)
         return cupy.from_dlpack(x), lambda r: torch.from_dlpack(r)
     if hasattr(x, "__cuda_array_interface__"):
         return cupy.asarray(x), lambda r: r
@@ -65,7 +66,7 @@ def as_cupy_input(x: Any, fmt: Any = None) -> tuple[Any, Callable[[Any], Any], s
     if torch_name in _TORCH_RAW:
         if fmt is not None and get_format(fmt).name != torch_name:
             raise TypeError(f"format={fmt!r} does not match the tensor's dtype torch.{torch_name}")
-        return xc.view(np.uint16) if torch_name == "bfloat16" else xc, back, torch_name
+        return xc, back, torch_name
     if fmt is None:
         return xc, back, DTYPE_NAMES.get(xc.dtype, str(xc.dtype))
     try:

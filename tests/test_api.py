@@ -94,17 +94,22 @@ def test_auto_rule():
     def pick(shape, axes, dtype="float16", kind="sum"):
         return choose_method(kind, SimpleNamespace(shape=shape), axes, dtype, h100)
 
-    assert pick((1 << 20,), (0,)) == "tensorcore"
-    assert pick((4, 1, 8), (0, 2)) == "tensorcore"  # kept axes of size 1: a full sum
-    assert pick((1 << 20, 16), (1,)) == "tensorcore"
-    assert pick((1 << 20, 64), (1,)) == "shuffle"
-    assert pick((16, 1 << 20), (0,)) == "shuffle"
+    from tcreduce._auto import lookup  # the table derived from the sweeps (tests/test_auto.py checks it)
+
+    assert pick((1 << 20,), (0,)) == lookup("float16", "full", 1 << 20)
+    assert pick((4, 1, 8), (0, 2)) == lookup("float16", "full", 32)  # kept axes of size 1: a full sum
+    assert pick((1 << 20, 16), (1,)) == lookup("float16", "rows", 16)
+    assert pick((1 << 20, 64), (1,)) == lookup("float16", "rows", 64)
+    assert pick((16, 1 << 20), (0,)) == lookup("float16", "cols", 16)
     assert pick((1 << 20,), (0,), "float32") == "shuffle"
     assert pick((1 << 20,), (0,), kind="max") == "shuffle"
+    assert pick((1 << 28,), (0,)) == "tensorcore" and pick((1 << 20, 64), (1,)) == "shuffle"  # the sweep's picks
 
 
 def test_emulated_auto_matches_the_named_method(rng):
     x = rng.uniform(-1, 1, (64, 16)).astype(np.float16)
+    from tcreduce._auto import lookup
+
     auto = tcreduce.emulate.sum(x, axis=1, method="auto")
-    named = tcreduce.emulate.sum(x, axis=1, method="tensorcore")
+    named = tcreduce.emulate.sum(x, axis=1, method=lookup("float16", "rows", 16))
     assert np.array_equal(auto.view(np.uint32), named.view(np.uint32))
