@@ -27,6 +27,7 @@ the host, so each call synchronises the host with that stream once. torch is imp
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import math
@@ -149,6 +150,58 @@ def _gather_cupy(torch, dist, a, group, world: int, cuda_comm: bool, device: int
     if out.device.type != "cuda":
         out = out.to(torch.device("cuda", device))
     return cupy.from_dlpack(out).reshape((world,) + tuple(a.shape))
+
+
+def _dtensor_types():
+    try:
+        from torch.distributed.tensor import DTensor, Replicate, Shard
+    except ImportError:  # torch < 2.5
+        try:
+            from torch.distributed._tensor import DTensor, Replicate, Shard
+        except ImportError:
+            return None
+    return DTensor, Replicate, Shard
+
+
+def _dtensor_parts(torch, dist, x: Any, shard_axis: Any, group: Any):
+    """For a DTensor sharded on one dimension of a 1-D device mesh: (its local tensor, its shard dimension, the
+    mesh's group, a function wrapping the result back into a DTensor). Anything else passes through with None.
+    Raises before any collective, alike on every rank (placements and meshes are the same everywhere)."""
+    types = _dtensor_types()
+    if types is None or not isinstance(x, types[0]):
+        return x, shard_axis, group, None
+    DTensor, Replicate, Shard = types
+    mesh, places = x.device_mesh, tuple(x.placements)
+    if mesh.ndim != 1 or len(places) != 1 or type(places[0]) is not Shard:
+        raise ValueError("tcreduce.distributed.sum takes DTensors sharded on one dimension of a 1-D device mesh "
+                         f"(placements (Shard(d),)); got a {mesh.ndim}-D mesh and placements {places}")
+    ndim = x.ndim
+    dim = places[0].dim % ndim
+    try:
+        given = None if isinstance(shard_axis, bool) else operator.index(shard_axis)
+    except TypeError:
+        given = None
+    if given not in (0, dim, dim - ndim):
+        raise ValueError(f"shard_axis={shard_axis!r} disagrees with the DTensor's placement Shard({dim}); leave it "
+                         "at its default")
+    mesh_group = mesh.get_group()
+    if group is not None and group is not mesh_group:
+        raise ValueError("group differs from the DTensor's device-mesh group; leave it at its default")
+    if dist.get_process_group_ranks(mesh_group) != [int(r) for r in mesh.mesh.flatten().tolist()]:
+        raise ValueError("the DTensor's device mesh lists its ranks out of order (shards follow mesh order, the "
+                         f"group's ranks ascend): mesh {mesh.mesh.tolist()}")
+
+    def rewrap(res, ag: Agreement, keepdims: bool):
+        if ag.reduced:
+            return DTensor.from_local(res, mesh, [Replicate()], run_check=False)
+        out_dim = dim if keepdims else dim - len([a for a in ag.axes if a < dim])
+        shape = list(res.shape)
+        shape[out_dim] = builtins.sum(ag.shard_lengths)
+        stride = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        return DTensor.from_local(res, mesh, [Shard(out_dim)], run_check=False, shape=torch.Size(shape),
+                                  stride=tuple(stride))
+
+    return x.to_local(), dim, mesh_group, rewrap
 
 
 @dataclass
@@ -286,11 +339,16 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
     ranks and any partition. If ``shard_axis`` is not reduced, this rank's shard of the result,
     ``tcreduce.sum(x, axis, dtype, keepdims, method=method)``, with no data communication.
 
+    A DTensor sharded on one dimension of a 1-D device mesh (placements ``(Shard(d),)``) may stand for ``x``: its
+    local tensor is the shard, ``d`` the shard axis and the mesh's group the group; the result is a DTensor,
+    ``Replicate()`` if ``d`` is reduced, else sharded on the result's dimension that ``d`` became.
+
     Errors (bad or disagreeing arguments, a failure computing any rank's partial) raise the same exception with the
     same message on every rank, after one all_gather of a small metadata row; no rank is left in a collective. A
     missing process group or PyTorch raises before any collective.
     """
     torch, dist = _torch()
+    x, shard_axis, group, rewrap = _dtensor_parts(torch, dist, x, shard_axis, group)
     group, rank, world = _group(dist, group)
     if not torch.cuda.is_available():
         raise RuntimeError("tcreduce.distributed.sum needs CUDA; torch.cuda.is_available() is False")
@@ -306,4 +364,5 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
                 raise e from loc.error
             raise
         res = _combine(torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
-    return loc.back(res)
+    out = loc.back(res)
+    return rewrap(out, ag, loc.keepdims) if rewrap is not None else out

@@ -250,3 +250,11 @@ def test_protocol_over_gloo_on_the_host(tmp_path):
     errors = [rec["error"] for rec in recs]
     assert len(set(errors)) == 1 and errors[0][0] == "AxisError" and "failed on rank 1 of 3" in errors[0][1], errors
     assert all(rec["after"] == (3, (2, 0, 5), (0, 2)) for rec in recs), [rec["after"] for rec in recs]
+    for r, rec in enumerate(recs):  # the DTensor adapter (torch.distributed.tensor), on a host mesh
+        d = rec["dtensor"]
+        assert d["unwrap"] == (True, 1, [0, 1, 2]), d
+        assert d["reduced"] == ("DTensor", ["R"], (3,)), d
+        assert d["not_reduced"] == (["S(0)"], (10,), ([4, 4, 2][r],)), d
+        assert d["keepdims"] == (["S(1)"], (1, 10, 1)), d
+        assert "disagrees with the DTensor's placement Shard(1)" in d["bad_shard_axis"], d
+        assert "sharded on one dimension" in d["replicate"], d

@@ -12,7 +12,7 @@ import os
 import pickle
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -113,6 +113,11 @@ def gloo_cases(world: int = 3) -> list[Case]:
              kind="cupy", seed=18),
         Case("nan-inf", (tot(L(500, 500, 500)), 4), L(500, 500, 500), axis=0, special="nan_inf", method="shuffle",
              seed=19),
+        Case("dtensor-reduced", (tot(L(4, 4, 2)), 6), L(4, 4, 2), axis=0, kind="dtensor", method="shuffle", seed=21),
+        Case("dtensor-not-reduced", (5, tot(L(4, 4, 2)), 3), L(4, 4, 2), shard_axis=1, axis=(0, 2),
+             kind="dtensor", seed=22),
+        Case("dtensor-not-reduced-keepdims", (5, tot(L(4, 4, 2)), 3), L(4, 4, 2), shard_axis=1, axis=0,
+             keepdims=True, kind="dtensor", seed=23),
     ]
     if world >= 3:
         cases.append(Case("subgroup-even", (tot(L(40, 50, 60)), 3), L(40, 50, 60), axis=0, group="even",
@@ -175,7 +180,8 @@ def global_host(case: Case) -> np.ndarray:
     x = random_input(rng, case.shape, case.dtype)
     if case.special == "cancel":  # large terms that cancel across shards: the exact sum is small
         x = (rng.standard_normal(case.shape) * 3e3).astype(case.dtype)
-        x[-x.size // 3:] = -x[:x.size // 3][::-1]
+        k = x.size // 3
+        x[x.size - k:] = -x[:k][::-1]
     return x
 
 
@@ -335,13 +341,53 @@ def _check_fold_bound(f32: np.ndarray, shards: list[np.ndarray], axis: Any, meth
 
 # -------------------------------------------------------------------------------------------------------------- workers
 
-def call_case(case: Case, world_rank: int, rank: int, members: list[int], group: Any, device: int = 0) -> Any:
+_MESH: dict = {}
+
+
+def _dtensor_call(case: Case, x: Any, world: int, device: int, kwargs: dict) -> np.ndarray:
+    """Wrap the torch shard in a Shard(d) DTensor over a 1-D mesh of the world, call, check the result's
+    placement and global shape, return its local part."""
+    import torch
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    import tcreduce
+    from tcreduce._layout import normalize_axes
+
+    if world not in _MESH:
+        _MESH[world] = DeviceMesh("cuda", list(range(world)))
+    mesh = _MESH[world]
+    ndim = len(case.shape)
+    ax = case.shard_axis % ndim
+    stride = tuple(int(np.prod(case.shape[i + 1:])) for i in range(ndim))
+    dt = DTensor.from_local(x, mesh, [Shard(ax)], run_check=False, shape=torch.Size(case.shape), stride=stride)
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("shard_axis", "group")}
+    r = tcreduce.distributed.sum(dt, **kwargs)
+    axes = normalize_axes(case.axis, ndim)
+    want_shape = tuple(1 if i in axes else d for i, d in enumerate(case.shape)) if case.keepdims else \
+        tuple(d for i, d in enumerate(case.shape) if i not in axes)
+    assert isinstance(r, DTensor), type(r)
+    assert tuple(r.shape) == want_shape, (tuple(r.shape), want_shape)
+    if ax in axes:
+        assert tuple(r.placements) == (Replicate(),), r.placements
+    else:
+        out_dim = ax if case.keepdims else ax - len([a for a in axes if a < ax])
+        assert tuple(r.placements) == (Shard(out_dim),), r.placements
+    return to_host(r.to_local())
+
+
+def call_case(case: Case, world_rank: int, rank: int, members: list[int], group: Any, device: int = 0,
+              world: int = 1) -> Any:
     """Run the case on this rank (in the process group): returns the result as a host array."""
     import cupy
     import torch
 
     import tcreduce
 
+    if case.kind == "dtensor":
+        x = device_shard(replace(case, kind="torch"), rank, members, device)
+        return _dtensor_call(case, x, world, device, dict(axis=case.axis, dtype=case.out_dtype,
+                                                           keepdims=case.keepdims, method=case.method))
     x = device_shard(case, rank, members, device)
     kwargs = dict(axis=case.arg(world_rank, "axis", case.axis), dtype=case.arg(world_rank, "out_dtype", case.out_dtype),
                   keepdims=case.arg(world_rank, "keepdims", case.keepdims),
@@ -382,10 +428,10 @@ def run_cases(cases: list[Case], world_rank: int, world: int, device: int = 0, r
         rank = members.index(world_rank)
         rec: dict = {"name": case.name}
         try:
-            first = call_case(case, world_rank, rank, members, groups[case.group], device)
+            first = call_case(case, world_rank, rank, members, groups[case.group], device, world)
             rec["result"] = first
             rec["repeat_same"] = all(same_bits(first, call_case(case, world_rank, rank, members,
-                                                                groups[case.group], device))
+                                                                groups[case.group], device, world))
                                      for _ in range(repeats - 1))
         except Exception as e:  # noqa: BLE001
             rec["error"] = (type(e).__name__, str(e))

@@ -40,7 +40,51 @@ def main(rank: int, world: int, store: str, out_dir: str) -> None:
             rec["error"] = (type(e).__name__, str(e))
         ag = agree(D._exchange_rows(torch, dist, row(([2, 0, 5][rank], 4)), group, world, False, 0))
         rec["after"] = (ag.world, ag.shard_lengths, ag.active)
+        rec["dtensor"] = _dtensor(torch, dist, D, agree, encode_row, rank, world)
     finally:
         with open(Path(out_dir) / f"rank{rank}.pkl", "wb") as f:
             pickle.dump(rec, f)
         dist.destroy_process_group()
+
+
+def _dtensor(torch, dist, D, agree, encode_row, rank: int, world: int) -> dict:
+    """The DTensor adapter on a host mesh: unwrap a Shard(1) DTensor, rewrap results (reduced: Replicate; not
+    reduced: Shard of the right dimension and global shape), refuse other placements."""
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    mesh = DeviceMesh("cpu", list(range(world)))
+    lengths = [4, 4, 2][:world]
+    local = torch.full((3, lengths[rank], 5), float(rank))
+    dt = DTensor.from_local(local, mesh, [Shard(1)], run_check=False, shape=torch.Size((3, sum(lengths), 5)),
+                            stride=(sum(lengths) * 5, 5, 1))
+    out: dict = {}
+    x, shard_axis, group, rewrap = D._dtensor_parts(torch, dist, dt, 0, None)
+    out["unwrap"] = (x.shape == local.shape and bool(torch.equal(x, local)), shard_axis,
+                     dist.get_process_group_ranks(group))
+
+    def ag_for(axes, keepdims):
+        shape = (3, lengths[rank], 5)
+        return agree(D._exchange_rows(torch, dist, encode_row(rank=rank, shape=shape, in_dtype="float16",
+                                                              out_dtype="float32", method="auto", axes=axes,
+                                                              shard_axis=1, keepdims=keepdims),
+                                      group, world, False, 0))
+
+    red = rewrap(torch.zeros(3), ag_for((1, 2), False), False)
+    out["reduced"] = (type(red).__name__, [str(p) for p in red.placements], tuple(red.shape))
+    kept = rewrap(torch.zeros(lengths[rank]), ag_for((0, 2), False), False)
+    out["not_reduced"] = ([str(p) for p in kept.placements], tuple(kept.shape), tuple(kept.to_local().shape))
+    kd = rewrap(torch.zeros(1, lengths[rank], 1), ag_for((0, 2), True), True)
+    out["keepdims"] = ([str(p) for p in kd.placements], tuple(kd.shape))
+    try:
+        D._dtensor_parts(torch, dist, dt, 2, None)
+        out["bad_shard_axis"] = "none"
+    except ValueError as e:
+        out["bad_shard_axis"] = str(e)
+    rep = DTensor.from_local(torch.zeros(2), mesh, [Replicate()], run_check=False)
+    try:
+        D._dtensor_parts(torch, dist, rep, 0, None)
+        out["replicate"] = "none"
+    except ValueError as e:
+        out["replicate"] = str(e)
+    return out
