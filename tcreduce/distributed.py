@@ -152,6 +152,43 @@ def _gather_cupy(torch, dist, a, group, world: int, cuda_comm: bool, device: int
     return cupy.from_dlpack(out).reshape((world,) + tuple(a.shape))
 
 
+class _CudaOps:
+    """The array side of :func:`sum` in one place: CuPy views of CUDA shards, :func:`tcreduce.sum` for the local
+    partials, torch's current stream. (The CPU tests put a NumPy stand-in with the same methods in ``_OPS`` to run
+    the whole protocol over gloo on the host.)"""
+
+    @staticmethod
+    def xp():
+        import cupy
+
+        return cupy
+
+    @staticmethod
+    def as_array(x: Any) -> tuple[Any, Callable[[Any], Any]]:
+        return as_cupy(x)
+
+    @staticmethod
+    def local_sum(x: Any, axes: tuple[int, ...], dtype: str, keepdims: bool, method: str) -> Any:
+        return _api.sum(x, axis=axes, dtype=dtype, keepdims=keepdims, method=method)
+
+    @staticmethod
+    def exact():
+        return _exact_module()
+
+    @staticmethod
+    def enter(torch, x: Any) -> tuple[int, Any]:
+        """(device index, context manager to run the call in)."""
+        if not torch.cuda.is_available():
+            raise RuntimeError("tcreduce.distributed.sum needs CUDA; torch.cuda.is_available() is False")
+        device = _device_index(torch, x)
+        return device, _on_torch_stream(torch, device)
+
+    gather = staticmethod(_gather_cupy)
+
+
+_OPS = _CudaOps
+
+
 def _dtensor_types():
     try:
         from torch.distributed.tensor import DTensor, Replicate, Shard
@@ -240,12 +277,10 @@ def _shard_axis(shard_axis: Any, ndim: int) -> int:
     return ax % ndim
 
 
-def _exact_partial(ex, xc, call: Call, limbs: int, count: int):
-    import cupy
-
+def _exact_partial(ops, ex, xc, call: Call, limbs: int, count: int):
     out_shape = call.out_shape + (limbs,)
     if count == 0:
-        return cupy.zeros(out_shape, np.int64)
+        return ops.xp().zeros(out_shape, np.int64)
     state = ex.partial_state(xc, axis=call.axes)
     if tuple(state.shape) != out_shape or state.dtype != np.int64:
         raise RuntimeError(f"tcreduce.exact.partial_state returned {state.dtype} {tuple(state.shape)}, expected "
@@ -261,13 +296,11 @@ def _exact_finalize(ex, state, call: Call):
     return res
 
 
-def _local_step(x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: Any, shard_axis: Any) -> _Local:
+def _local_step(ops, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: Any, shard_axis: Any) -> _Local:
     """Validate this rank's call and compute its part; any exception is kept (to travel), never raised."""
-    import cupy
-
     loc = _Local(keepdims=keepdims)
     try:
-        xc, loc.back = as_cupy(x)
+        xc, loc.back = ops.as_array(x)
         loc.shape = tuple(int(d) for d in xc.shape)
         ndim = len(loc.shape)
         if ndim == 0:
@@ -282,40 +315,39 @@ def _local_step(x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: Any,
         ex = None
         if exact:
             call = dataclasses.replace(call, method="exact")
-            ex = _exact_module()
+            ex = ops.exact()
             loc.limbs = int(ex.state_limbs(call.in_dtype))
         loc.call = call
         count = math.prod(loc.shape[a] for a in call.axes)
         if loc.shard_axis in call.axes:
             if exact:
-                loc.payload = _exact_partial(ex, xc, call, loc.limbs, count)
+                loc.payload = _exact_partial(ops, ex, xc, call, loc.limbs, count)
             else:
-                loc.payload = _api.sum(xc, axis=call.axes, dtype="float32", method=call.method)
+                loc.payload = ops.local_sum(xc, call.axes, "float32", False, call.method)
         elif exact:
             if count == 0 or math.prod(call.out_shape) == 0:
-                res = cupy.zeros(call.out_shape, call.out_dtype)
+                res = ops.xp().zeros(call.out_shape, call.out_dtype)
             else:
-                res = _exact_finalize(ex, _exact_partial(ex, xc, call, loc.limbs, count), call)
+                res = _exact_finalize(ex, _exact_partial(ops, ex, xc, call, loc.limbs, count), call)
             loc.result = res.reshape(call.keep_shape) if keepdims else res
         else:
-            loc.result = _api.sum(xc, axis=call.axes, dtype=call.out_dtype, keepdims=keepdims, method=call.method)
+            loc.result = ops.local_sum(xc, call.axes, call.out_dtype, keepdims, call.method)
     except Exception as e:  # noqa: BLE001 - every local failure must reach the other ranks
         loc.error = e
     return loc
 
 
-def _combine(torch, dist, loc: _Local, ag: Agreement, group, world: int, cuda_comm: bool, device: int):
+def _combine(ops, torch, dist, loc: _Local, ag: Agreement, group, world: int, cuda_comm: bool, device: int):
     """The reduced result from every rank's partial: rank-order fp32 fold (exact: merge and finalise)."""
-    import cupy
-
+    xp = ops.xp()
     call = loc.call
     if not ag.active or math.prod(call.out_shape) == 0:  # nothing to add anywhere: the empty sum, no collective
-        res = cupy.zeros(call.out_shape, call.out_dtype)
+        res = xp.zeros(call.out_shape, call.out_dtype)
     else:
-        gathered = _gather_cupy(torch, dist, loc.payload, group, world, cuda_comm, device)
+        gathered = ops.gather(torch, dist, loc.payload, group, world, cuda_comm, device)
         if call.method == "exact":
-            ex = _exact_module()
-            states = gathered if len(ag.active) == world else gathered[cupy.asarray(ag.active)]
+            ex = ops.exact()
+            states = gathered if len(ag.active) == world else gathered[xp.asarray(ag.active)]
             res = _exact_finalize(ex, ex.merge_states(states), call)
         else:
             res = fold_ranks([gathered[r] for r in ag.active]).astype(call.out_dtype, copy=False)
@@ -350,12 +382,11 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
     torch, dist = _torch()
     x, shard_axis, group, rewrap = _dtensor_parts(torch, dist, x, shard_axis, group)
     group, rank, world = _group(dist, group)
-    if not torch.cuda.is_available():
-        raise RuntimeError("tcreduce.distributed.sum needs CUDA; torch.cuda.is_available() is False")
+    ops = _OPS
+    device, context = ops.enter(torch, x)
     cuda_comm = _uses_cuda(dist, group)
-    device = _device_index(torch, x)
-    with _on_torch_stream(torch, device):
-        loc = _local_step(x, axis, dtype, bool(keepdims), method, shard_axis)
+    with context:
+        loc = _local_step(ops, x, axis, dtype, bool(keepdims), method, shard_axis)
         table = _exchange_rows(torch, dist, loc.row(rank), group, world, cuda_comm, device)
         try:
             ag = agree(table)
@@ -363,6 +394,6 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
             if loc.error is not None:
                 raise e from loc.error
             raise
-        res = _combine(torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
+        res = _combine(ops, torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
     out = loc.back(res)
     return rewrap(out, ag, loc.keepdims) if rewrap is not None else out

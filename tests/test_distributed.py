@@ -258,3 +258,25 @@ def test_protocol_over_gloo_on_the_host(tmp_path):
         assert d["keepdims"] == (["S(1)"], (1, 10, 1)), d
         assert "disagrees with the DTensor's placement Shard(1)" in d["bad_shard_axis"], d
         assert "sharded on one dimension" in d["replicate"], d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [3, 1])
+def test_whole_sum_over_gloo_on_the_host(tmp_path, world):
+    """tcreduce.distributed.sum end to end in ``world`` real processes over gloo, with the CUDA side swapped for
+    HostOps (tests/distributed/host_ops.py: the emulator's bits, a tcreduce.exact stand-in): every case of
+    dist_workers.host_cases (uneven and empty shards, shard axis reduced or not, keepdims, dtypes, views, NaN/Inf,
+    a subgroup, DTensors, exact merging, and every error path: same error on every rank, group usable afterwards)
+    must give every rank the expected bits (the rank-order fold of each shard's partial; exact: the single-process
+    result)."""
+    pytest.importorskip("torch")
+    import dist_workers
+    import host_ops
+    import host_protocol
+
+    cases = dist_workers.host_cases(world)
+    dist_workers.spawn_ranks(host_protocol.run_cases_main, world,
+                             (world, str(tmp_path / "store"), str(tmp_path), cases), deadline_s=900)
+    recs = dist_workers.load_outcomes(str(tmp_path), world)
+    fails = dist_workers.check_outcomes(cases, recs, world, ops=host_ops.HostOps)
+    assert not fails, f"{len(fails)} of {len(cases)} cases failed:\n" + "\n".join(fails)

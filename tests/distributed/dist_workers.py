@@ -216,10 +216,17 @@ def apply_view(a: Any, view: Optional[str]) -> Any:
     return a
 
 
-def device_shard(case: Case, rank: int, members: list[int], device: int = 0) -> Any:
-    """The shard as the rank passes it: torch CUDA tensor, CuPy array or (override "numpy") a host array."""
+def device_shard(case: Case, rank: int, members: list[int], device: int = 0, host: bool = False) -> Any:
+    """The shard as the rank passes it: torch CUDA tensor, CuPy array or (override "numpy") a host array; with
+    ``host`` (the CPU tests' HostOps), a torch CPU tensor or a NumPy array."""
     s = host_shard(case, rank, members)
     kind = case.arg(members[rank], "kind", case.kind)
+    if host:
+        if kind == "torch":
+            import torch
+
+            return apply_view(torch.from_numpy(s), case.view)
+        return apply_view(s, case.view)
     if kind == "numpy":
         return apply_view(s, case.view)
     if kind == "cupy":
@@ -250,39 +257,51 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 # ------------------------------------------------------------------------------------------------------------- expected
 
-def _exact_single(xg, axes: tuple[int, ...], in_dtype: str, out_dtype: str):
-    """The single-GPU exact result (tcreduce.sum(method="exact") where registered; tcreduce.exact otherwise)."""
-    import cupy
-
+def _exact_single(xg, axes: tuple[int, ...], in_dtype: str, out_dtype: str, ops: Any = None):
+    """The single-GPU exact result (tcreduce.sum(method="exact") where registered; tcreduce.exact otherwise);
+    with ``ops`` (HostOps), its stand-in's result on the host."""
     import tcreduce
-    from tcreduce import exact as ex
 
+    gpu = ops is None
+    if gpu:
+        from tcreduce.distributed import _CudaOps as ops
+    ex = ops.exact()
     out_shape = tuple(d for i, d in enumerate(xg.shape) if i not in axes)
     if xg.size == 0:
-        via_module = cupy.zeros(out_shape, out_dtype)
+        via_module = ops.xp().zeros(out_shape, out_dtype)
     else:
         via_module = ex.finalize(ex.partial_state(xg, axis=axes), in_dtype, out_dtype)
-    if "exact" in {m.name for m in tcreduce.methods()} and xg.size:
+    if gpu and "exact" in {m.name for m in tcreduce.methods()} and xg.size:
         via_sum = tcreduce.sum(xg, axis=axes, dtype=out_dtype, method="exact")
         assert same_bits(to_host(via_sum), to_host(via_module)), "tcreduce.sum(method='exact') != tcreduce.exact"
     return via_module
 
 
-def expected(case: Case, world: int, device: int = 0, check_bound: bool = True) -> list[np.ndarray]:
+def expected(case: Case, world: int, device: int = 0, check_bound: bool = True, ops: Any = None) -> list[np.ndarray]:
     """What each group rank must return (host arrays), computed on this one process from the shards:
     shard axis reduced: the rank-order fp32 fold of tcreduce.sum(shard, dtype=float32) over the shards holding
     elements, rounded once to the result dtype (exact: the single-GPU exact sum of the concatenation); not reduced:
     tcreduce.sum of the rank's own shard. With check_bound, the fp32 fold is also checked against the exact sum of
-    the global array within the sum of the shards' a-priori bounds plus the fold's own rounding."""
-    import cupy
+    the global array within the sum of the shards' a-priori bounds plus the fold's own rounding. ``ops``: None for
+    the GPU (tcreduce.sum on ``device``), or the CPU tests' HostOps (the emulator's bits)."""
+    from contextlib import nullcontext
 
-    import tcreduce
     from tcreduce._dist import fold_ranks
     from tcreduce._layout import normalize_axes
 
+    host_ops = ops
+    if ops is None:
+        import cupy
+
+        from tcreduce.distributed import _CudaOps as ops
+        from tcreduce._device import _device_spec
+        where, gpu = cupy.cuda.Device(device), _device_spec(device)
+    else:
+        where, gpu = nullcontext(), ops.gpu
+    xp = ops.xp()
     members = case.members(world)
-    with cupy.cuda.Device(device):
-        shards = [apply_view(cupy.asarray(host_shard(case, r, members)), case.view) for r in range(len(members))]
+    with where:
+        shards = [apply_view(xp.asarray(host_shard(case, r, members)), case.view) for r in range(len(members))]
         ndim = len(case.shape)
         axes = normalize_axes(case.axis, ndim)
         ax = case.shard_axis % ndim
@@ -291,38 +310,34 @@ def expected(case: Case, world: int, device: int = 0, check_bound: bool = True) 
             if case.method == "exact":
                 res = []
                 for s in shards:
-                    r = _exact_single(s, axes, case.dtype, out_dtype)
+                    r = _exact_single(s, axes, case.dtype, out_dtype, host_ops)
                     res.append(to_host(r.reshape(tuple(1 if i in axes else d for i, d in enumerate(s.shape)))
                                        if case.keepdims else r))
                 return res
-            return [to_host(tcreduce.sum(s, axis=case.axis, dtype=case.out_dtype, keepdims=case.keepdims,
-                                         method=case.method)) for s in shards]
+            return [to_host(ops.local_sum(s, axes, out_dtype, case.keepdims, case.method)) for s in shards]
         keep = tuple(1 if i in axes else d for i, d in enumerate(shards[0].shape))
         if case.method == "exact":
-            xg = cupy.concatenate(shards, axis=ax)
-            r = _exact_single(xg, axes, case.dtype, out_dtype)
+            xg = xp.concatenate(shards, axis=ax)
+            r = _exact_single(xg, axes, case.dtype, out_dtype, host_ops)
             r = to_host(r)
             return [r.reshape(keep) if case.keepdims else r] * len(members)
         other = int(np.prod([shards[0].shape[a] for a in axes if a != ax]))
         active = [r for r, s in enumerate(shards) if s.shape[ax] * other > 0]
         out_shape = tuple(d for i, d in enumerate(shards[0].shape) if i not in axes)
-        parts = [to_host(tcreduce.sum(shards[r], axis=case.axis, dtype="float32", method=case.method))
-                 for r in active]
+        parts = [to_host(ops.local_sum(shards[r], axes, "float32", False, case.method)) for r in active]
         f32 = fold_ranks(parts) if parts else np.zeros(out_shape, np.float32)
         if check_bound and case.method not in ("auto",) and parts:
-            _check_fold_bound(f32, [to_host(shards[r]) for r in active], case.axis, case.method, device)
+            _check_fold_bound(f32, [to_host(shards[r]) for r in active], case.axis, case.method, gpu)
         res = np.asarray(f32).astype(out_dtype)
         return [res.reshape(keep) if case.keepdims else res] * len(members)
 
 
-def _check_fold_bound(f32: np.ndarray, shards: list[np.ndarray], axis: Any, method: str, device: int) -> None:
+def _check_fold_bound(f32: np.ndarray, shards: list[np.ndarray], axis: Any, method: str, gpu: Any) -> None:
     """|fold - exact| <= sum_r b_r + gamma_{k-1} * sum_r (|e_r| + b_r): each shard's partial within its a-priori
     bound b_r of its exact sum e_r, then k - 1 fp32 round-to-nearest additions (recursive summation bound)."""
-    from tcreduce._device import _device_spec
     from tcreduce.reference import exact_sum
     from tcreduce.testing import bound_for
 
-    gpu = _device_spec(device)
     exact_parts = [np.asarray(exact_sum(s, axis=axis), np.float64) for s in shards]
     bounds = [bound_for(s, axis, method, "float32", gpu) for s in shards]
     k = len(shards)
@@ -333,7 +348,8 @@ def _check_fold_bound(f32: np.ndarray, shards: list[np.ndarray], axis: Any, meth
     allowed = np.sum(bounds, axis=0) + gamma * np.sum([np.abs(e) + b for e, b in zip(exact_parts, bounds)], axis=0)
     got = np.asarray(f32, np.float64)
     finite = np.isfinite(total) & np.isfinite(got)
-    err = np.abs(got - total)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(got - total)
     bad = finite & ~(err <= allowed)
     assert not np.any(bad), f"fold exceeds its bound: max err {err[bad].max():.3e}, allowed {allowed[bad].min():.3e}"
     assert np.array_equal(np.isnan(got), np.isnan(total)), "NaN pattern differs from the exact sum's"
@@ -344,7 +360,7 @@ def _check_fold_bound(f32: np.ndarray, shards: list[np.ndarray], axis: Any, meth
 _MESH: dict = {}
 
 
-def _dtensor_call(case: Case, x: Any, world: int, device: int, kwargs: dict) -> np.ndarray:
+def _dtensor_call(case: Case, x: Any, world: int, device: int, kwargs: dict, host: bool = False) -> np.ndarray:
     """Wrap the torch shard in a Shard(d) DTensor over a 1-D mesh of the world, call, check the result's
     placement and global shape, return its local part."""
     import torch
@@ -354,9 +370,10 @@ def _dtensor_call(case: Case, x: Any, world: int, device: int, kwargs: dict) -> 
     import tcreduce
     from tcreduce._layout import normalize_axes
 
-    if world not in _MESH:
-        _MESH[world] = DeviceMesh("cuda", list(range(world)))
-    mesh = _MESH[world]
+    kind = "cpu" if host else "cuda"
+    if (kind, world) not in _MESH:
+        _MESH[kind, world] = DeviceMesh(kind, list(range(world)))
+    mesh = _MESH[kind, world]
     ndim = len(case.shape)
     ax = case.shard_axis % ndim
     stride = tuple(int(np.prod(case.shape[i + 1:])) for i in range(ndim))
@@ -377,23 +394,24 @@ def _dtensor_call(case: Case, x: Any, world: int, device: int, kwargs: dict) -> 
 
 
 def call_case(case: Case, world_rank: int, rank: int, members: list[int], group: Any, device: int = 0,
-              world: int = 1) -> Any:
+              world: int = 1, host: bool = False) -> Any:
     """Run the case on this rank (in the process group): returns the result as a host array."""
-    import cupy
-    import torch
-
     import tcreduce
 
     if case.kind == "dtensor":
-        x = device_shard(replace(case, kind="torch"), rank, members, device)
+        x = device_shard(replace(case, kind="torch"), rank, members, device, host)
         return _dtensor_call(case, x, world, device, dict(axis=case.axis, dtype=case.out_dtype,
-                                                           keepdims=case.keepdims, method=case.method))
-    x = device_shard(case, rank, members, device)
+                                                           keepdims=case.keepdims, method=case.method), host)
+    x = device_shard(case, rank, members, device, host)
     kwargs = dict(axis=case.arg(world_rank, "axis", case.axis), dtype=case.arg(world_rank, "out_dtype", case.out_dtype),
                   keepdims=case.arg(world_rank, "keepdims", case.keepdims),
                   method=case.arg(world_rank, "method", case.method),
                   shard_axis=case.arg(world_rank, "shard_axis", case.shard_axis), group=group)
+    if case.stream and host:
+        raise ValueError("stream cases need a GPU")
     if case.stream == "torch":
+        import torch
+
         s = torch.cuda.Stream(device)
         s.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(s):
@@ -402,6 +420,8 @@ def call_case(case: Case, world_rank: int, rank: int, members: list[int], group:
             out = r.cpu().numpy() if hasattr(r, "is_cuda") else to_host(r)
         return out
     if case.stream == "cupy":
+        import cupy
+
         with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True) as s:
             x = x.copy() if isinstance(x, cupy.ndarray) else x  # produced on the side stream
             r = tcreduce.distributed.sum(x, **kwargs)
@@ -411,7 +431,8 @@ def call_case(case: Case, world_rank: int, rank: int, members: list[int], group:
     return to_host(tcreduce.distributed.sum(x, **kwargs))
 
 
-def run_cases(cases: list[Case], world_rank: int, world: int, device: int = 0, repeats: int = 2) -> list[dict]:
+def run_cases(cases: list[Case], world_rank: int, world: int, device: int = 0, repeats: int = 2,
+              host: bool = False) -> list[dict]:
     """Every case on this rank; each outcome is {"name", "result" (host array) or "error": (class name, message),
     "repeat_same": bool}. Errors are caught so that the next case runs (the group must stay usable)."""
     import torch.distributed as dist
@@ -428,10 +449,10 @@ def run_cases(cases: list[Case], world_rank: int, world: int, device: int = 0, r
         rank = members.index(world_rank)
         rec: dict = {"name": case.name}
         try:
-            first = call_case(case, world_rank, rank, members, groups[case.group], device, world)
+            first = call_case(case, world_rank, rank, members, groups[case.group], device, world, host)
             rec["result"] = first
             rec["repeat_same"] = all(same_bits(first, call_case(case, world_rank, rank, members,
-                                                                groups[case.group], device, world))
+                                                                groups[case.group], device, world, host))
                                      for _ in range(repeats - 1))
         except Exception as e:  # noqa: BLE001
             rec["error"] = (type(e).__name__, str(e))
@@ -497,7 +518,7 @@ def load_outcomes(out_dir: str, world: int) -> list[dict]:
     return recs
 
 
-def check_outcomes(cases: list[Case], recs: list[dict], world: int, device: int = 0) -> list[str]:
+def check_outcomes(cases: list[Case], recs: list[dict], world: int, device: int = 0, ops: Any = None) -> list[str]:
     """Compare every rank's outcome of every case with the expectation; returns the failures (empty: all good)."""
     fails: list[str] = []
     for i, case in enumerate(cases):
@@ -527,7 +548,7 @@ def check_outcomes(cases: list[Case], recs: list[dict], world: int, device: int 
             if not o["repeat_same"]:
                 fails.append(f"{case.name}: rank {m} not bitwise reproducible run to run")
         try:
-            want = expected(case, world, device)
+            want = expected(case, world, device, ops=ops)
         except Exception:  # noqa: BLE001
             fails.append(f"{case.name}: computing the expectation failed: {traceback.format_exc()}")
             continue
@@ -537,3 +558,11 @@ def check_outcomes(cases: list[Case], recs: list[dict], world: int, device: int 
                 fails.append(f"{case.name}: rank {m} got {got.dtype}{got.shape} {got.ravel()[:4]}, expected "
                              f"{want[k].dtype}{want[k].shape} {want[k].ravel()[:4]}")
     return fails
+
+
+def host_cases(world: int = 3) -> list[Case]:
+    """The cases HostOps can run on the CPU (no GPU streams, no CuPy-only method, a host array is fine there), with
+    the exact ones through its tcreduce.exact stand-in (finite values only)."""
+    skip = {"full-cub", "torch-stream", "cupy-stream", "err-host-array-one-rank", "exact-torch-stream",
+            "exact-cupy-stream", "exact-nan-inf"}
+    return [c for c in gloo_cases(world) + exact_cases(world) if c.name not in skip]

@@ -88,3 +88,24 @@ def _dtensor(torch, dist, D, agree, encode_row, rank: int, world: int) -> dict:
     except ValueError as e:
         out["replicate"] = str(e)
     return out
+
+
+def run_cases_main(rank: int, world: int, store: str, out_dir: str, cases: list) -> None:
+    """One rank running whole tcreduce.distributed.sum calls on the host: HostOps in place of the CUDA side (the
+    emulator's bits; tcreduce.exact's stand-in), the real collectives over gloo. Writes rank{rank}.pkl."""
+    import torch.distributed as dist
+
+    import dist_workers
+    import host_ops
+    from tcreduce import distributed as D
+
+    D._OPS = host_ops.HostOps
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=120))
+    rec: dict = {}
+    try:
+        rec["outcomes"] = dist_workers.run_cases(cases, rank, world, host=True)
+    finally:
+        with open(Path(out_dir) / f"rank{rank}.pkl", "wb") as f:
+            pickle.dump(rec, f)
+        dist.destroy_process_group()
