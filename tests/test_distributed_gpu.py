@@ -85,7 +85,7 @@ def _torchrun(args: list[str], timeout: int) -> None:
 
 @pytest.mark.multigpu
 def test_two_gpus_nccl():
-    _torchrun([], timeout=600)
+    _torchrun(["--no-large"], timeout=600)
 
 
 @pytest.mark.multigpu
