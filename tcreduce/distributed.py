@@ -190,14 +190,13 @@ _OPS = _CudaOps
 
 
 def _dtensor_types():
-    try:
-        from torch.distributed.tensor import DTensor, Replicate, Shard
-    except ImportError:  # torch < 2.5
-        try:
-            from torch.distributed._tensor import DTensor, Replicate, Shard
-        except ImportError:
-            return None
-    return DTensor, Replicate, Shard
+    """(DTensor, Replicate, Shard), or None while no DTensor module is loaded (then no DTensor can exist)."""
+    import sys
+
+    mod = sys.modules.get("torch.distributed.tensor") or sys.modules.get("torch.distributed._tensor")  # < 2.5
+    if mod is None or not hasattr(mod, "DTensor"):
+        return None
+    return mod.DTensor, mod.Replicate, mod.Shard
 
 
 def _dtensor_parts(torch, dist, x: Any, shard_axis: Any, group: Any):
