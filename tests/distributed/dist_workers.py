@@ -489,6 +489,7 @@ def worker_main(rank: int, world: int, backend: str, store: str, out_dir: str, c
     finally:
         with open(Path(out_dir) / f"rank{rank}.pkl", "wb") as f:
             pickle.dump(record, f)
+        dist.barrier()  # every rank done before any tears the group down
         dist.destroy_process_group()
 
 

@@ -44,6 +44,7 @@ def main(rank: int, world: int, store: str, out_dir: str) -> None:
     finally:
         with open(Path(out_dir) / f"rank{rank}.pkl", "wb") as f:
             pickle.dump(rec, f)
+        dist.barrier()  # every rank done before any tears the group down
         dist.destroy_process_group()
 
 
@@ -108,4 +109,5 @@ def run_cases_main(rank: int, world: int, store: str, out_dir: str, cases: list)
     finally:
         with open(Path(out_dir) / f"rank{rank}.pkl", "wb") as f:
             pickle.dump(rec, f)
+        dist.barrier()  # every rank done before any tears the group down
         dist.destroy_process_group()
