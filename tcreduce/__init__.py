@@ -8,6 +8,7 @@ CPU emulator and error bounds.
 
 ``import tcreduce`` needs no GPU; only launching kernels does. ``tcreduce.emulate`` reproduces on the CPU, bit for
 bit, what each method returns on a given GPU, and ``tcreduce.bounds`` gives a-priori error bounds.
+``tcreduce.distributed.sum`` sums arrays sharded across GPUs through torch.distributed, deterministically.
 """
 
 from ._api import max, mean, methods, min, sum  # noqa: A004 (shadowing the builtins is the API)
@@ -16,11 +17,11 @@ from ._reducer import Reducer, reducer
 __version__ = "0.1.0"
 
 __all__ = ["sum", "max", "min", "mean", "methods", "reducer", "Reducer", "emulate", "bounds", "reference",
-           "__version__"]
+           "distributed", "__version__"]
 
 
 def __getattr__(name: str):
-    if name in ("emulate", "bounds", "reference"):
+    if name in ("emulate", "bounds", "reference", "distributed"):  # distributed imports torch on its first call
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
