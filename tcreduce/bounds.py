@@ -125,12 +125,17 @@ def _wmma_depth(plan: Plan) -> Depth:
       and rides through at most ceil(splits / threads) - 1 rounding additions, then the warp fold (5 levels) and
       block_combine, whose warp fold over ``warps`` totals padded with +0 rounds in log2(warps) levels only.
 
-    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3) and one RN
-    step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of their sum of
-    magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the products'
-    error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings (ldexpf) are
-    exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
-    far from fp32's subnormals, and far below its overflow)."""
+    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3), plus, for
+    fp16 input, one RN step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of
+    their sum of magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the
+    products' error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings
+    (ldexpf) are exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
+    far from fp32's subnormals, and far below its overflow). For bf16 input the hand-off adds no step of its own:
+    its split is exact for every multiple of 2^-133, and every partial sum of bf16 data is one (bf16 values are, and
+    a tensor-core result or fp32 addition of such multiples rounds onto a power-of-two grid: a coarser grid keeps
+    them multiples, a finer one leaves them unchanged), and the parts are truncations sharing the value's sign, so
+    |hi| + |mid| + |lo| = |v| and the three products' error is measured against exactly the values' magnitudes
+    (kernels/wmma.cu, HANDOFF)."""
     p = param_dict(plan)
     blocks = _mma_blocks(plan.device.name)
     k = p["rows"].k
@@ -147,7 +152,8 @@ def _wmma_depth(plan: Plan) -> Depth:
             rn += _cdiv(splits, threads) - 1 + 5 + _log2(warps)
     else:
         raise ValueError(f"wmma: unknown variant {variant!r}")
-    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + handoffs)
+    split_rn = handoffs if plan.in_dtype == "float16" else 0  # the bf16 split is exact (docstring)
+    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + split_rn)
 
 
 STRUCTURES: dict[str, Callable[[Plan], Depth]] = {

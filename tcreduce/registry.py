@@ -17,7 +17,7 @@ FP8_CC = (8, 9)  # cvt.rn.f16x2.e4m3x2 / e5m2x2 and fp8 mma.sync: Ada (sm_89) an
 
 
 class UnsupportedDtype(NotImplementedError, TypeError):
-    """A method does not take an input dtype that other methods take (bf16 on the wmma method, say).
+    """A method does not take an input dtype that other methods take (fp8 on the wmma method, say).
     Both a NotImplementedError and a TypeError; the message names the methods that do take it."""
 
 

@@ -73,13 +73,31 @@ def format_adversarial_inputs(rng: np.random.Generator, n: int, fmt: str) -> dic
     format). float8_e4m3fn cannot (1024 is beyond its 448): its values have 4 significant bits, so sums of values of
     one scale are exact in fp32 for long; its family mixes scales instead: ``wide_positive`` (2^U(-9, 8.8)) and
     ``big_first_1/2^j_wide`` / ``big_every_32_wide`` (448 among values 2^U(-9, -2)), whose low bits every fp32 partial
-    sum must round away. The fp8 formats get the wide family too."""
+    sum must round away. The fp8 formats get the wide family too.
+
+    Rounded to bf16, the small values of :func:`adversarial_inputs` become powers of two (2^-14, 2^-13) that lose
+    less: bfloat16 also gets the family's shapes with the largest bf16 values below them (``*_bf16``: 1024 among
+    2^-14 (1 - 2^-8), which every round-to-nearest addition to 1024 rounds away, or among 2^-13 (1 - 2^-8), which a
+    tensor-core block aligned to 1024 truncates away)."""
     from .formats import numpy_dtype
 
     dt = numpy_dtype(fmt)
     out: dict[str, np.ndarray] = {}
     if fmt != "float8_e4m3fn":
         out.update({name: x.astype(np.float32).astype(dt) for name, x in adversarial_inputs(rng, n).items()})
+    if fmt == "bfloat16":
+        below_half_ulp, below_2m13 = np.ldexp(1 - 2.0 ** -8, -14), np.ldexp(1 - 2.0 ** -8, -13)  # exact in bf16
+
+        def big_among(small: float, big_at: slice) -> np.ndarray:
+            x = np.full(n, small, dt)
+            x[big_at] = 1024
+            return x
+
+        out.update({f"big_first_1/{1 << j}_bf16": big_among(below_half_ulp, slice(0, max(1, n >> j)))
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_bf16"] = big_among(below_half_ulp, slice(None, None, 32))
+        out["big_then_trunc_bf16"] = big_among(below_2m13, slice(0, 1))
+        out["big_every_256_trunc_bf16"] = big_among(below_2m13, slice(None, None, 256))
     if fmt.startswith("float8"):
         idx = np.arange(n)
         small = np.exp2(rng.uniform(-9, -2, n))
