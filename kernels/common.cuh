@@ -137,7 +137,7 @@ template <> __device__ __forceinline__ float bits_to_float<__nv_bfloat16>(unsign
     return __uint_as_float(w << 16);
 }
 template <> __device__ __forceinline__ float bits_to_float<__nv_fp8_e4m3>(unsigned w) {
-    return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(w & 0xffu), __NV_E4M3)));
+    return __half2float(__ushort_as_half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(w & 0xffu), __NV_E4M3).x));
 }
 template <> __device__ __forceinline__ float bits_to_float<__nv_fp8_e5m2>(unsigned w) {
     return __half2float(__ushort_as_half((unsigned short)((w & 0xffu) << 8)));
