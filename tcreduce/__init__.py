@@ -6,18 +6,19 @@ CPU emulator and error bounds.
 >>> s = tcreduce.sum(x, method="tensorcore")        # 0-d float32 cupy array, fp32 accumulation
 
 ``import tcreduce`` needs no GPU; only launching kernels does. ``tcreduce.emulate`` reproduces on the CPU, bit for
-bit, what each method returns on a given GPU, and ``tcreduce.bounds`` gives a-priori error bounds.
+bit, what each method returns on a given GPU, ``tcreduce.bounds`` gives a-priori error bounds, and ``tcreduce.exact``
+the mergeable states of exact sums (``method="exact"``).
 """
 
 from ._api import max, mean, methods, min, sum  # noqa: A004 (shadowing the builtins is the API)
 
 __version__ = "0.1.0"
 
-__all__ = ["sum", "max", "min", "mean", "methods", "emulate", "bounds", "reference", "__version__"]
+__all__ = ["sum", "max", "min", "mean", "methods", "emulate", "bounds", "reference", "exact", "__version__"]
 
 
 def __getattr__(name: str):
-    if name in ("emulate", "bounds", "reference"):
+    if name in ("emulate", "bounds", "reference", "exact"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
