@@ -2,3 +2,4 @@
 ``tcreduce/emulate/<module>.py``; its tests: ``tests/test_<module>.py``). Importing this package registers them."""
 
 from . import cub, exact, ladder, minmax, shuffle, tensorcore, wmma  # noqa: F401
+from . import kahan  # noqa: F401  (after shuffle and tensorcore, whose tunings it reuses)
