@@ -221,7 +221,7 @@ def exact_bound(x: np.ndarray, axis=None, *, dtype: str | None = None, keepdims:
     out_dtype = dtype or "float32"
     r = np.asarray(emulated_sum(x, axis, out_dtype, keepdims, method="exact"))
     with np.errstate(invalid="ignore"):
-        return 0.5 * np.abs(np.spacing(r)).astype(np.float64)
+        return 0.5 * np.spacing(np.abs(r)).astype(np.float64)  # the ulp above |r|: the larger at a power of two
 
 
 def library_bound_factor(n: int) -> float:
