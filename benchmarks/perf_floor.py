@@ -3,6 +3,12 @@ in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up
 larger than L2 (512 MiB and more).
 
     python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
+    python benchmarks/perf_floor.py --cases exact16,exact32,exact_rows,exact_cols   # issue 11
+
+The exact16 / exact32 cases (2^28 fp16 / fp32, full sums) time shuffle, exact, kahan, tensorcore_kahan (fp16) and the
+float64 sums of torch (torch.sum(dtype=float64)) and CuPy (cupy.sum(dtype=float64)); the column "x shuffle" is each
+method's speed relative to shuffle's in the same case (issue 11's goals: exact fp16 >= 0.90, fp32 >= 0.80, kahan >=
+0.97). exact_rows / exact_cols time the other forms (shuffle and exact only).
 
 Prints a table (GB/s counts the input bytes read once; "ceiling" is a device-to-device copy measured in the same
 run, bytes read + written) and writes perf_floor.csv with a metadata header.
@@ -110,6 +116,10 @@ def main() -> None:
     rows.append(dict(case="copy", method="d2d copy", dtype="float32", shape="(2^29,)", us=t * 1e6, gbs=ceiling))
 
     cases = [
+        ("exact16", "float16", (1 << 28,), None),
+        ("exact32", "float32", (1 << 28,), None),
+        ("exact_rows", "float16", (1 << 16, 4096), -1),
+        ("exact_cols", "float16", (4096, 1 << 16), 0),
         ("full", "float16", (1 << 28,), None),
         ("full", "float32", (1 << 28,), None),
         ("rows16", "float16", (1 << 24, 16), -1),
@@ -121,10 +131,35 @@ def main() -> None:
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]
+    issue11 = ("shuffle", "exact", "kahan", "tensorcore_kahan")
     for case, dtype, shape, axis in cases:
         x = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(dtype)
         nbytes = x.nbytes
         competitors = {}
+        if case.startswith("exact"):  # issue 11: the exact and compensated sums against shuffle and float64 sums
+            if torch is not None:
+                xt = torch.from_dlpack(x)
+                competitors["torch.sum f64"] = (lambda xt=xt, axis=axis: torch.sum(xt, dtype=torch.float64)
+                                                if axis is None else torch.sum(xt, dim=axis, dtype=torch.float64))
+            competitors["cupy.sum f64"] = lambda x=x, axis=axis: cupy.sum(x, axis=axis, dtype=cupy.float64)
+            for name in issue11:
+                m = next((m for m in tcreduce.methods() if m.name == name), None)
+                if m is not None and dtype in m.dtypes and (axis is None or name in ("shuffle", "exact")):
+                    competitors[name] = (lambda x=x, axis=axis, name=name: tcreduce.sum(x, axis=axis, method=name))
+            times = {}
+            for name, fn in competitors.items():
+                try:
+                    times[name] = timed(fn, args.reps)
+                except Exception as e:  # report and go on
+                    print(f"{case} {name}: {type(e).__name__}: {e}", file=sys.stderr)
+            for name, t in times.items():
+                row = dict(case=case, method=name, dtype=dtype, shape=str(shape), us=t * 1e6, gbs=nbytes / t / 1e9)
+                row["frac_ceiling"] = row["gbs"] / ceiling
+                if "shuffle" in times:
+                    row["x_shuffle"] = times["shuffle"] / t
+                rows.append(row)
+            del x
+            continue
         if torch is not None:
             xt = torch.from_dlpack(x)
             dim = None if axis is None else axis
@@ -132,8 +167,9 @@ def main() -> None:
                                         else torch.sum(xt, dim=dim, dtype=torch.float32))
         competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
         competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        full_only = ("kahan", "tensorcore_kahan")
         for m in tcreduce.methods():
-            if dtype in m.dtypes and (axis is None or not m.name.startswith("ladder")):
+            if dtype in m.dtypes and (axis is None or not (m.name.startswith("ladder") or m.name in full_only)):
                 competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name))
         times = {}
         for name, fn in competitors.items():
@@ -154,18 +190,20 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub"]
+    fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub",
+              "x_shuffle"]
     with open(out / "perf_floor.csv", "w", newline="") as f:
         f.write("# " + json.dumps(meta) + "\n")
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     print(json.dumps(meta))
-    print(f"{'case':9} {'method':22} {'dtype':8} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6}")
+    print(f"{'case':10} {'method':22} {'dtype':8} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6} "
+          f"{'x shuffle':>9}")
     for r in rows:
-        print(f"{r['case']:9} {r['method']:22} {r['dtype']:8} {r['us']:9.1f} {r['gbs']:7.0f} "
+        print(f"{r['case']:10} {r['method']:22} {r['dtype']:8} {r['us']:9.1f} {r['gbs']:7.0f} "
               f"{r.get('frac_ceiling', 1):5.2f} {r.get('x_torch.sum', float('nan')):7.2f} "
-              f"{r.get('x_cupy.sum cub', float('nan')):6.2f}")
+              f"{r.get('x_cupy.sum cub', float('nan')):6.2f} {r.get('x_shuffle', float('nan')):9.3f}")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ __all__ = [
     "require", "run_setting", "time_graph", "dist_label", "MethodSetting", "rel_error", "exact_sum_host",
 ]
 
+# Methods that compute full sums only (axis=None): kept out of the per-axis studies (segments).
+FULL_SUM_ONLY = ("kahan", "tensorcore_kahan")
 # The ladder rungs in the order of the seeds' walk (issue 5); unknown rungs follow in registration order.
 LADDER_ORDER = (
     "ladder_atomic", "ladder_interleaved_divergent", "ladder_interleaved", "ladder_sequential", "ladder_first_add",

@@ -60,7 +60,8 @@ def run(ctx: Context) -> list[Path]:
     comps_probe = common.competitors(-1)
     if not any(c.label == "torch.sum" for c in comps_probe):
         ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
-    methods = {dt: [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx)] for dt in DTYPES}
+    methods = {dt: [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx) if m.name not in common.FULL_SUM_ONLY]
+               for dt in DTYPES}
     n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in DTYPES)
     bar = ctx.bar(n_total, NAME)
     rows: list[dict] = []
