@@ -107,16 +107,26 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=26, help="log2 of the length")
     ap.add_argument("--seeds", type=int, default=12)
     ap.add_argument("--gpu", default="H100")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="tensorcore, shuffle and kahan only, no decomposition")
     args = ap.parse_args()
     n = 1 << args.n
-    methods = ("tensorcore", "shuffle", "kahan", "tensorcore_kahan")
+    methods = ("tensorcore", "shuffle", "kahan") if args.quick else ("tensorcore", "shuffle", "kahan",
+                                                                      "tensorcore_kahan")
     errs = {m: [] for m in methods}
     parts = []
-    for seed in range(args.seeds):
+    ulps = {m: [] for m in methods}
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         x = cancelling(np.random.default_rng(seed), n)
         exact = float(exact_sum(x))
         for m in methods:
-            errs[m].append((float(tcreduce.emulate.sum(x, method=m, gpu=args.gpu)) - exact) / abs(exact))
+            r = float(tcreduce.emulate.sum(x, method=m, gpu=args.gpu))
+            errs[m].append((r - exact) / abs(exact))
+            ulps[m].append(abs(r - exact) / float(np.spacing(np.float32(abs(exact)))))
+        if args.quick:
+            print(f"seed {seed}: " + ", ".join(f"{m} {errs[m][-1]:+.2e} ({ulps[m][-1]:.2f} ulp)" for m in methods),
+                  flush=True)
+            continue
         blk, blk_rn, abs_blocks = block_errors(x, args.gpu)
         total_tc = errs["tensorcore"][-1] * abs(exact)
         total_sh = errs["shuffle"][-1] * abs(exact)
@@ -132,6 +142,12 @@ def main() -> None:
     for m in methods:
         a = np.abs(errs[m])
         print(f"  {m:18} {np.median(a):.3g} / {a.max():.3g}")
+    for m in methods:
+        u = np.array(ulps[m])
+        print(f"  {m:18} error in fp32 ulps of the sum: median {np.median(u):.2f}, > 0.5 ulp (not the correctly "
+              f"rounded result) in {int((u > 0.5).sum())} of {len(u)}")
+    if args.quick:
+        return
     p = np.array(parts)
     print(f"  tensorcore blocks  {np.median(np.abs(p[:, 0])):.3g} / {np.abs(p[:, 0]).max():.3g}  (the fused blocks' "
           "truncation and round-toward-zero)")
