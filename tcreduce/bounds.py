@@ -42,6 +42,9 @@ emulated method at n = 2^16, 2^20, 2^22 and 2^24 (at 2^24: tensorcore 6.1, tenso
 shuffle 12.2, ladder rungs 5.4 to 27.2; the trees of the early rungs lose at one level of their log2(n) and sit at
 about log2(n)). The GPU check at 2^24 (NVIDIA H100 80GB HBM3) gave the same ratios, no bound exceeded for any method,
 and 15.5 / 4.4 for the two atomic rungs; cub's order-free bound was 2.8e14 times its error, i.e. vacuous in practice.
+Issue 11's methods at 2^24 (emulator, scripts/bound_tightness.py): exact 1.0, kahan 3.0, tensorcore_kahan 1.5 (its
+fused blocks' truncation, u_mma, is nearly reached by big_every_32); notes/accuracy.md says which term keeps the
+others loose.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ FORMATS = {"float16": (11, -14, 15, 16), "float32": (24, -126, 127, 32), "float6
 CANONICAL_NAN = {"float16": 0x7E00, "float32": 0x7FC00000, "float64": 0x7FF8000000000000}
 _UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
 _F16_BLOCK = 1 << 22  # columns per int64 block sum: 2^22 values below 2^40 units stay below 2^62
+_F32_BLOCK = 1 << 30  # columns per call of reference.py's exact fp32 accumulator (its limit)
 
 
 def _as_float32(rows: np.ndarray, in_dtype: str) -> np.ndarray:
@@ -71,10 +72,12 @@ def exact_states(rows: np.ndarray, in_dtype: str) -> np.ndarray:
             st[:, 0] += s & 0xFFFFFFFF
             st[:, 1] += s >> 32
     else:
-        digits = _carry(np.ascontiguousarray(_buckets_f32(r32).T), 8)  # [40, M] base-2^8 digits of 2^-149, top signed
-        d = digits.reshape(-1, 4, m)
-        limbs = d[:, 0] + (d[:, 1] << 8) + (d[:, 2] << 16) + (d[:, 3] << 24)  # [10, M]
-        st[:, :limbs.shape[0]] = limbs.T
+        for c0 in range(0, n, _F32_BLOCK):  # reference.py's buckets hold up to 2^30 elements per row
+            digits = _carry(np.ascontiguousarray(_buckets_f32(r32[:, c0:c0 + _F32_BLOCK]).T), 8)  # [40, M], 2^-149
+            d = digits.reshape(-1, 4, m)
+            limbs = d[:, 0] + (d[:, 1] << 8) + (d[:, 2] << 16) + (d[:, 3] << 24)  # [10, M] 32-bit limbs, top signed
+            st[:, :limbs.shape[0]] += limbs.T
+            normalize_limbs(st, k)
     return normalize_limbs(st, k)
 
 
