@@ -247,3 +247,68 @@ tc_kahan_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float
     const Pair block_total = pair_block_combine<BLOCK>(pair_warp_fold<4>(lane_pair), smem);
     finish_grid<BLOCK, OutT>(block_total, out, ws, counters, smem);
 }
+
+// =====================================================================================================================
+// kahan_seg<T, OutT, BLOCK, G, MINB>: Kahan sums over a strided axis (method "kahan", Rows and Cols problems). Element
+// (i, j, l) at x + i*sa + j*sr + l (i < a, j < r, l < b); output o = i*b + l is the sum over j (a Rows problem is
+// a = m, b = 1, sa = ld, sr = 1). The work split is exact_seg's (kernels/exact.cu, planned by plans/exact.py
+// seg_work): a group of G threads (a power of two <= 32, or G == BLOCK) per output, tiles of BLOCK / G outputs
+// grid-strided over blockIdx.x, the reduced axis cut into `splits` ranges of ceil(r / splits) (blockIdx.y).
+// Order per output and split: lane t of the group: (s, c) = (0, 0), then kahan_add of x[i, j, l] for j = begin + t,
+// begin + t + G, ... (< end) in increasing j; the lanes' pairs (s, -c) are combined by a butterfly over offsets
+// G/2, ..., 1 (G <= 32), or (G == BLOCK) pair_warp_fold then pair_block_combine. splits == 1: out[o] =
+// from_float<OutT>(result). splits > 1: the split's pair goes to ws[3 * (o * splits + split) ..] and the last block
+// of the tile to arrive (counters[tile]) pair_adds the splits' pairs in split order to (0, 0) and writes out[o].
+// Workspace: 3 * a * b * splits floats and ceil(a * b / (BLOCK / G)) counters when splits > 1.
+// =====================================================================================================================
+template <typename T, typename OutT, int BLOCK, int G, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) kahan_seg(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
+                                                   OutT* __restrict__ out, float* __restrict__ ws,
+                                                   unsigned* __restrict__ counters, i64 splits) {
+    static_assert(G == BLOCK || (G >= 1 && G <= 32 && (G & (G - 1)) == 0), "G: a power of two <= 32, or BLOCK");
+    constexpr int OPB = BLOCK / G;
+    __shared__ float smem[96];
+    const i64 outputs = a * b;
+    const i64 tiles = (outputs + OPB - 1) / OPB;
+    const i64 split = blockIdx.y;
+    const i64 per = (r + splits - 1) / splits;
+    const i64 jbegin = split * per, jend = min(r, jbegin + per);
+    const int t = threadIdx.x % G;
+
+    for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {  // block-uniform
+        const i64 o = tile * OPB + threadIdx.x / G;
+        const bool ok = o < outputs;
+        const i64 i = ok ? o / b : 0, l = ok ? o - (o / b) * b : 0;
+        const T* __restrict__ p = x + i * sa + l;
+        const i64 jend_o = ok ? jend : jbegin;
+        float s = 0.0f, c = 0.0f, ps = 0.0f;
+        for (i64 j = jbegin + t; j < jend_o; j += G) kahan_add(s, c, ps, tcr::to_float(__ldg(p + j * sr)));
+        Pair v = {s, -c, ps};
+        if constexpr (G == BLOCK) {
+            v = pair_block_combine<BLOCK>(pair_warp_fold(v), smem);
+        } else {
+#pragma unroll
+            for (int off = G / 2; off > 0; off >>= 1) v = pair_add(v, shfl_xor(v, off));
+        }
+        const bool leader = t == 0 && ok;
+        if (splits == 1) {
+            if (leader) out[o] = tcr::from_float<OutT>(result(v));
+            continue;
+        }
+        if (leader) {
+            ws[3 * (o * splits + split)] = v.hi;
+            ws[3 * (o * splits + split) + 1] = v.lo;
+            ws[3 * (o * splits + split) + 2] = v.p;
+        }
+        if (tcr::arrive_last(counters + tile, (unsigned)splits)) {
+            if (leader) {
+                Pair acc = {0.0f, 0.0f, 0.0f};
+                for (i64 sp = 0; sp < splits; ++sp) {
+                    const float* q = ws + 3 * (o * splits + sp);
+                    acc = pair_add(acc, Pair{__ldcg(q), __ldcg(q + 1), __ldcg(q + 2)});
+                }
+                out[o] = tcr::from_float<OutT>(result(acc));
+            }
+        }
+    }
+}

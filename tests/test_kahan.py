@@ -1,5 +1,5 @@
-"""Methods "kahan" and "tensorcore_kahan": CPU tests of the plans, of the emulator twin against a literal scalar replay
-of kernels/kahan.cu's order, of accuracy and NaN/Inf semantics, compile checks, and GPU tests (bit for bit against the
+"""Methods "kahan" and "tensorcore_kahan": CPU tests of the plans, of the emulator twins against literal scalar replays
+of kernels/kahan.cu's orders (full sums and every axis), of accuracy and NaN/Inf semantics, compile checks, and GPU tests (bit for bit against the
 twin, within the bound, specials, determinism)."""
 
 from __future__ import annotations
@@ -22,17 +22,18 @@ TINY = DeviceSpec("H100", 2, (9, 0))  # an H100 with 2 SMs: small grids, several
 
 
 # ---------------------------------------------------------------------------------------------------- CPU
-def test_full_sums_only():
+def test_forms():
     h100 = KNOWN_GPUS["H100"]
-    for planner in (plan_kahan, plan_tensorcore_kahan):
-        for prob in (Rows(4, 100, 100, 0), Cols(2, 30, 5, 150, 5, 0)):
-            with pytest.raises(ValueError, match="axis=None"):
-                planner(prob, "float16", "float32", h100)
+    for prob in (Rows(4, 100, 100, 0), Cols(2, 30, 5, 150, 5, 0)):
+        with pytest.raises(ValueError, match="axis=None"):
+            plan_tensorcore_kahan(prob, "float16", "float32", h100)
+        assert param_dict(plan_kahan(prob, "float16", "float32", h100))["kernel"] == "kahan_seg"
     with pytest.raises(UnsupportedDtype):
         plan_tensorcore_kahan(Flat(100, 0), "float32", "float32", h100)
     x = np.ones((4, 8), np.float16)
     with pytest.raises(ValueError, match="axis=None"):
-        tcreduce.emulate.sum(x, axis=1, method="kahan")
+        tcreduce.emulate.sum(x, axis=1, method="tensorcore_kahan")
+    np.testing.assert_array_equal(tcreduce.emulate.sum(x, axis=1, method="kahan"), np.full(4, 8, np.float32))
     assert tcreduce.emulate.sum(x, method="kahan") == 32  # a full sum of a 2-D array is a Flat problem
 
 
@@ -121,6 +122,53 @@ def test_twin_equals_literal_replay(dtype, n, align, rng):
     want = _literal_kahan_flat(plan, x)
     got = emulate(plan, x, "H100")
     assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
+
+
+def _literal_kahan_seg(plan, rows):
+    """kernels/kahan.cu kahan_seg, one output, split and lane at a time, the group butterfly lane by lane."""
+    p = param_dict(plan)
+    g, splits, block = p["group"], p["splits"], p["block"]
+    outputs, r = rows.shape
+    per = -(-r // splits)
+    zero = (_f(0), _f(0), _f(0))
+    res = []
+    for o in range(outputs):
+        acc = zero
+        for sp in range(splits):
+            begin, end = sp * per, min(r, (sp + 1) * per)
+            lanes = []
+            for t in range(g):
+                st = zero
+                for j in range(begin + t, end, g):
+                    st = _kahan_add(st, _f(rows[o, j]))
+                lanes.append((st[0], _f(-st[1]), st[2]))
+            if g == block:
+                warps = [_butterfly(lanes[w * 32:(w + 1) * 32], (16, 8, 4, 2, 1))[0] for w in range(block // 32)]
+                v = _butterfly(warps + [zero] * (32 - len(warps)), (16, 8, 4, 2, 1))[0]
+            else:
+                offs = tuple(1 << e for e in reversed(range(g.bit_length() - 1)))
+                v = _butterfly(lanes, offs)[0] if g > 1 else lanes[0]
+            if splits == 1:
+                acc = v
+            else:
+                acc = _pair_add(acc, v)
+        res.append(_result(acc))
+    return np.array(res, F32)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 1), 1), ((5, 17), 1), ((7, 300), 1), ((2, 20_000), 1), ((40, 3), 0),
+                                        ((3, 50, 5), 1), ((2, 3, 4), (0, 2)), ((3, 70_001), 1)])
+def test_seg_twin_equals_literal_replay(shape, axis, rng):
+    from tcreduce._layout import host_layout, host_problem_data
+    from tcreduce.emulate.exact import problem_rows
+
+    x = (rng.standard_normal(shape) * np.exp2(rng.integers(-10, 10, shape))).astype(np.float16)
+    layout, _ = host_layout(x, axis)
+    plan = plan_kahan(layout.problem, "float16", "float32", TINY)
+    data = host_problem_data(x, layout)
+    got = emulate(plan, data, "H100")
+    want = _literal_kahan_seg(plan, np.asarray(problem_rows(plan, data)))
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (shape, axis, param_dict(plan))
 
 
 def test_tensorcore_twin_equals_literal_replay(rng):
@@ -263,6 +311,31 @@ def test_gpu_equals_twin_and_within_bound(method, dtype, rng):
     assert not bad, bad[:5]
 
 
+AXIS_CASES = [((64, 16), -1, None), ((100, 17), -1, None), ((33, 255), -1, None), ((3, 100_001), -1, None),
+              ((4, 1 << 20), -1, None), ((1 << 16, 16), -1, None), ((64, 257), -1, lambda x: x[:, 1:]),
+              ((16, 1000), 0, None), ((1000, 40), 0, None), ((5, 17, 40), 1, None), ((16, 1 << 18), 0, None),
+              ((7, 3, 5), (0, 2), None), ((96, 80), 0, lambda x: x.T), ((6, 5, 4, 3), (1, 3), None)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_kahan_axes_equal_twin_and_within_bound(dtype, rng):
+    import cupy
+
+    bad = []
+    for shape, axis, view in AXIS_CASES:
+        xh = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(dtype)
+        xd = cupy.asarray(xh)
+        xv, xdv = (view(xh), view(xd)) if view else (xh, xd)
+        want = tcreduce.emulate.sum(xv, axis=axis, method="kahan")
+        res = poisoned(want.shape, "float32")
+        got = to_numpy(tcreduce.sum(xdv, axis=axis, method="kahan", out=res))
+        if got.tobytes() != want.tobytes():
+            bad.append((shape, axis, got.reshape(-1)[:3], want.reshape(-1)[:3]))
+        check_sum(res, xv, axis, method="kahan")
+    assert not bad, bad[:5]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("method,dtype", METHODS)
 def test_gpu_specials_deterministic_axis_refused(method, dtype, rng):
@@ -280,5 +353,6 @@ def test_gpu_specials_deterministic_axis_refused(method, dtype, rng):
     for _ in range(5):
         assert to_numpy(tcreduce.sum(xd, method=method)).view(np.uint32) == first.view(np.uint32)
     assert np.array_equal(xd.get(), xh)
-    with pytest.raises(ValueError, match="axis=None"):
-        tcreduce.sum(xd[: 1 << 20].reshape(1024, -1), axis=1, method=method)
+    if method == "tensorcore_kahan":
+        with pytest.raises(ValueError, match="axis=None"):
+            tcreduce.sum(xd[: 1 << 20].reshape(1024, -1), axis=1, method=method)

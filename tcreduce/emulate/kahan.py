@@ -1,5 +1,5 @@
 """Emulator twin of ``kernels/kahan.cu`` (methods "kahan" and "tensorcore_kahan"): the kernels' order of operations
-replayed bit for bit, vectorised over threads (kahan_flat) or warps (tc_kahan_flat). Every operation is an IEEE fp32
+replayed bit for bit, vectorised over threads (kahan_flat), outputs and lanes (kahan_seg) or warps (tc_kahan_flat). Every operation is an IEEE fp32
 round-to-nearest NumPy operation, like the GPU's __fadd_rn / __fsub_rn; the mmas go through the tensor-core model
 (:func:`~tcreduce.emulate.mma_model.fused_rowsum`). Time: linear in the elements, a few NumPy passes of the per-thread
 chains plus the model for tensorcore_kahan.
@@ -158,8 +158,43 @@ def _tc_kahan_flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
         return _finish_grid(blocks, block)
 
 
+def _kahan_seg(plan: Plan, data: np.ndarray) -> np.ndarray:
+    """kahan_seg: per output and split, lane t of the G-lane group adds j = begin + t, begin + t + G, ...; the lanes'
+    pairs fold in halves (G <= 32) or by warps then the block (G == BLOCK); the splits' pairs add in order from
+    zero."""
+    from .exact import problem_rows
+
+    p = param_dict(plan)
+    g, splits, block = p["group"], p["splits"], p["block"]
+    rows = np.asarray(problem_rows(plan, data), F32)
+    outputs, r = rows.shape
+    per = _cdiv(r, splits)
+    k = max(1, _cdiv(per, g))
+    col = np.arange(splits)[:, None, None] * per + np.arange(k)[None, :, None] * g + np.arange(g)  # [splits, k, g]
+    valid = (col < np.minimum(r, (np.arange(splits)[:, None, None] + 1) * per))
+    vals = rows[:, np.minimum(col, r - 1)]  # [outputs, splits, k, g]
+    s, c, ps = (np.zeros((outputs, splits, g), F32) for _ in range(3))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for step in range(k):
+            s, c, ps = kahan_add(s, c, ps, vals[:, :, step, :], valid[None, :, step, :])
+        lanes = Pairs(s, -c, ps)
+        if g == block:
+            v = _block_combine(pair_fold(lanes.take(lambda a: a.reshape(outputs, splits, block // 32, 32))))
+        else:
+            v = pair_fold(lanes)  # [outputs, splits]
+        if splits == 1:
+            return v.result()[:, 0]
+        acc = Pairs.zeros(outputs)
+        for sp in range(splits):
+            acc = pair_add(acc, v.take(lambda a: a[:, sp]))
+        return acc.result()
+
+
 def emulate(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    """fp32 output (one value) of a kahan or tensorcore_kahan plan on the problem's data."""
-    if param_dict(plan)["kernel"] == "kahan_flat":
+    """fp32 outputs (flattened) of a kahan or tensorcore_kahan plan on the problem's data."""
+    kernel = param_dict(plan)["kernel"]
+    if kernel == "kahan_flat":
         return _kahan_flat(plan, data)
+    if kernel == "kahan_seg":
+        return _kahan_seg(plan, data)
     return _tc_kahan_flat(plan, data, model)

@@ -29,7 +29,8 @@ from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, UnsupportedDtype, register
 from ._common import cdiv, next_pow2
 
-__all__ = ["plan_exact", "IN_TAG", "LIMBS", "LSB", "state_limbs", "FLAT_TUNING", "kernel_names", "SOURCE"]
+__all__ = ["plan_exact", "IN_TAG", "LIMBS", "LSB", "state_limbs", "FLAT_TUNING", "kernel_names", "SOURCE",
+           "seg_shape", "seg_work"]
 
 SOURCE = "exact.cu"
 BLOCK = 256
@@ -91,14 +92,15 @@ def seg_shape(problem: Problem) -> tuple[int, int, int, int, int]:
     return problem.a, problem.r, problem.b, problem.sa, problem.sr
 
 
-def _plan_seg(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
-                                                                                            dict]:
-    if problem.align % ITEMSIZE[in_dtype]:
-        raise ValueError(f"exact: a {in_dtype} array whose first element sits at byte {problem.align} mod 16 is not "
-                         f"element-aligned; copy it first")
-    a, r, b, sa, sr = seg_shape(problem)
+def seg_work(a: int, r: int, b: int, sr: int, device: DeviceSpec, minb: int, max_per_thread: int,
+             name: str) -> tuple[int, int, int, int]:
+    """(group G, splits, tiles, grid) of a strided kernel with G threads per output (exact_seg, kahan_seg): G lanes
+    along a contiguous reduced axis (sr == 1, up to 32), else one thread per output; more lanes while the outputs
+    are too few to fill the GPU; a block per output (G = BLOCK) for few long reductions; ``splits`` blocks per output
+    when even that leaves resident blocks idle (never fewer than MIN_PER_THREAD elements per thread) or a thread
+    would get more than ``max_per_thread`` elements."""
     outputs = a * b
-    blocks_cap = device.sm_count * SEG_MINB
+    blocks_cap = device.sm_count * minb
     want = blocks_cap * BLOCK  # threads that fill the GPU
     g = min(32, next_pow2(r)) if sr == 1 else 1  # lanes along a contiguous reduced axis, else across outputs
     while outputs * g < want and g < 32 and g < r:
@@ -109,11 +111,22 @@ def _plan_seg(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
     splits = 1
     if tiles < blocks_cap:
         splits = max(1, min(cdiv(blocks_cap, tiles), r // (g * MIN_PER_THREAD)))
-    splits = max(splits, cdiv(r, g * MAX_PER_THREAD))
+    splits = max(splits, cdiv(r, g * max_per_thread))
     if splits > MAX_SPLITS:
-        raise ValueError(f"exact: {r} elements per output is beyond this plan ({MAX_SPLITS} splits of "
-                         f"{g * MAX_PER_THREAD})")
+        raise ValueError(f"{name}: {r} elements per output is beyond this plan ({MAX_SPLITS} splits of "
+                         f"{g * max_per_thread})")
     grid = max(1, min(tiles, 8 * blocks_cap)) if splits == 1 else tiles
+    return g, splits, tiles, grid
+
+
+def _plan_seg(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
+                                                                                            dict]:
+    if problem.align % ITEMSIZE[in_dtype]:
+        raise ValueError(f"exact: a {in_dtype} array whose first element sits at byte {problem.align} mod 16 is not "
+                         f"element-aligned; copy it first")
+    a, r, b, sa, sr = seg_shape(problem)
+    outputs = a * b
+    g, splits, tiles, grid = seg_work(a, r, b, sr, device, SEG_MINB, MAX_PER_THREAD, "exact")
     out_t, mode = _kernel_args(out_dtype, in_dtype)
     name = f"exact_seg<{IN_TAG[in_dtype]}, {out_t}, {mode}, {BLOCK}, {g}, {SEG_MINB}>"
     launch = KernelLaunch(SOURCE, name, (grid, splits, 1), (BLOCK, 1, 1),
