@@ -112,7 +112,9 @@ template <> __device__ __forceinline__ float canonical_nan<float>() { return __u
 template <> __device__ __forceinline__ double canonical_nan<double>() {
     return __longlong_as_double(0x7FF8000000000000LL);
 }
-template <> __device__ __forceinline__ __half canonical_nan<__half>() { return __ushort_as_half((unsigned short)0x7E00u); }
+template <> __device__ __forceinline__ __half canonical_nan<__half>() {
+    return __ushort_as_half((unsigned short)0x7E00u);
+}
 
 template <typename OutT> __device__ __forceinline__ OutT from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v != v ? canonical_nan<float>() : v; }

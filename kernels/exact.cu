@@ -24,12 +24,13 @@
 // * fp32 / bf16 fast path: the fp32 bits shifted right by 3 (sign kept) and left by 29 are the double x * 2^-896
 //   exactly (subnormals too). A thread keeps a window of exponent fields [QLO, QHI] (QHI - QLO = WINDOW - 1); values
 //   in the window are multiples of 2^(max(QLO,1) - 150) below 2^(QHI - 126), so FLUSH32 of them sum exactly in a
-//   double (log2(Tuning::FLUSH32) + QHI - max(QLO, 1) <= 29). Per element: an unsigned compare of the exponent against the
+//   double (log2(FLUSH32) + QHI - max(QLO, 1) <= 29). Per element: an unsigned compare of the exponent against the
 //   window (zeros always pass), the double, one DADD. Elements outside the window take the slow path: a NaN or
 //   infinity is counted; a value above the window (or the first nonzero value) flushes the doubles and moves the
-//   window up to it (QHI = its exponent + Tuning::HEADROOM); a value below the window is added to the thread's superaccumulator
-//   directly. The superaccumulator (K int64 limbs per thread, in shared memory, column threadIdx.x) receives every
-//   flush. bf16 is an fp32 whose low 16 bits are zero: the same path on the 16-bit words shifted left by 16.
+//   window up to it (QHI = its exponent + HEADROOM); a value below the window is added to the thread's
+//   superaccumulator directly. The superaccumulator (K int64 limbs and the 3 counts per thread, in shared memory,
+//   column threadIdx.x) receives every flush. bf16 is an fp32 whose low 16 bits are zero: the same path on the 16-bit
+//   words shifted left by 16. The arithmetic lives in exact_core.cuh.
 //
 // * Combination: each thread normalises its limbs (limbs < 2^32), the group (lanes of one output) or block adds
 //   them with __shfl_xor_sync (int64) and shared memory, the block's state is normalised; with several blocks per
@@ -335,7 +336,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) exact_seg(const typename IN::Word
 // must be normalised (as partial_state and merge_states leave them). One thread per output.
 // =====================================================================================================================
 template <class IN, typename OutT>
-__global__ void __launch_bounds__(128) exact_finalize(const i64* __restrict__ states, i64 count, OutT* __restrict__ out) {
+__global__ void __launch_bounds__(128) exact_finalize(const i64* __restrict__ states, i64 count,
+                                                      OutT* __restrict__ out) {
     constexpr int L = IN::K + NCOUNT;
     const i64 o = (i64)blockIdx.x * 128 + threadIdx.x;
     if (o < count) out[o] = round_state<OutT, IN::K, IN::LSB>(states + o * L);

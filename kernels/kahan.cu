@@ -115,7 +115,9 @@ __device__ __forceinline__ void finish_grid(Pair block_total, OutT* out, float* 
 __device__ __forceinline__ float lo_half(unsigned w) {
     return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
 }
-__device__ __forceinline__ float hi_half(unsigned w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+__device__ __forceinline__ float hi_half(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+}
 
 // s, c (and p) += the chunk's elements in increasing address order.
 template <typename T>

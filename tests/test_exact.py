@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import tcreduce
-from tcreduce.emulate.exact import (CANONICAL_NAN, FORMATS, exact_states, finalize_states, normalize_limbs,
-                                    round_state_bits)
+from tcreduce.emulate.exact import CANONICAL_NAN, FORMATS, exact_states, normalize_limbs, round_state_bits
 from tcreduce.exact import finalize, merge_states, partial_state, state_limbs
 from tcreduce.testing import poisoned, random_input, to_numpy
 
@@ -159,7 +158,8 @@ def test_overflow_and_specials():
                     assert int(np.asarray(r).view(UINT[out])) == CANONICAL_NAN[out], (name, dtype, out)
                 else:
                     assert r == want, (name, dtype, out)
-    assert np.signbit(tcreduce.emulate.sum(np.array([-1.0, 1.0, -0.0], np.float32), method="exact")) == False  # noqa: E712
+    zero = tcreduce.emulate.sum(np.array([-1.0, 1.0, -0.0], np.float32), method="exact")
+    assert zero == 0 and not np.signbit(zero)  # an exact zero is +0.0
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -23,8 +23,10 @@ pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or cla
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     exe = tmp_path_factory.mktemp("exact_host") / "harness"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror", "-Wno-unused-function", "-Wno-unknown-pragmas",
-                    "-o", str(exe), str(HERE / "exact_host_harness.cpp")], check=True, capture_output=True)
+    flags = ["-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror", "-Wno-unused-function",
+             "-Wno-unknown-pragmas"]
+    subprocess.run([CXX, *flags, "-o", str(exe), str(HERE / "exact_host_harness.cpp")], check=True,
+                   capture_output=True)
     return exe
 
 

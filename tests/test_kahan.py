@@ -1,6 +1,6 @@
-"""Methods "kahan" and "tensorcore_kahan": CPU tests of the plans, of the emulator twins against literal scalar replays
-of kernels/kahan.cu's orders (full sums and every axis), of accuracy and NaN/Inf semantics, compile checks, and GPU tests (bit for bit against the
-twin, within the bound, specials, determinism)."""
+"""Methods "kahan" and "tensorcore_kahan": CPU tests of the plans, of the emulator twins against literal scalar
+replays of kernels/kahan.cu's orders (full sums and every axis), of accuracy and NaN/Inf semantics, compile checks,
+and GPU tests (bit for bit against the twin, within the bound, specials, determinism)."""
 
 from __future__ import annotations
 

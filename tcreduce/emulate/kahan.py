@@ -1,5 +1,6 @@
 """Emulator twin of ``kernels/kahan.cu`` (methods "kahan" and "tensorcore_kahan"): the kernels' order of operations
-replayed bit for bit, vectorised over threads (kahan_flat), outputs and lanes (kahan_seg) or warps (tc_kahan_flat). Every operation is an IEEE fp32
+replayed bit for bit, vectorised over threads (kahan_flat), outputs and lanes (kahan_seg) or warps (tc_kahan_flat).
+Every operation is an IEEE fp32
 round-to-nearest NumPy operation, like the GPU's __fadd_rn / __fsub_rn; the mmas go through the tensor-core model
 (:func:`~tcreduce.emulate.mma_model.fused_rowsum`). Time: linear in the elements, a few NumPy passes of the per-thread
 chains plus the model for tensorcore_kahan.
