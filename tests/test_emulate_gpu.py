@@ -95,7 +95,8 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
                     idx[axis if isinstance(axis, int) else axis[0]] = 0
                     xh[tuple(idx)] = vals[0]
                 xd = cupy.asarray(xh)
-                for out in ("float32", "float16", "float64"):
+                outs = ("float32", "float16", "float64") if xh.size < 100_000 else ("float32",)  # emulator time
+                for out in outs:
                     try:
                         want = tcreduce.emulate.sum(xh, axis=axis, method=method, dtype=out)
                     except ValueError as e:  # full-sum-only methods
