@@ -12,6 +12,8 @@ from .context import Context
 
 __all__ = ["LADDER_ORDER", "sum_methods", "MethodSetting", "run_setting"]
 
+# Methods that compute full sums only (axis=None): kept out of the per-axis studies (segments).
+FULL_SUM_ONLY = ("tensorcore_kahan",)
 # The ladder rungs in the order of the seeds' walk (issue 5); unknown rungs follow in registration order.
 LADDER_ORDER = (
     "ladder_atomic", "ladder_interleaved_divergent", "ladder_interleaved", "ladder_sequential", "ladder_first_add",

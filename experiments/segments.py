@@ -25,7 +25,7 @@ from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, torch_missing_reason
 from .inputs import case_seed, dtype_label, random_pool
-from .methods import sum_methods
+from .methods import FULL_SUM_ONLY, sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
 from .timing import TimingConfig, fill_timing, time_gpu
 
@@ -70,7 +70,8 @@ def run(ctx: Context) -> list[Path]:
         ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
     for why in tuned_missing():
         ctx.note(why)
-    methods = {dt: [m.name for m in sum_methods(dt, ladder=False, ctx=ctx)] for dt in DTYPES}
+    methods = {dt: [m.name for m in sum_methods(dt, ladder=False, ctx=ctx) if m.name not in FULL_SUM_ONLY]
+               for dt in DTYPES}
     n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in DTYPES)
     bar = ctx.bar(n_total, NAME)
     rows: list[dict] = []

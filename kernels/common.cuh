@@ -105,10 +105,27 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
 }
 
 // ------------------------------------------------------------------------------------------ conversions
+// Every sum kernel writes its outputs through from_float (or, for exact sums, round_state), so that a NaN result is
+// always the canonical quiet NaN of the output dtype, whatever NaN the arithmetic produced (the GPU's 0x7FFFFFFF, a
+// NaN input's payload, a tensor core's): fp16 0x7E00, fp32 0x7FC00000, fp64 0x7FF8000000000000 (NumPy's np.nan bits;
+// the emulator canonicalises the same way, tcreduce/emulate/api.py).
+template <typename OutT> __device__ __forceinline__ OutT canonical_nan();
+template <> __device__ __forceinline__ float canonical_nan<float>() { return __uint_as_float(0x7FC00000u); }
+template <> __device__ __forceinline__ double canonical_nan<double>() {
+    return __longlong_as_double(0x7FF8000000000000LL);
+}
+template <> __device__ __forceinline__ __half canonical_nan<__half>() {
+    return __ushort_as_half((unsigned short)0x7E00u);
+}
+
 template <typename OutT> __device__ __forceinline__ OutT from_float(float v);
-template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ double from_float<double>(float v) { return (double)v; }
-template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v != v ? canonical_nan<float>() : v; }
+template <> __device__ __forceinline__ double from_float<double>(float v) {
+    return v != v ? canonical_nan<double>() : (double)v;
+}
+template <> __device__ __forceinline__ __half from_float<__half>(float v) {
+    return v != v ? canonical_nan<__half>() : __float2half_rn(v);
+}
 
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(float v) { return v; }

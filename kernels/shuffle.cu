@@ -76,7 +76,7 @@ __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v
 }
 
 // Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte
-// aligned, scalar stores otherwise. Rounding to OutT is the same either way.
+// aligned, scalar stores otherwise. Rounding to OutT (tcr::from_float) is the same either way.
 template <typename OutT, int N>
 __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&v)[N], i64 valid) {
     constexpr int BYTES = N * (int)sizeof(OutT);
@@ -86,19 +86,22 @@ __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&
             if constexpr (sizeof(OutT) == 4) {
 #pragma unroll
                 for (int q = 0; q < N / 4; ++q)
-                    reinterpret_cast<float4*>(dst)[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+                    reinterpret_cast<float4*>(dst)[q] =
+                        make_float4(tcr::from_float<float>(v[4 * q]), tcr::from_float<float>(v[4 * q + 1]),
+                                    tcr::from_float<float>(v[4 * q + 2]), tcr::from_float<float>(v[4 * q + 3]));
             } else if constexpr (sizeof(OutT) == 8) {
 #pragma unroll
                 for (int q = 0; q < N / 2; ++q)
-                    reinterpret_cast<double2*>(dst)[q] = make_double2((double)v[2 * q], (double)v[2 * q + 1]);
+                    reinterpret_cast<double2*>(dst)[q] =
+                        make_double2(tcr::from_float<double>(v[2 * q]), tcr::from_float<double>(v[2 * q + 1]));
             } else {
 #pragma unroll
                 for (int q = 0; q < N / 8; ++q) {
                     unsigned w[4];
 #pragma unroll
                     for (int h = 0; h < 4; ++h)
-                        w[h] = tcr::pack_half2(__float2half_rn(v[8 * q + 2 * h]),
-                                               __float2half_rn(v[8 * q + 2 * h + 1]));
+                        w[h] = tcr::pack_half2(tcr::from_float<__half>(v[8 * q + 2 * h]),
+                                               tcr::from_float<__half>(v[8 * q + 2 * h + 1]));
                     reinterpret_cast<uint4*>(dst)[q] = make_uint4(w[0], w[1], w[2], w[3]);
                 }
             }

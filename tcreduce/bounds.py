@@ -15,6 +15,25 @@ conversion to a float16 output adds its own rounding (2^-11 relative). Methods w
 to the order-free bound (every value through at most n - 1 operations, each counted as a fused block), which is valid
 for any summation order but loose.
 
+Methods with other bounds:
+
+- ``exact``: the result is the exact sum rounded once to the output dtype, so ``|error| <= ulp(result) / 2``
+  (:func:`exact_bound`; not of the ``c * sum|x|`` form).
+- ``kahan`` and ``tensorcore_kahan`` (:func:`kahan_factor`): per thread, Kahan's compensated sum (s, c) of n values.
+  Writing each step's roundings as y = (x - c)(1 + d1), t = (s + y)(1 + d2), w = (t - s)(1 + d3),
+  c' = (w - y)(1 + d4) gives exactly (s' - c') - (s - c) = x + d1 (x - c) - d3 (t - s) - d4 (w - y), where
+  |t - s| <= (1 + u)|y| + u|s|, |w - y| <= u (|s + y| + |t - s|)(1 + u) and |c| <= 2u(1 + u)(|s| + |y|). Summed over
+  the chain (n u <= 2^-8, so every (1 + O(n u)) factor is below 1.01, and the constants are doubled for margin):
+  ``|(s - c) - sum x| <= (2u + 16 (n + 1) u^2) sum|x|``: the literature's 2u + O(n u^2) (Knuth; Goldberg 1991,
+  Theorem 8; Higham 2002, eq. 4.9; 2u because t - s is not exact when |y| > 2|s|, u otherwise). The pairs
+  (s, -c) are combined by double-word additions (TwoSum is exact; the only rounding is of e + (a.lo + b.lo)), each
+  with error at most 3 u^2 (|a| + |b|) once pairs are TwoSum-normalised (|lo| <= u |hi|) and 9.3 u^2 at the first
+  level (a Kahan |c| reaches about 4.1 u of its chain's sum|x|), at most L levels: (6 L + 10) u^2 sum|x| in all. The
+  output hi + lo is one more rounding: u |result|. So c = u + (1 + u)(2u + 16 (n + 1) u^2 + (6 L + 10) u^2); for
+  tensorcore_kahan the Kahan chains add mma outputs, each carrying its fused block's error (at most u_mma of its
+  terms' magnitudes): c = u + (1 + u)(u_mma + (1 + u_mma)(2u + ...)). n and L come from the plan
+  (plans/kahan.py chain_lengths). Beyond n u > 2^-8 the order-free bound is used.
+
 Tightness (tests/test_bounds.py through the emulator, tests/test_bounds_gpu.py on the GPU; the two agree bit for
 bit): over the same-sign inputs of :func:`tcreduce.testing.adversarial_inputs` (1024 followed by values that every
 addition to it rounds or truncates away, placed at the start of every thread's chain or subtree; near-all-ones
@@ -23,6 +42,9 @@ emulated method at n = 2^16, 2^20, 2^22 and 2^24 (at 2^24: tensorcore 6.1, tenso
 shuffle 12.2, ladder rungs 5.4 to 27.2; the trees of the early rungs lose at one level of their log2(n) and sit at
 about log2(n)). The GPU check at 2^24 (NVIDIA H100 80GB HBM3) gave the same ratios, no bound exceeded for any method,
 and 15.5 / 4.4 for the two atomic rungs; cub's order-free bound was 2.8e14 times its error, i.e. vacuous in practice.
+Issue 11's methods at 2^24 (emulator, scripts/bound_tightness.py): exact 1.0, kahan 3.0, tensorcore_kahan 1.5 (its
+fused blocks' truncation, u_mma, is nearly reached by big_every_32); notes/accuracy.md says which term keeps the
+others loose.
 """
 
 from __future__ import annotations
@@ -38,8 +60,8 @@ from ._plan import DeviceSpec, Plan, param_dict
 from .plans._common import cdiv as _cdiv
 from .plans._common import ceil_log2 as _log2
 
-__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN",
-           "mma_unit_roundoff"]
+__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "FACTORS", "U_RN",
+           "mma_unit_roundoff", "exact_bound", "kahan_factor"]
 
 U_RN = 2.0 ** -24
 OUT_ROUNDING = {"float16": 2.0 ** -11, "float32": 0.0, "float64": 0.0}
@@ -175,6 +197,42 @@ def _register_cuda_core_methods() -> None:
 _register_cuda_core_methods()
 
 
+def kahan_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
+    """c in ``|error| <= c * sum|x|`` for a kahan or tensorcore_kahan plan (module docstring), the output's own
+    rounding to fp32 included."""
+    from .plans.kahan import chain_lengths
+
+    ch = chain_lengths(plan)
+    n, levels = ch["n"], ch["levels"]
+    u = U_RN
+    if n * u > 2.0 ** -8:  # outside the analysis' range: the order-free bound
+        return math.expm1(max(plan.problem.length - 1, 1) * math.log1p(mma_unit_roundoff(plan.device if gpu is None
+                                                                                             else gpu)))
+    inner = 2 * u + 16 * (n + 1) * u * u + (6 * levels + 10) * u * u
+    if ch["mma"]:
+        u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
+        inner = u_mma + (1 + u_mma) * inner
+    return u + (1 + u) * inner
+
+
+# methods whose bound factor is not of the Depth form: name -> fn(plan, gpu) -> c
+FACTORS: dict[str, Callable[[Plan, str | DeviceSpec | None], float]] = {
+    "kahan": kahan_factor,
+    "tensorcore_kahan": kahan_factor,
+}
+
+
+def exact_bound(x: np.ndarray, axis=None, *, dtype: str | None = None, keepdims: bool = False) -> np.ndarray:
+    """Half an ulp (of the output dtype, float32 by default) of the result of method "exact": its only error is the
+    one rounding of the exact sum. float64, shaped like the result (NaN where the result is NaN or infinite)."""
+    from .emulate import sum as emulated_sum
+
+    out_dtype = dtype or "float32"
+    r = np.asarray(emulated_sum(x, axis, out_dtype, keepdims, method="exact"))
+    with np.errstate(invalid="ignore"):
+        return 0.5 * np.spacing(np.abs(r)).astype(np.float64)  # the ulp above |r|: the larger at a power of two
+
+
 def library_bound_factor(n: int) -> float:
     """gamma_{n-1} for fp32 round-to-nearest additions in an unknown order (library methods such as cub): valid for
     any summation tree, vacuous (>= 1, or inf) once n u approaches 1."""
@@ -185,6 +243,8 @@ def library_bound_factor(n: int) -> float:
 def error_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
     """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding), with the
     tensor-core model of ``gpu`` (default: the GPU the plan was made for)."""
+    if plan.method in FACTORS:
+        return FACTORS[plan.method](plan, gpu)
     u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
     fn = STRUCTURES.get(plan.method)
     if fn is None:
@@ -205,6 +265,8 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
 
     x = np.asarray(x)
     out_dtype = dtype or "float32"
+    if method == "exact":
+        return exact_bound(x, axis, dtype=out_dtype, keepdims=keepdims)
     layout, axes = host_layout(x, axis)
     abs_sum = np.sum(np.abs(x, dtype=np.float64), axis=axes, keepdims=keepdims)
     if x.size == 0 or layout is None:

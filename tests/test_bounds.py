@@ -64,7 +64,7 @@ def test_library_bound_is_order_free_gamma():
 
 
 def test_rows_and_cols_bounds_hold(rng):
-    for method in ("tensorcore", "shuffle", "wmma"):
+    for method in ("tensorcore", "shuffle", "wmma", "kahan", "exact"):
         for shape, axis in [((300, 77), 1), ((77, 300), 0), ((5, 40, 33), (0, 2)), ((40, 3000), 1), ((3, 1 << 16), 1)]:
             x = adversarial_inputs(rng, int(np.prod(shape)))["high_mantissa"].reshape(shape)
             got = tcreduce.emulate.sum(x, axis=axis, method=method).astype(np.float64)

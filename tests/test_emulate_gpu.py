@@ -70,3 +70,48 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
                         mismatches.append((method, shape, axis, dist, view, got.reshape(-1)[:3], want.reshape(-1)[:3]))
     print("\nGPU == emulator (matching calls / calls):", {m: f"{a}/{b}" for m, (a, b) in counts.items()})
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
+    """With Inf and NaN among the inputs every emulated method returns the same bits on the GPU and in the emulator:
+    the infinities where they do not cancel, and one canonical NaN (fp16 0x7E00, fp32 0x7FC00000, fp64
+    0x7FF8000000000000) whatever NaN the arithmetic made (tcr::from_float, tcreduce.emulate.api.canonical_nan)."""
+    import cupy
+
+    specials = {"nan": [np.nan], "-nan": [-np.nan], "inf": [np.inf], "-inf": [-np.inf], "inf-inf": [np.inf, -np.inf],
+                "nan+inf": [np.nan, np.inf], "many": [np.nan, np.inf, -np.inf, np.inf, np.nan]}
+    cases = [((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), ((64, 257), -1), ((300, 520), -1),
+             ((16, 1000), 0), ((5, 17, 40), 1)]
+    mismatches, count = [], 0
+    for method in _emulated(dtype):
+        for shape, axis in cases:
+            for name, vals in specials.items():
+                xh = random_input(rng, shape, dtype)
+                flat = xh.reshape(-1)
+                flat[rng.choice(flat.size, len(vals), replace=False)] = vals
+                if axis is not None:  # a special in every output of a few rows/columns too
+                    idx = [slice(None)] * len(shape)
+                    idx[axis if isinstance(axis, int) else axis[0]] = 0
+                    xh[tuple(idx)] = vals[0]
+                xd = cupy.asarray(xh)
+                outs = ("float32", "float16", "float64") if xh.size < 100_000 else ("float32",)  # emulator time
+                for out in outs:
+                    try:
+                        want = tcreduce.emulate.sum(xh, axis=axis, method=method, dtype=out)
+                    except ValueError as e:  # full-sum-only methods
+                        if "axis=None" not in str(e):
+                            raise
+                        continue
+                    got = to_numpy(tcreduce.sum(xd, axis=axis, method=method, dtype=out))
+                    count += 1
+                    if not np.array_equal(got.view(UINT[out]), np.asarray(want).view(UINT[out])):
+                        mismatches.append((method, shape, axis, name, out, got.reshape(-1)[:3],
+                                           np.asarray(want).reshape(-1)[:3]))
+                    nan = np.isnan(np.asarray(want, np.float64))
+                    assert np.all(np.asarray(want).view(UINT[out])[nan] == np.array(np.nan, out).view(UINT[out]))
+    print(f"\nGPU == emulator with Inf/NaN: {count - len(mismatches)}/{count}")
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
