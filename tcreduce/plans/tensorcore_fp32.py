@@ -37,7 +37,8 @@ BLOCK = 256
 FLAT_UNROLL = 8  # 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration)
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
-TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: row tiles in flight)
+TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
+COLS_SHORT_UNROLL = 2  # tc32_cols' short path: scalar gathers need more registers (4 would spill at 64)
 TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3)
 SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
@@ -94,15 +95,17 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     if isinstance(problem, Rows):
-        name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {TILE_UNROLL}, {out_t}, "
+        unroll = TILE_UNROLL
+        name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
                 f"{_bool(short)}>")
         form = "rows"
     else:
-        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {TILE_UNROLL}, {out_t}, {_bool(short)}>"
+        unroll = COLS_SHORT_UNROLL if short else TILE_UNROLL
+        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}>"
         form = "cols"
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, args, tiles, 16,
-                         dict(form=form, vector=vector, unroll=TILE_UNROLL, short=short, chunks=chunks, steps=steps))
+                         dict(form=form, vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
