@@ -38,12 +38,15 @@ def test_float64_message_says_no_method_takes_it():
         validate("sum", (4,), np.float64, None, None, "shuffle")
 
 
-def test_float32_on_tensor_cores_is_not_implemented_and_names_alternatives():
+def test_float32_on_fp16_only_methods_is_not_implemented_and_names_alternatives():
     with pytest.raises(NotImplementedError, match="shuffle") as e:
-        validate("sum", (4,), np.float32, None, None, "tensorcore")
-    assert isinstance(e.value, TypeError)
+        validate("sum", (4,), np.float32, None, None, "tensorcore_chained")
+    assert isinstance(e.value, TypeError) and "tensorcore_tf32" in str(e.value)
     with pytest.raises(NotImplementedError, match="shuffle"):
         validate("sum", (4,), np.float32, None, None, "wmma")
+    assert validate("sum", (4,), np.float32, None, None, "tensorcore").in_dtype == "float32"
+    with pytest.raises(NotImplementedError, match="tensorcore"):
+        validate("sum", (4,), np.float16, None, None, "tensorcore_tf32")
 
 
 def test_unknown_method_lists_methods():
