@@ -11,8 +11,10 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from tcreduce._layout import Cols, Flat, Rows
-from tcreduce._plan import Plan, param_dict
+from tcreduce._api import get_plan
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Rows, host_layout, host_problem_data
+from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.emulate.mma_model import mma
 
 F32 = np.float32
@@ -371,3 +373,72 @@ def run(plan: Plan, data: np.ndarray, new_format, memory: np.ndarray | None = No
             for i in range(a) for s in range(strips)]
     res = tiles(plan, segs, new_format)
     return np.array([v for t in res for v in t if v is not None], F32)
+
+
+# ------------------------------------------------------------------------------------------------ test helpers
+# A 1-SM GPU (32 resident warps) puts small problems into the multi-block, warp-group and split paths an H100 keeps
+# for large ones, so that the literal replay stays fast. The order of additions does not depend on the GPU.
+ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
+H100 = KNOWN_GPUS["H100"]
+
+
+def values(rng: np.random.Generator, shape, spread: int = 5) -> np.ndarray:
+    """Signed values over 2 * spread decades (never all zero)."""
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-spread, spread, shape)).astype(F32)
+
+
+def random_bits(rng: np.random.Generator, shape) -> np.ndarray:
+    """fp32 values with every finite exponent field 0..254 (subnormals and zeros included), random signs and
+    fractions."""
+    field = rng.integers(0, 255, shape).astype(np.uint32)
+    frac = rng.integers(0, 1 << 23, shape).astype(np.uint32)
+    sign = rng.integers(0, 2, shape).astype(np.uint32) << np.uint32(31)
+    return (sign | (field << np.uint32(23)) | frac).view(F32)
+
+
+# (shape, axis, view, device): one of each form and work split
+REPLAY_CASES = {
+    "flat, one block, aligned": ((1000,), None, None, ONE_SM),
+    "flat, head and tail": ((1003,), None, lambda x: x[3:], ONE_SM),
+    "flat, tiny: only the head/tail step": ((9,), None, lambda x: x[1:], ONE_SM),
+    "flat, 4 blocks, partial last iteration": ((40001,), None, lambda x: x[1:], ONE_SM),
+    "rows short, 16-byte loads": ((40, 16), -1, None, ONE_SM),
+    "rows short, scalar loads": ((40, 5), -1, None, ONE_SM),
+    "rows, a group of 4 warps, scalar loads": ((40, 37), -1, None, ONE_SM),
+    "rows, a group of 8 warps, 16-byte loads": ((3, 300), -1, None, ONE_SM),
+    "rows, splits (misaligned rows)": ((2, 999), -1, None, H100),
+    "rows, misaligned view": ((33, 1040), -1, lambda x: x[:, 1:], ONE_SM),
+    "stream, one warp per row": ((40, 1024), -1, None, ONE_SM),
+    "stream, a group per row": ((3, 2100), -1, None, ONE_SM),
+    "stream, splits": ((2, 40000), -1, None, H100),
+    "cols short": ((16, 40), 0, None, ONE_SM),
+    "cols, a group of 8 warps": ((100, 20), 0, None, ONE_SM),
+    "cols, 3-d, short": ((3, 7, 5), 1, None, ONE_SM),
+    "cols, splits": ((3000, 3), 0, None, H100),
+    "cols, strided view": ((40, 50), 0, lambda x: x[1:, 1:], ONE_SM),
+}
+
+
+def replay_case(method: str, new_format, twin, case, rng, data=None):
+    shape, axis, view, device = REPLAY_CASES[case]
+    x = values(rng, shape) if data is None else data(shape)
+    xv = view(x) if view else x
+    layout, _ = host_layout(xv, axis)
+    plan = get_plan(method, layout.problem, "float32", "float32", device)
+    d = host_problem_data(xv, layout)
+    if isinstance(plan.problem, Flat):
+        memory = x.reshape(-1)
+        start = (xv.__array_interface__["data"][0] - x.__array_interface__["data"][0]) // 4
+        want = run(plan, d, new_format, memory=memory, start=start)
+    else:
+        want = run(plan, d, new_format)
+    got = np.asarray(twin(plan, d, "H100"), F32).reshape(-1)
+    return plan, got, want
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bitwise equal, except that any NaN matches any NaN (NaN payloads are not part of the contract)."""
+    got, want = np.asarray(got, F32), np.asarray(want, F32)
+    nan = np.isnan(got)
+    return bool(np.array_equal(nan, np.isnan(want)) and np.array_equal(got[~nan].view(np.uint32),
+                                                                       want[~nan].view(np.uint32)))

@@ -26,10 +26,11 @@ import pytest
 
 import tcreduce
 import tc32_literal as literal
+from tc32_literal import ONE_SM, REPLAY_CASES, random_bits, replay_case, same_bits, values
 from tcreduce._api import get_plan
 from tcreduce._device import KNOWN_GPUS
-from tcreduce._layout import Cols, Flat, Rows, host_layout, host_problem_data
-from tcreduce._plan import DeviceSpec, param_dict
+from tcreduce._layout import Cols, Flat, Rows, host_layout
+from tcreduce._plan import param_dict
 from tcreduce.bounds import error_bound
 from tcreduce.emulate.mma_model import fused_rowsum
 from tcreduce.emulate.tensorcore import _fragment_rows
@@ -40,24 +41,7 @@ from tcreduce.testing import adversarial_inputs, bound_for, check_sum, mixed_sig
 
 F32 = np.float32
 H100 = KNOWN_GPUS["H100"]
-# A 1-SM GPU (32 resident warps) puts small problems into the multi-block, warp-group and split paths an H100 keeps
-# for large ones, so that the literal replay stays fast. The order of additions does not depend on the GPU.
-ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
 METHOD = "tensorcore"
-
-
-def _values(rng: np.random.Generator, shape, spread: int = 5) -> np.ndarray:
-    """Signed values over 2 * spread decades (never all zero)."""
-    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-spread, spread, shape)).astype(F32)
-
-
-def _random_bits(rng: np.random.Generator, shape) -> np.ndarray:
-    """fp32 values with every finite exponent field 0..254 (subnormals and zeros included), random signs and
-    fractions."""
-    field = rng.integers(0, 255, shape).astype(np.uint32)
-    frac = rng.integers(0, 1 << 23, shape).astype(np.uint32)
-    sign = rng.integers(0, 2, shape).astype(np.uint32) << np.uint32(31)
-    return (sign | (field << np.uint32(23)) | frac).view(F32)
 
 
 # ------------------------------------------------------------------------------------------------ the split
@@ -87,7 +71,7 @@ def test_the_common_grid_split_is_exact_and_its_rows_sum_exactly(rng):
 
 
 def test_the_wide_split_is_exact_above_2_pow_minus_110(rng):
-    x = _random_bits(rng, 1 << 16)
+    x = random_bits(rng, 1 << 16)
     hi, mid, lo = split_own(x)
     total = hi.astype(np.float64) + mid.astype(np.float64) + lo.astype(np.float64)
     big = np.abs(x) >= 2.0 ** -110
@@ -96,46 +80,6 @@ def test_the_wide_split_is_exact_above_2_pow_minus_110(rng):
 
 
 # ------------------------------------------------------------------------------------------------ twin == literal
-# (shape, axis, view, device): one of each form and work split
-REPLAY_CASES = {
-    "flat, one block, aligned": ((1000,), None, None, ONE_SM),
-    "flat, head and tail": ((1003,), None, lambda x: x[3:], ONE_SM),
-    "flat, tiny: only the head/tail step": ((9,), None, lambda x: x[1:], ONE_SM),
-    "flat, 4 blocks, partial last iteration": ((40001,), None, lambda x: x[1:], ONE_SM),
-    "rows short, 16-byte loads": ((40, 16), -1, None, ONE_SM),
-    "rows short, scalar loads": ((40, 5), -1, None, ONE_SM),
-    "rows, a group of 4 warps, scalar loads": ((40, 37), -1, None, ONE_SM),
-    "rows, a group of 8 warps, 16-byte loads": ((3, 300), -1, None, ONE_SM),
-    "rows, splits (misaligned rows)": ((2, 999), -1, None, H100),
-    "rows, misaligned view": ((33, 1040), -1, lambda x: x[:, 1:], ONE_SM),
-    "stream, one warp per row": ((40, 1024), -1, None, ONE_SM),
-    "stream, a group per row": ((3, 2100), -1, None, ONE_SM),
-    "stream, splits": ((2, 40000), -1, None, H100),
-    "cols short": ((16, 40), 0, None, ONE_SM),
-    "cols, a group of 8 warps": ((100, 20), 0, None, ONE_SM),
-    "cols, 3-d, short": ((3, 7, 5), 1, None, ONE_SM),
-    "cols, splits": ((3000, 3), 0, None, H100),
-    "cols, strided view": ((40, 50), 0, lambda x: x[1:, 1:], ONE_SM),
-}
-
-
-def replay_case(method: str, new_format, twin, case, rng, data=None):
-    shape, axis, view, device = REPLAY_CASES[case]
-    x = _values(rng, shape) if data is None else data(shape)
-    xv = view(x) if view else x
-    layout, _ = host_layout(xv, axis)
-    plan = get_plan(method, layout.problem, "float32", "float32", device)
-    d = host_problem_data(xv, layout)
-    if isinstance(plan.problem, Flat):
-        memory = x.reshape(-1)
-        start = (xv.__array_interface__["data"][0] - x.__array_interface__["data"][0]) // 4
-        want = literal.run(plan, d, new_format, memory=memory, start=start)
-    else:
-        want = literal.run(plan, d, new_format)
-    got = np.asarray(twin(plan, d, "H100"), F32).reshape(-1)
-    return plan, got, want
-
-
 def test_the_replay_cases_cover_every_form_and_work_split():
     seen = set()
     for case, (shape, axis, view, device) in REPLAY_CASES.items():
@@ -212,7 +156,7 @@ def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
               ((96, 80), -1, lambda x: x[:, ::2]), ((20, 64), None, lambda x: x.T), ((4, 2048), -1, lambda x: x[:, :1500]),
               ((0, 16), -1, None), ((16, 0), -1, None), ((0,), None, None)]
     for shape, axis, view in cases:
-        x = _values(rng, shape)
+        x = values(rng, shape)
         x = view(x) if view else x
         for out_dtype in ("float32", "float16", "float64"):
             got = tcreduce.emulate.sum(x, axis=axis, dtype=out_dtype, method=METHOD)
@@ -325,24 +269,16 @@ def _gpu_dists(rng: np.random.Generator, shape) -> dict[str, np.ndarray]:
     return {
         "uniform": rng.uniform(-0.25, 0.75, shape).astype(F32),
         "lognormal": (rng.lognormal(0, 4, shape) * rng.choice([-1, 1], shape)).astype(F32),
-        "every exponent": _random_bits(rng, shape) * F32(2.0 ** -30),  # subnormals to 2^98, zeros
-        "huge (wide path)": _huge(rng, shape),
+        "every exponent": random_bits(rng, shape) * F32(2.0 ** -30),  # subnormals to 2^98, zeros
+        "huge (wide path)": huge(rng, shape),
     }
 
 
-def _huge(rng: np.random.Generator, shape) -> np.ndarray:
+def huge(rng: np.random.Generator, shape) -> np.ndarray:
     """N(0, 1e20^2) with every 997th value +-6e33 (>= 2^112: the split's wide path), sums far from overflow."""
     x = (rng.standard_normal(shape) * 1e20).astype(F32)
     x.reshape(-1)[::997] = rng.choice([-6e33, 6e33], x.reshape(-1)[::997].shape)
     return x
-
-
-def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
-    """Bitwise equal, except that any NaN matches any NaN (NaN payloads are not part of the contract)."""
-    got, want = np.asarray(got, F32), np.asarray(want, F32)
-    nan = np.isnan(got)
-    return bool(np.array_equal(nan, np.isnan(want)) and np.array_equal(got[~nan].view(np.uint32),
-                                                                       want[~nan].view(np.uint32)))
 
 
 GPU_CASES = [
@@ -400,7 +336,7 @@ GPU_AXIS_CASES = [
 def test_gpu_full_sums_within_bound(n, rng):
     import cupy
 
-    xh = _values(rng, n)
+    xh = values(rng, n)
     for view in (None, lambda x: x[1:], lambda x: x[2:], lambda x: x[3:]):
         xv = view(xh) if view else xh
         if xv.size == 0:
@@ -419,7 +355,7 @@ def test_gpu_full_sums_within_bound(n, rng):
 def test_gpu_axis_sums_within_bound(shape, axis, view, rng):
     import cupy
 
-    xh = _values(rng, shape)
+    xh = values(rng, shape)
     xd = cupy.asarray(xh)
     xv, xdv = (view(xh), view(xd)) if view else (xh, xd)
     expected_shape = np.sum(xv, axis=axis).shape
@@ -463,7 +399,7 @@ def test_gpu_deterministic_and_input_untouched(rng):
     import cupy
 
     for shape, axis in [((1 << 22) + 5, None), ((1 << 16, 64), -1), ((64, 1 << 16), 0), ((256, 1 << 14), -1)]:
-        xh = _values(rng, shape)
+        xh = values(rng, shape)
         xd = cupy.asarray(xh)
         first = to_numpy(tcreduce.sum(xd, axis=axis, method=METHOD))
         for _ in range(9):
