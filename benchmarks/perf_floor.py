@@ -118,6 +118,11 @@ def main() -> None:
         ("rows1024", "float16", (1 << 18, 1024), -1),
         ("rows4096", "float16", (1 << 16, 4096), -1),
         ("rows2^20", "float16", (256, 1 << 20), -1),
+        # float32 on tensor cores (tensorcore's split, tensorcore_tf32) against shuffle, torch and CUB
+        ("rows16", "float32", (1 << 24, 16), -1),
+        ("rows4096", "float32", (1 << 16, 4096), -1),
+        ("cols16", "float32", (16, 1 << 24), 0),
+        ("cols4096", "float32", (4096, 1 << 16), 0),
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]

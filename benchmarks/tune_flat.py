@@ -1,7 +1,10 @@
 """Tuning sweep for the full-sum kernels: time kernel variants (template arguments, grid sizes) of a method's plan on
 one large input and print GB/s per variant. Used to pick the defaults in tcreduce/plans/*.py (notes/performance.md).
 
-    python benchmarks/tune_flat.py [--n 268435456] [--reps 20]
+    python benchmarks/tune_flat.py [--n 268435456] [--reps 20] [--only fp32tc]
+
+--only fp32tc sweeps only the float32 tensor-core kernels (tc32_flat of "tensorcore" on float32 and of
+"tensorcore_tf32"), beside shuffle on float32, in the same run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1 << 28)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", default="", help="fp32tc: only the float32 tensor-core variants (and shuffle fp32)")
     args = ap.parse_args()
 
     import cupy
@@ -42,6 +46,16 @@ def main() -> None:
                              sm * minb * grid_mult))
             variants.append(("shuffle", "float16", f"shuffle_flat<__half, float, 256, {unroll}, true, {minb}>",
                              sm * minb * grid_mult))
+    # float32 on tensor cores (tc32_flat: 2 vectors per step, so UNROLL is even; no spills at these (UNROLL, MINB))
+    fp32tc = []
+    for method, fmt in (("tensorcore", "tcr32::Split"), ("tensorcore_tf32", "tcr32::Tf32")):
+        for unroll, minb in ((8, 4), (4, 4), (6, 4), (8, 3), (12, 3), (4, 5)):
+            for load in (0, 2):
+                fp32tc.append((method, "float32", f"tc32_flat<{fmt}, 256, {unroll}, float, {load}, {minb}>", sm * minb))
+    if args.only == "fp32tc":
+        variants = [v for v in variants if v[0] == "shuffle" and v[1] == "float32"] + fp32tc
+    else:
+        variants += fp32tc
     inputs = {}
     for method, dtype, kernel, grid in variants:
         if dtype not in inputs:
@@ -50,7 +64,7 @@ def main() -> None:
         base = get_plan(method, Flat(args.n, 0), dtype, "float32", dev)
         ln = base.launches[0]
         plan = base.replace(launches=(ln.__class__(ln.source, kernel, (grid, 1, 1), ln.block, ln.args),),
-                            workspace_floats=grid)
+                            workspace_floats=2 * grid, counters=1)  # tc32_flat keeps a pair per block
         out = cupy.empty((), cupy.float32)
         try:
             run_plan(plan, x.data.ptr, out.data.ptr, dev_id)
