@@ -7,22 +7,24 @@
 // largest exponent, truncation, then round toward zero to fp32) is exact when its exact sum fits in 24 bits, and
 // truncates toward zero otherwise. Splitting each value at its own exponent (hi = its top 8 bits, ...) leaves the
 // rows of values more than 12 binades apart inexact, a one-signed loss (about an ulp of the result on wide-range
-// data), so the pieces are cut on a grid common to the quad instead (the error-free extraction of Rump, Ogita and
+// data), so the pieces are cut on a grid common to the mma row instead (the error-free extraction of Rump, Ogita and
 // Oishi's AccSum, as in Ozaki's splitting), which makes every row sum exact:
 //
-//   M = the largest |v| of the quad's 32 values (lanes 4g..4g+3, rows g and g + 8; NaN ignored), 2^E <= M < 2^(E+1),
-//   E raised to at least -110; sigma1 = 1.5 * 2^(E + 16), sigma2 = 1.5 * 2^(E + 8). Per value x (round to nearest):
+//   M = the largest |v| of the row's 16 values (v0, v1, v4, v5 of lanes 4g..4g+3 for row g; v2, v3, v6, v7 for row
+//   g + 8; NaN ignored; 2 shuffles within the quad), 2^E <= M < 2^(E+1), E raised to at least -110;
+//   sigma1 = 1.5 * 2^(E + 16), sigma2 = 1.5 * 2^(E + 8). Per value x of the row (round to nearest):
 //     hi  = (sigma1 + x) - sigma1     x rounded to a multiple of 2^(E-7): |hi| <= 2^(E+1), at most 8 significant bits
 //     r1  = x - hi                    exact, |r1| <= 2^(E-8)
 //     mid = (sigma2 + r1) - sigma2    r1 rounded to a multiple of 2^(E-15): at most 8 bits
 //     r2  = r1 - mid                  exact, |r2| <= min(|x|, 2^(E-16))
 //   hi and mid are bf16 exactly, and hi + mid + r2 = x exactly for every finite x. A row's hi pieces are multiples of
 //   2^(E-7) below 2^(E+1): their sum (below 2^(E+5)) is exact; the mid block chained on it adds multiples of 2^(E-15)
-//   below 2^(E-8), the sum staying below 2^(E+6) (21 bits): exact too. The remainders r2 (at most 2^-16 of the quad
-//   maximum) are added on the CUDA cores into a per-lane register rho, one per row, and summed over the quad at the
-//   end. So the split loses nothing; what is left is fp32 rounding of small quantities (the pair sums below).
-//   Quads with M >= 2^112 (or an infinity, or only NaNs: M's exponent field above 238) would overflow sigma1: if any
-//   quad of the warp has one, the whole warp takes the wide path for that step, the split at each value's own
+//   below 2^(E-8), the sum staying below 2^(E+6) (21 bits): exact too. The remainders r2 (at most 2^-16 of the row
+//   maximum, so of the row's own sum|x|: rows of different segments do not share a grid) are added on the CUDA cores
+//   into a per-lane register rho, one per row, and summed over the quad at the end. So the split loses nothing; what
+//   is left is fp32 rounding of small quantities (the pair sums below).
+//   Rows with M >= 2^112 (or an infinity, or only NaNs: M's exponent field above 238) would overflow sigma1: if any
+//   row of the warp has one, the whole warp takes the wide path for that step, the split at each value's own
 //   exponent (exact for values above 2^-110; its blocks may truncate):
 //     hi = x truncated to bf16 (cvt.rz.bf16x2.f32: NaN -> NaN, +-inf -> +-inf), r = x - hi (exact; inf - inf = NaN),
 //     mid = r truncated to bf16, lo = r - mid truncated to bf16.
@@ -87,16 +89,22 @@ struct Split {
         F2 lo = {0.0f, 0.0f}, hi = {0.0f, 0.0f};
         float rho_lo = 0.0f, rho_hi = 0.0f;  // this lane's remainders of rows g and g + 8
     };
-    static __device__ __forceinline__ void step(Acc& acc, const float (&v)[8]) {
-        float mx = fmaxf(fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3]))),
-                         fmaxf(fmaxf(fabsf(v[4]), fabsf(v[5])), fmaxf(fabsf(v[6]), fabsf(v[7]))));
+    static __device__ __forceinline__ unsigned row_max_field(float a, float b, float c, float d) {
+        float mx = fmaxf(fmaxf(fabsf(a), fabsf(b)), fmaxf(fabsf(c), fabsf(d)));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const unsigned eb = __float_as_uint(mx) >> 23;  // the quad maximum's exponent field (255: inf or NaN)
+        return __float_as_uint(mx) >> 23;  // the row maximum's exponent field (255: inf or NaN)
+    }
+    static __device__ __forceinline__ float sigma(unsigned eb, unsigned shift) {  // 1.5 * 2^(max(E, -110) + shift)
+        return __uint_as_float(((max(eb, 17u) + shift) << 23) | 0x00400000u);
+    }
+    static __device__ __forceinline__ void step(Acc& acc, const float (&v)[8]) {
+        const unsigned eb_lo = row_max_field(v[0], v[1], v[4], v[5]);  // row g
+        const unsigned eb_hi = row_max_field(v[2], v[3], v[6], v[7]);  // row g + 8
         const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         unsigned h[4], m[4];
         float c1[4], c3[4];
-        if (__any_sync(0xffffffffu, eb > 238u)) {  // warp-uniform: a quad maximum >= 2^112, inf or NaN
+        if (__any_sync(0xffffffffu, max(eb_lo, eb_hi) > 238u)) {  // warp-uniform: a row maximum >= 2^112, inf, NaN
             unsigned l[4];
 #pragma unroll
             for (int p = 0; p < 4; ++p) split_own(v[2 * p], v[2 * p + 1], h[p], m[p], l[p]);
@@ -105,13 +113,13 @@ struct Split {
             mma_bf16_rowsum(cm, m, zero);
             mma_bf16_rowsum(c3, l, cm);
         } else {
-            const unsigned ec = max(eb, 17u);  // E >= -110
-            const float sigma1 = __uint_as_float(((ec + 16u) << 23) | 0x00400000u);  // 1.5 * 2^(E + 16)
-            const float sigma2 = __uint_as_float(((ec + 8u) << 23) | 0x00400000u);   // 1.5 * 2^(E + 8)
+            const float s1_lo = sigma(eb_lo, 16u), s2_lo = sigma(eb_lo, 8u);
+            const float s1_hi = sigma(eb_hi, 16u), s2_hi = sigma(eb_hi, 8u);
             float r[8];
-#pragma unroll
-            for (int p = 0; p < 4; ++p) split_common(v[2 * p], v[2 * p + 1], sigma1, sigma2, h[p], m[p], r[2 * p],
-                                                     r[2 * p + 1]);
+            split_common(v[0], v[1], s1_lo, s2_lo, h[0], m[0], r[0], r[1]);  // pairs 0, 2: row g
+            split_common(v[2], v[3], s1_hi, s2_hi, h[1], m[1], r[2], r[3]);  // pairs 1, 3: row g + 8
+            split_common(v[4], v[5], s1_lo, s2_lo, h[2], m[2], r[4], r[5]);
+            split_common(v[6], v[7], s1_hi, s2_hi, h[3], m[3], r[6], r[7]);
             acc.rho_lo = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_lo, r[0]), r[1]), r[4]), r[5]);
             acc.rho_hi = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_hi, r[2]), r[3]), r[6]), r[7]);
             float ch[4];

@@ -122,17 +122,20 @@ class LiteralSplit:
 
     def step(self, v) -> None:
         """v: [32][8] float32 (each lane's v0..v7)."""
-        mx = []
-        for lane in range(32):
-            m = abs(f(v[lane][0]))
-            for i in range(1, 8):
-                m = np.fmax(m, abs(f(v[lane][i])))
-            mx.append(f(m))
-        for off in (1, 2):
-            mx = [f(np.fmax(mx[lane], mx[lane ^ off])) for lane in range(32)]
-        eb = [bits(m) >> 23 for m in mx]
+        eb = {}  # (lane, row 0 = g / 1 = g + 8) -> the row maximum's exponent field, after the quad shuffles
+        for row, slots in ((0, (0, 1, 4, 5)), (1, (2, 3, 6, 7))):
+            mx = []
+            for lane in range(32):
+                m = abs(f(v[lane][slots[0]]))
+                for i in slots[1:]:
+                    m = np.fmax(m, abs(f(v[lane][i])))
+                mx.append(f(m))
+            for off in (1, 2):
+                mx = [f(np.fmax(mx[lane], mx[lane ^ off])) for lane in range(32)]
+            for lane in range(32):
+                eb[lane, row] = bits(mx[lane]) >> 23
         zero = np.zeros((16, 8), F32)
-        if any(e > 238 for e in eb):
+        if any(e > 238 for e in eb.values()):
             regs = [[self._split_own(v[lane][2 * p], v[lane][2 * p + 1]) for p in range(4)] for lane in range(32)]
             h = [[r[p][0] for p in range(4)] for r in regs]
             m = [[r[p][1] for p in range(4)] for r in regs]
@@ -142,11 +145,13 @@ class LiteralSplit:
         else:
             h, m = [], []
             for lane in range(32):
-                ec = max(eb[lane], 17)
-                s1, s2 = from_bits(((ec + 16) << 23) | 0x400000), from_bits(((ec + 8) << 23) | 0x400000)
+                sig = {}
+                for row in (0, 1):
+                    ec = max(eb[lane, row], 17)
+                    sig[row] = from_bits(((ec + 16) << 23) | 0x400000), from_bits(((ec + 8) << 23) | 0x400000)
                 hl, ml, r = [], [], []
-                for p in range(4):
-                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), s1, s2)
+                for p in range(4):  # pairs 0, 2 belong to row g, pairs 1, 3 to row g + 8
+                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), *sig[p & 1])
                     hl.append(hp), ml.append(mp), r.extend([r0, r1])
                 h.append(hl), m.append(ml)
                 with np.errstate(all="ignore"):

@@ -34,7 +34,8 @@ from tcreduce._plan import param_dict
 from tcreduce.bounds import error_bound
 from tcreduce.emulate.mma_model import fused_rowsum
 from tcreduce.emulate.tensorcore import _fragment_rows
-from tcreduce.emulate.tensorcore_fp32 import emulate_tensorcore_fp32, quad_sigmas, split_common, split_own
+from tcreduce.emulate.tensorcore_fp32 import (ROW_SLOTS, emulate_tensorcore_fp32, lane_sigmas, row_sigmas,
+                                              split_common, split_own)
 from tcreduce.plans.tensorcore_fp32 import plan_tensorcore_fp32
 from tcreduce.reference import exact_sum
 from tcreduce.testing import adversarial_inputs, bound_for, check_sum, mixed_sign_inputs, poisoned, to_numpy
@@ -46,24 +47,28 @@ METHOD = "tensorcore"
 
 # ------------------------------------------------------------------------------------------------ the split
 def test_the_common_grid_split_is_exact_and_its_rows_sum_exactly(rng):
-    """Quads whose values span a random number of binades anywhere in the fp32 range (below the wide path's 2^112):
-    hi + mid + r2 == x, hi and mid are bf16 (from_bits of their top 16 bits), |r2| <= 2^(E-16), and the tensor-core
-    model sums a row's 16 hi pieces and then its 16 mid pieces without any rounding."""
+    """Rows whose values span a random number of binades anywhere in the fp32 range (below the wide path's 2^112):
+    hi + mid + r2 == x, hi and mid are bf16, |r2| <= 2^(E-16) (E: the row maximum's exponent, at least -110), and
+    the tensor-core model sums a row's 16 hi pieces and then its 16 mid pieces without any rounding."""
     warps = 400
-    top = rng.integers(-149, 112, (warps, 8))  # the quad's largest exponent
-    span = rng.integers(0, 40, (warps, 8))
-    e = np.clip(top[..., None] - rng.integers(0, 1 + span[..., None], (warps, 8, 32)), -149, 111)
-    x = (rng.choice([-1, 1], e.shape) * np.ldexp(1 + rng.random(e.shape), e)).astype(F32)
-    x[rng.random(x.shape) < 0.05] = 0
-    lanes = x.reshape(warps, 8, 4, 8).reshape(warps, 32, 8)
-    eb, s1, s2 = quad_sigmas(lanes)
+    top = rng.integers(-149, 112, (warps, 16))  # each row's largest exponent
+    span = rng.integers(0, 40, (warps, 16))
+    e = np.clip(top[..., None] - rng.integers(0, 1 + span[..., None], (warps, 16, 16)), -149, 111)
+    rows = (rng.choice([-1, 1], e.shape) * np.ldexp(1 + rng.random(e.shape), e)).astype(F32)
+    rows[rng.random(rows.shape) < 0.05] = 0
+    # rows [warp, 16 rows, 16 values] -> lanes [warp, 32, 8]: row g takes v0, v1, v4, v5 of lanes 4g..4g+3
+    lanes = np.zeros((warps, 8, 4, 8), F32)
+    for row, slots in enumerate(ROW_SLOTS):
+        lanes[..., list(slots)] = rows[:, 8 * row:8 * row + 8].reshape(warps, 8, 4, 4)
+    lanes = lanes.reshape(warps, 32, 8)
+    assert np.array_equal(_fragment_rows(lanes), rows)
+    eb, s1, s2 = row_sigmas(lanes)
     assert np.all(eb <= 238)
-    quad = np.repeat(s1, 4, axis=-1)[..., None], np.repeat(s2, 4, axis=-1)[..., None]
-    hi, mid, r2 = split_common(lanes, *quad)
+    hi, mid, r2 = split_common(lanes, lane_sigmas(s1), lane_sigmas(s2))
     assert np.array_equal(hi.astype(np.float64) + mid.astype(np.float64) + r2.astype(np.float64),
                           lanes.astype(np.float64))
     emax = np.maximum(eb.astype(np.int64), 17) - 127
-    assert np.all(np.abs(r2) <= np.ldexp(1.0, np.repeat(emax, 4, axis=-1)[..., None] - 16))
+    assert np.all(np.abs(_fragment_rows(r2)) <= np.ldexp(1.0, emax - 16)[..., None])
     rows_h, rows_m = _fragment_rows(hi), _fragment_rows(mid)
     got = fused_rowsum(np.concatenate([rows_h, rows_m], axis=-1), np.zeros(rows_h.shape[:-1], F32))
     want = rows_h.astype(np.float64).sum(-1) + rows_m.astype(np.float64).sum(-1)
@@ -170,6 +175,19 @@ def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
             assert np.all(err[finite] <= bound_for(x, axis, METHOD, out_dtype)[finite]), (shape, axis, out_dtype)
             if x.size == 0:
                 assert np.all(got == 0) and not np.any(np.signbit(got)), (shape, axis)
+
+
+def test_segments_of_very_different_size_keep_their_own_bounds(rng):
+    """The 16 segments of a tile share warps and quads: each segment's error must stay within its own bound even
+    when the segment in the other half of the mma (row g + 8 beside row g) is 10^8 times larger."""
+    for shape, axis in (((64, 40), -1), ((64, 1000), -1), ((64, 999), -1), ((40, 64), 0), ((17, 5000), 0)):
+        x = rng.uniform(0.25, 1, shape).astype(F32)
+        seg_axis = 0 if axis == -1 else 1
+        scale = np.where((np.arange(shape[seg_axis]) // 8) % 2 == 0, 1e-4, 1e4).astype(F32)
+        x *= scale[:, None] if seg_axis == 0 else scale[None, :]
+        got = tcreduce.emulate.sum(x, axis=axis, method=METHOD).astype(np.float64)
+        err = np.abs(got - exact_sum(x, axis=axis))
+        assert np.all(err <= bound_for(x, axis, METHOD)), (shape, axis, np.max(err / bound_for(x, axis, METHOD)))
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 20])

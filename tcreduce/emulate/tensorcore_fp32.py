@@ -22,7 +22,8 @@ from ..plans._common import cdiv
 from .mma_model import fused_rowsum
 from .tensorcore import _fragment_rows
 
-__all__ = ["emulate_tensorcore_fp32", "emulate_forms", "SplitFormat", "split_common", "split_own", "quad_sigmas",
+__all__ = ["emulate_tensorcore_fp32", "emulate_forms", "SplitFormat", "split_common", "split_own", "row_sigmas",
+           "lane_sigmas",
            "two_sum", "add2", "value2"]
 
 F32 = np.float32
@@ -120,17 +121,31 @@ def split_common(x: np.ndarray, sigma1: np.ndarray, sigma2: np.ndarray) -> tuple
     return _bf16(_top16(hi)), _bf16(_top16(mid)), r2
 
 
-def quad_sigmas(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For lanes [..., 32, 8]: the quad maxima's exponent fields eb [..., 8] (NaN ignored; 255 for inf or all-NaN
-    quads), and sigma1, sigma2 [..., 8] (1.5 * 2^(E + 16), 1.5 * 2^(E + 8) with E = max(eb, 17) - 127)."""
-    q = np.abs(np.asarray(lanes, F32)).reshape(lanes.shape[:-2] + (8, 32))
+# lane value slots of mma row g (lo) and row g + 8 (hi)
+ROW_SLOTS = ((0, 1, 4, 5), (2, 3, 6, 7))
+
+
+def row_sigmas(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For lanes [..., 32, 8]: each mma row's maximum exponent field eb [..., 16] (rows g = 0..7, then g + 8; the
+    largest |v| of the row's 16 values, NaN ignored; 255 for a row with inf or only NaNs), and sigma1, sigma2
+    [..., 16] (1.5 * 2^(E + 16), 1.5 * 2^(E + 8) with E = max(eb, 17) - 127)."""
+    q = np.abs(np.asarray(lanes, F32)).reshape(lanes.shape[:-2] + (8, 4, 8))  # [..., g, t, v]
     with np.errstate(invalid="ignore"):
-        mx = np.fmax.reduce(q, axis=-1)
+        mx = np.concatenate([np.fmax.reduce(q[..., slots].reshape(q.shape[:-3] + (8, 16)), axis=-1)
+                             for slots in ROW_SLOTS], axis=-1)
     eb = np.ascontiguousarray(mx, F32).view(U32) >> U32(23)
     ec = np.maximum(eb, U32(17))
     s1 = np.minimum(ec + U32(16), U32(254)) << U32(23) | U32(0x00400000)
     s2 = np.minimum(ec + U32(8), U32(254)) << U32(23) | U32(0x00400000)
     return eb, s1.view(F32), s2.view(F32)
+
+
+def lane_sigmas(s: np.ndarray) -> np.ndarray:
+    """Per-row values [..., 16] -> per lane value slot [..., 32, 8] (the row each slot belongs to)."""
+    out = np.empty(s.shape[:-1] + (8, 4, 8), s.dtype)
+    for row, slots in enumerate(ROW_SLOTS):
+        out[..., list(slots)] = s[..., 8 * row:8 * row + 8, None, None]
+    return out.reshape(s.shape[:-1] + (32, 8))
 
 
 def _quad_sum(r: np.ndarray) -> np.ndarray:
@@ -141,8 +156,8 @@ def _quad_sum(r: np.ndarray) -> np.ndarray:
 
 
 class SplitFormat:
-    """Split of kernels/tensorcore_fp32.cu for a batch of warps ``shape``: per step the quad maxima choose the path
-    (any quad field above 238: the wide path for the whole warp); normal path: c1 = hi block then mid block, c3 = -0,
+    """Split of kernels/tensorcore_fp32.cu for a batch of warps ``shape``: per step the row maxima choose the path
+    (any row field above 238: the wide path for the whole warp) and each row's grid; normal path: c1 = hi block then mid block, c3 = -0,
     each lane's remainders added to its rho_lo (v0, v1, v4, v5) and rho_hi (v2, v3, v6, v7); wide path: c1 = hi
     block, c3 = mid block then lo block. Each row pair becomes add2(pair, (c1, c3)); rows() adds the quad sums of rho
     to the e parts."""
@@ -156,12 +171,11 @@ class SplitFormat:
     def step(self, lanes: np.ndarray, active: np.ndarray | bool = True) -> None:
         """lanes: float32 [*shape, 32, 8] (each lane's v0..v7); active: which warps run this step."""
         lanes = np.asarray(lanes, F32)
-        eb, s1, s2 = quad_sigmas(lanes)
-        quad = lambda a: np.repeat(a, 4, axis=-1)[..., :, None]  # noqa: E731  [..., 8] -> per lane [..., 32, 1]
+        eb, s1, s2 = row_sigmas(lanes)
         wide = np.any(eb > 238, axis=-1)
         act = np.broadcast_to(np.asarray(active), self.s.shape[:-1])
         zero = np.zeros(self.s.shape, F32)
-        hi, mid, r2 = split_common(lanes, quad(s1), quad(s2))
+        hi, mid, r2 = split_common(lanes, lane_sigmas(s1), lane_sigmas(s2))
         c1 = fused_rowsum(np.concatenate([_fragment_rows(hi), _fragment_rows(mid)], axis=-1), zero,
                           model=self.model)  # hi block, then mid block
         c3 = np.full(self.s.shape, -0.0, F32)
