@@ -162,6 +162,11 @@ def main() -> None:
         ("rows32_e4m3", "float8_e4m3fn", (1 << 24, 32), -1),
         ("rows1024_e4m3", "float8_e4m3fn", (1 << 19, 1024), -1),
         ("full_e5m2", "float8_e5m2", (1 << 29,), None),
+        # float32 on tensor cores (tensorcore's split, tensorcore_tf32) against shuffle, torch and CUB
+        ("rows16", "float32", (1 << 24, 16), -1),
+        ("rows4096", "float32", (1 << 16, 4096), -1),
+        ("cols16", "float32", (16, 1 << 24), 0),
+        ("cols4096", "float32", (4096, 1 << 16), 0),
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]

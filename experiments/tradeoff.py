@@ -61,7 +61,7 @@ def settings(dtype: str, ctx: Context) -> list[MethodSetting]:
 
     out = [MethodSetting(m.name, m.name) for m in sum_methods(dtype, ladder=False, ctx=ctx)]
     names = {s.method for s in out}
-    if "tensorcore" in names and dtype == "float16":  # the chain-length sweep is the fp16 story
+    if "tensorcore" in names and dtype == "float16":  # chains are a float16 setting (float32 flushes every step)
         params = inspect.signature(registry.get("tensorcore").planner).parameters
         if "chain" in params:
             out += [MethodSetting(f"tensorcore chain={c}", "tensorcore", (("chain", c),)) for c in CHAINS]

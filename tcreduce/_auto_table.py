@@ -13,6 +13,7 @@ PREFERENCE = ('tensorcore', 'shuffle', 'wmma')
 EXCLUDED = {
     'tensorcore_chained': 'less accurate by design (one round-toward-zero tensor-core accumulator per warp)',
     'cub': "delegates to cupy.sum: no emulator twin, not capturable in a CUDA graph, CuPy's accelerator settings",
+    'tensorcore_tf32': "less accurate by design (every float32 value rounded to tf32's 11 significant bits)",
 }
 
 TABLE = {

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "adversarial_inputs", "format_adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
-           "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
+__all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "format_adversarial_inputs",
+           "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean",
+           "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -39,8 +40,9 @@ def _big_among_small(n: int, small: np.float16, big_at: slice) -> np.ndarray:
     return x
 
 
-def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    """Same-sign fp16 inputs of length ``n`` built to make a reduction lose as much as it can, by name.
+def adversarial_inputs(rng: np.random.Generator, n: int, dtype: str = "float16") -> dict[str, np.ndarray]:
+    """Same-sign inputs of length ``n`` built to make a reduction lose as much as it can, by name: float16 (below)
+    or float32 (:func:`adversarial_inputs_f32`).
 
     No single input is worst for every order of additions, so this is a family; take the worst error over it.
 
@@ -54,6 +56,10 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     - ``high_mantissa``: values in [1.93, 2), mantissas near all ones; ``fine_bits``: 1/16 plus a random
       multiple of 2^-14 (11 significant bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1).
     """
+    if dtype == "float32":
+        return adversarial_inputs_f32(rng, n)
+    if dtype != "float16":
+        raise ValueError(f"adversarial inputs are defined for float16 and float32, not {dtype}")
     out = {f"big_first_1/{1 << j}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(0, max(1, n >> j)))
            for j in (3, 7, 11, 13, 15, 17)}
     out.update({f"big_every_{s}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(None, None, s))
@@ -108,9 +114,48 @@ def format_adversarial_inputs(rng: np.random.Generator, n: int, fmt: str) -> dic
     return out
 
 
-def mixed_sign_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    """Mixed-sign fp16 inputs of length ``n`` by name: ``cancellation`` (N(0, 100^2): the sum is far smaller than
-    sum|x|) and ``wide_range`` (signed lognormal, sigma 3, clipped to +-60000: terms across the fp16 range)."""
+# float32: just below half an fp32 ulp of 1024 and bf16/tf32-exact (8 significant bits): added to a running fp32 sum
+# of 1024 or more it rounds away; 16 of them (a bf16 mma row) or 8 (a tf32 row) stay below half an ulp of 16 * 1024
+# or 8 * 1024, so row sums added to such accumulators round away too.
+_F32_BELOW_HALF_ULP_OF_1024 = np.float32(2.0 ** -14 * (1 - 2.0 ** -8))
+
+
+def adversarial_inputs_f32(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Same-sign float32 inputs of length ``n`` by name, the float32 counterparts of :func:`adversarial_inputs`:
+
+    - ``big_first_1/2^j``, ``big_every_s``: 1024 among values just below half an fp32 ulp of 1024 (every chain of
+      round-to-nearest additions that starts with 1024 rounds the small values away; see the fp16 family).
+    - ``tf32_round_down``: 1 + 2^-11 - 2^-23, which tf32 rounding (10 fraction bits) lowers by almost 2^-11.
+    - ``high_mantissa``: values in [1.5, 2) with random low mantissa bits; ``fine_bits``: 1/16 plus a random multiple
+      of 2^-30 (bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1); ``wide_positive``:
+      lognormal with sigma 4 (values over ~30 binades in every row of 16).
+    """
+    small = _F32_BELOW_HALF_ULP_OF_1024
+
+    def big_among_small(big_at: slice) -> np.ndarray:
+        x = np.full(n, small, np.float32)
+        x[big_at] = 1024
+        return x
+
+    out = {f"big_first_1/{1 << j}": big_among_small(slice(0, max(1, n >> j))) for j in (3, 7, 11, 13, 15, 17)}
+    out.update({f"big_every_{s}": big_among_small(slice(None, None, s)) for s in (32, 4096)})
+    out["tf32_round_down"] = np.full(n, 1 + 2.0 ** -11 - 2.0 ** -23, np.float32)
+    out["high_mantissa"] = (1.5 + rng.integers(0, 1 << 22, n) * 2.0 ** -23).astype(np.float32)
+    out["fine_bits"] = (2.0 ** -4 + rng.integers(1, 1 << 26, n) * 2.0 ** -30).astype(np.float32)
+    out["uniform_positive"] = rng.uniform(0.5, 1, n).astype(np.float32)
+    out["wide_positive"] = rng.lognormal(0, 4, n).astype(np.float32)
+    return out
+
+
+def mixed_sign_inputs(rng: np.random.Generator, n: int, dtype: str = "float16") -> dict[str, np.ndarray]:
+    """Mixed-sign inputs of length ``n`` by name: ``cancellation`` (N(0, 100^2): the sum is far smaller than
+    sum|x|) and ``wide_range`` (signed lognormal, sigma 3, clipped to +-60000 for float16: terms across the fp16
+    range; sigma 6 unclipped for float32)."""
+    if dtype == "float32":
+        return {
+            "cancellation": (rng.standard_normal(n) * 100).astype(np.float32),
+            "wide_range": (rng.lognormal(0, 6, n) * rng.choice([-1, 1], n)).astype(np.float32),
+        }
     return {
         "cancellation": (rng.standard_normal(n) * 100).astype(np.float16),
         "wide_range": (rng.lognormal(0, 3, n) * rng.choice([-1, 1], n)).clip(-6e4, 6e4).astype(np.float16),

@@ -51,6 +51,17 @@ def test_a_dtype_a_method_lacks_is_not_implemented_and_names_alternatives():
         validate("sum", (4,), ml_dtypes.float8_e5m2, None, None, "wmma")
 
 
+def test_float32_on_fp16_only_methods_is_not_implemented_and_names_alternatives():
+    with pytest.raises(NotImplementedError, match="shuffle") as e:
+        validate("sum", (4,), np.float32, None, None, "tensorcore_chained")
+    assert isinstance(e.value, TypeError) and "tensorcore_tf32" in str(e.value)
+    with pytest.raises(NotImplementedError, match="shuffle"):
+        validate("sum", (4,), np.float32, None, None, "wmma")
+    assert validate("sum", (4,), np.float32, None, None, "tensorcore").in_dtype == "float32"
+    with pytest.raises(NotImplementedError, match="tensorcore"):
+        validate("sum", (4,), np.float16, None, None, "tensorcore_tf32")
+
+
 def test_unknown_method_lists_methods():
     with pytest.raises(ValueError, match="tensorcore") as e:
         validate("sum", (4,), np.float16, None, None, "tensorcores")

@@ -63,7 +63,7 @@ def test_committed_table_is_derived_from_the_csvs(derive):
 def test_exclusions_and_ties(derive):
     assert "tensorcore_chained" in derive.EXCLUDED and "cub" in derive.EXCLUDED
     assert derive.eligible("float16")[:2] == ["tensorcore", "shuffle"]
-    assert derive.eligible("float32") == ["shuffle"]
+    assert "shuffle" in derive.eligible("float32") and "tensorcore_tf32" not in derive.eligible("float32")
     p = derive.Point("float16", "full", 1024, (1024,), (0,), {"shuffle": 10.05, "tensorcore": 10.1, "cub": 1.0})
     assert derive.pick(p) == ("tensorcore", 10.1)  # within 1%: the tie goes to the tensor cores
     p = derive.Point("float16", "full", 1024, (1024,), (0,), {"shuffle": 10.0, "tensorcore": 10.2})
@@ -98,5 +98,5 @@ def test_fallbacks(monkeypatch):
     assert lookup("float16", "full", 1 << 15) == "tensorcore"  # between 10 and 20: the nearer, the smaller on a tie
     assert lookup("float16", "full", 1 << 16) == FALLBACK  # an unregistered method
     assert lookup("float16", "full", 1 << 29) == "wmma"
-    monkeypatch.setitem(_auto_table.TABLE, ("float32", "full"), {10: "tensorcore"})
-    assert lookup("float32", "full", 1 << 10) == FALLBACK  # tensorcore takes no float32
+    monkeypatch.setitem(_auto_table.TABLE, ("float32", "full"), {10: "wmma"})
+    assert lookup("float32", "full", 1 << 10) == FALLBACK  # wmma takes no float32

@@ -154,6 +154,9 @@ def _cols(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
 def emulate_tensorcore(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     """fp32 outputs of the plan (flattened problem outputs) for the problem's data (see host_problem_data). fp8 data
     goes through the fp16 arithmetic, converted exactly, as the kernels convert it in registers."""
+    if plan.in_dtype == "float32":  # three bf16 pieces per value: tcreduce/emulate/tensorcore_fp32.py
+        from .tensorcore_fp32 import emulate_tensorcore_fp32
+        return emulate_tensorcore_fp32(plan, data, model)
     prob = plan.problem
     if plan.in_dtype.startswith("float8"):
         data = np.asarray(data).astype(np.float16)

@@ -50,6 +50,9 @@ def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, i
 def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
     """Plan for the tensor-core kernels. ``chain``: mmas accumulated in the tensor core's C before each
     round-to-nearest flush into a register sum (1: every mma starts from zero)."""
+    if in_dtype == "float32":  # three bf16 pieces per value: tcreduce/plans/tensorcore_fp32.py
+        from .tensorcore_fp32 import plan_tensorcore_fp32
+        return plan_tensorcore_fp32(problem, in_dtype, out_dtype, device, chain)
     out_t, in_t = ctype(out_dtype), ctype(in_dtype)
     isz = get_format(in_dtype).itemsize  # every kernel reads 8 elements (8 * isz bytes) where fp16 reads 8 halves
     common = dict(method="tensorcore" if chain == 1 else "tensorcore_chained", problem=problem, in_dtype=in_dtype,
@@ -110,8 +113,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
 register(Method(
     name="tensorcore",
     description="mma.sync m16n8k16 with fp16 data against all-ones, fp32 accumulators flushed after every mma "
-                "(round-to-nearest register sums); full, last-axis (rows as A) and other-axis (ones as A) kernels",
-    dtypes=TENSORCORE_DTYPES,
+                "(round-to-nearest register sums); full, last-axis (rows as A) and other-axis (ones as A) kernels; "
+                "float32 data as three exact bf16 pieces per value (m16n8k16.bf16, tensorcore_fp32.py)",
+    dtypes=TENSORCORE_DTYPES + ("float32",),
     reference="Dakkak et al., ICS 2019 (sum = product with ones), on PTX mma.sync with fp32 accumulation",
     planner=plan_tensorcore,
 ))
