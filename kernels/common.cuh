@@ -61,6 +61,20 @@ __device__ __forceinline__ float block_fold(float v, float* smem) {
     return block_combine<BLOCK>(warp_fold(v), smem);
 }
 
+// ------------------------------------------------------------------------------------------ work splits
+// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
+// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
+struct SplitRange {
+    i64 begin, end, nchunks;
+};
+template <int CHUNK>
+__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
+    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
+    const i64 begin = split * per_split * CHUNK;
+    const i64 end = min(length, begin + per_split * CHUNK);
+    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
+}
+
 // ------------------------------------------------------------------------------ single-pass grid combination
 // The last-block-done pattern (CUDA samples threadFenceReduction): each block publishes a partial, fences, and bumps
 // a counter; the block that sees count == expected - 1 is last, combines in a fixed order, and resets the counter to

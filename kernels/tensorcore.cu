@@ -44,19 +44,6 @@ struct RowAccumulator {
     }
 };
 
-// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
-// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
-struct SplitRange {
-    i64 begin, end, nchunks;
-};
-template <int CHUNK>
-__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
-    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
-    const i64 begin = split * per_split * CHUNK;
-    const i64 end = min(length, begin + per_split * CHUNK);
-    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
-}
-
 // VEC elements of one row starting at column col as VEC/2 registers of 16-bit pairs (fp8 converted to fp16), masked:
 // zero beyond cend or past the last row. ALIGNED: the plan checked that VEC-element loads are aligned.
 template <typename T, int VEC, bool ALIGNED>
