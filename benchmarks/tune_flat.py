@@ -1,10 +1,11 @@
 """Tuning sweep for the full-sum kernels: time kernel variants (template arguments, grid sizes) of a method's plan on
 one large input and print GB/s per variant. Used to pick the defaults in tcreduce/plans/*.py (notes/performance.md).
 
-    python benchmarks/tune_flat.py [--n 268435456] [--reps 20] [--methods exact,kahan,tensorcore_kahan]
+    python benchmarks/tune_flat.py [--n 268435456] [--reps 20] [--methods exact,kahan,tensorcore_kahan] [--only fp32tc]
 
 For "exact" every variant's result is also checked bit for bit against the default plan's (exact sums do not depend
-on the plan); the others against a float64 sum (1e-4 relative).
+on the plan); the others against a float64 sum (1e-4 relative). --only fp32tc sweeps only the float32 tensor-core
+kernels (tc32_flat of "tensorcore" on float32 and of "tensorcore_tf32"), beside shuffle on float32, in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--methods", default="tensorcore,shuffle,exact,kahan,tensorcore_kahan",
                     help="comma-separated methods whose variants to time")
+    ap.add_argument("--only", default="", help="fp32tc: only the float32 tensor-core variants (and shuffle fp32)")
     args = ap.parse_args()
     wanted = set(args.methods.split(","))
 
@@ -62,7 +64,16 @@ def main() -> None:
             variants.append(("kahan", dtype, f"kahan_flat<{ct}, float, 256, {unroll}, {minb}>", sm * minb))
     for unroll, minb in ((2, 6), (4, 4), (2, 8)):
         variants.append(("tensorcore_kahan", "float16", f"tc_kahan_flat<256, {unroll}, float, {minb}>", sm * minb))
-    variants = [v for v in variants if v[0] in wanted]
+    # float32 on tensor cores (tc32_flat: 2 vectors per step, so UNROLL is even; no spills at these (UNROLL, MINB))
+    fp32tc = []
+    for method, fmt in (("tensorcore", "tcr32::Split"), ("tensorcore_tf32", "tcr32::Tf32")):
+        for unroll, minb in ((8, 4), (4, 4), (6, 4), (8, 3), (12, 3), (4, 5)):
+            for load in (0, 2):
+                fp32tc.append((method, "float32", f"tc32_flat<{fmt}, 256, {unroll}, float, {load}, {minb}>", sm * minb))
+    if args.only == "fp32tc":
+        variants = [v for v in variants if v[0] == "shuffle" and v[1] == "float32"] + fp32tc
+    else:
+        variants = [v for v in variants if v[0] in wanted] + fp32tc
     inputs = {}
     exact_ref = {}
     for method, dtype, kernel, grid in variants:

@@ -9,7 +9,7 @@ export PYTHONUNBUFFERED=1 TCREDUCE_CACHE_DIR=${TCREDUCE_CACHE_DIR:-/tmp/tcreduce
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
   python3 -c "import cupy, numpy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__)"
-  python3 -c "from experiments.common import git_info; print('commit', git_info())"
+  python3 -c "from experiments.env import git_info; print('commit', git_info())"
 } 2>&1 | tee "$OUT/env.txt"
 python3 -m pytest -m gpu -q --maxfail=30 -p no:cacheprovider --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 \
   | tee "$OUT/gpu-tests.log" | tail -n 60

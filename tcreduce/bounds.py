@@ -34,6 +34,12 @@ Methods with other bounds:
   terms' magnitudes): c = u + (1 + u)(u_mma + (1 + u_mma)(2u + ...)). n and L come from the plan
   (plans/kahan.py chain_lengths). Beyond n u > 2^-8 the order-free bound is used.
 
+float32 input on tensor cores (kernels/tensorcore_fp32.cu, kernels/tensorcore_tf32.cu) has bounds of its own,
+:func:`split_bound_factor` and :func:`tf32_bound_factor` (registered in :data:`FACTORS`), derived in their
+docstrings: "tensorcore" splits every value exactly and sums its pieces in exact blocks and compensated (TwoSum) pairs,
+so its bound is about 2u sum|x| at every length (the split's wide path, taken only next to values >= 2^112 or
+infinities, adds the blocks' truncation); "tensorcore_tf32" rounds every value to tf32 first (2^-11 relative).
+
 Tightness (tests/test_bounds.py through the emulator, tests/test_bounds_gpu.py on the GPU; the two agree bit for
 bit): over the same-sign inputs of :func:`tcreduce.testing.adversarial_inputs` (1024 followed by values that every
 addition to it rounds or truncates away, placed at the start of every thread's chain or subtree; near-all-ones
@@ -61,7 +67,7 @@ from .plans._common import cdiv as _cdiv
 from .plans._common import ceil_log2 as _log2
 
 __all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "FACTORS", "U_RN",
-           "mma_unit_roundoff", "exact_bound", "kahan_factor"]
+           "mma_unit_roundoff", "exact_bound", "kahan_factor", "split_bound_factor", "tf32_bound_factor"]
 
 U_RN = 2.0 ** -24
 OUT_ROUNDING = {"float16": 2.0 ** -11, "float32": 0.0, "float64": 0.0}
@@ -147,12 +153,17 @@ def _wmma_depth(plan: Plan) -> Depth:
       and rides through at most ceil(splits / threads) - 1 rounding additions, then the warp fold (5 levels) and
       block_combine, whose warp fold over ``warps`` totals padded with +0 rounds in log2(warps) levels only.
 
-    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3) and one RN
-    step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of their sum of
-    magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the products'
-    error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings (ldexpf) are
-    exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
-    far from fp32's subnormals, and far below its overflow)."""
+    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3), plus, for
+    fp16 input, one RN step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of
+    their sum of magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the
+    products' error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings
+    (ldexpf) are exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
+    far from fp32's subnormals, and far below its overflow). For bf16 input the hand-off adds no step of its own:
+    its split is exact for every multiple of 2^-133, and every partial sum of bf16 data is one (bf16 values are, and
+    a tensor-core result or fp32 addition of such multiples rounds onto a power-of-two grid: a coarser grid keeps
+    them multiples, a finer one leaves them unchanged), and the parts are truncations sharing the value's sign, so
+    |hi| + |mid| + |lo| = |v| and the three products' error is measured against exactly the values' magnitudes
+    (kernels/wmma.cu, HANDOFF)."""
     p = param_dict(plan)
     blocks = _mma_blocks(plan.device.name)
     k = p["rows"].k
@@ -169,7 +180,8 @@ def _wmma_depth(plan: Plan) -> Depth:
             rn += _cdiv(splits, threads) - 1 + 5 + _log2(warps)
     else:
         raise ValueError(f"wmma: unknown variant {variant!r}")
-    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + handoffs)
+    split_rn = handoffs if plan.in_dtype == "float16" else 0  # the bf16 split is exact (docstring)
+    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + split_rn)
 
 
 STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
@@ -209,11 +221,6 @@ def kahan_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
     return u + (1 + u) * inner
 
 
-# methods whose bound factor is not of the Depth form: name -> fn(plan, gpu) -> c
-FACTORS: dict[str, Callable[[Plan, str | DeviceSpec | None], float]] = {
-    "kahan": kahan_factor,
-    "tensorcore_kahan": kahan_factor,
-}
 
 
 def exact_bound(x: np.ndarray, axis=None, *, dtype: str | None = None, keepdims: bool = False) -> np.ndarray:
@@ -227,6 +234,128 @@ def exact_bound(x: np.ndarray, axis=None, *, dtype: str | None = None, keepdims:
         return 0.5 * np.spacing(np.abs(r)).astype(np.float64)  # the ulp above |r|: the larger at a power of two
 
 
+
+# ------------------------------------------------------------------------------------ float32 on tensor cores
+SPLIT_WIDE_MIN = 2.0 ** 112  # a quad maximum at or above this (or non-finite) sends the warp to the split's wide path
+SPLIT_TINY = (2.0 ** -110, 2.0 ** -133)  # wide path: values below 2^-110 lose bits below 2^-133 (each < 2^-133)
+TF32_TINY = (2.0 ** -126, 2.0 ** -137)  # tf32 rounding of fp32 subnormals: at most 2^-137 each
+
+
+def _gamma(k: int) -> float:
+    """(1 + u)^k - 1 for k round-to-nearest fp32 operations (>= Higham's gamma_k for the relative error)."""
+    return math.expm1(max(k, 0) * math.log1p(U_RN))
+
+
+def _block_params(gpu: str | DeviceSpec, tf32: bool) -> tuple[int, int]:
+    """(products per fused block, blocks per mma) of the bf16 m16n8k16 or tf32 m16n8k8 mma on ``gpu``; a GPU
+    without a model gets the most pessimistic (blocks of 4)."""
+    model = _model_or_none(gpu)
+    k = 8 if tf32 else 16
+    block = (model.tf32_block if tf32 else model.block) if model is not None else 4
+    return block, k // block
+
+
+def _block_roundoff(gpu: str | DeviceSpec, tf32: bool) -> float:
+    """Relative error of one fused block against the sum of its terms' magnitudes: ``K + 1`` terms (K products and
+    c) each truncated below 2^(eta - F), then one round toward zero (as mma_unit_roundoff, for the block size of the
+    format)."""
+    model = _model_or_none(gpu)
+    f = 23 + (model.extra_bits if model is not None else 0)
+    terms = _block_params(gpu, tf32)[0] + 1
+    t = terms * 2.0 ** -f
+    return t + 2.0 ** -23 * (1 + t)
+
+
+def _f32_combination(plan: Plan) -> tuple[int, int]:
+    """(K, L) of a float32 tensor-core plan (tcreduce/plans/tensorcore_fp32.py): K the most steps of any warp (each
+    adds one row sum into every row accumulator), L the pair additions (add2) after them on the way to an output
+    (kernels/tensorcore_f32.cuh): flat: row_lo + row_hi, warp_fold_rows2 (3), block_combine2 (5), and with several
+    blocks the serial partials, warp_fold2 (5) and block_combine2 (5); stream: row_lo + row_hi, warp_fold_rows2, the
+    group's warps and the splits; rows/cols: the group's warps and the splits (one warp or one split: none)."""
+    p = param_dict(plan)
+    k = p["steps"]
+    group = p.get("wpt", 1) if p.get("wpt", 1) > 1 else 0
+    splits = p.get("splits", 1) if p.get("splits", 1) > 1 else 0
+    if p["form"] == "flat":
+        ell = 1 + 3 + 5 + (_cdiv(p["grid"], p["block"]) + 5 + 5 if p["grid"] > 1 else 0)
+    elif p["form"] == "stream":
+        ell = 1 + 3 + group + splits
+    else:
+        ell = group + splits
+    return k, ell
+
+
+def split_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None, wide: bool = True) -> float:
+    """c in ``|error| <= c * sum|x| (+ the wide path's tiny-value term)`` for "tensorcore" on float32
+    (kernels/tensorcore_fp32.cu), before the output rounding; ``wide``: whether the split's wide path may run (False
+    when every |x| < 2^112 and finite, so that no quad maximum reaches it).
+
+    Derivation, with A = sum|x|, u = 2^-24, K, L from the plan (:func:`_f32_combination`):
+
+    - Normal path: hi + mid + r2 = x exactly; a row's hi and mid sums c1 are exact (the kernel file), so the only
+      roundings are fp32 round-to-nearest additions of small quantities. Per quad-step |r2| <= 2^(E-16) <= 2^-16 M
+      for its 32 values and M <= their sum|x|: sum|r2| <= 2^-11 A; each r2 goes through at most 4K + 2 additions
+      (rho, then the quad sum): error <= gamma_{4K+2} 2^-11 A.
+    - |hi| + |mid| <= |x| + 2^(E-8) + 2^(E-16), so sum|c1| <= (1 + 2^-3 (1 + 2^-8)) A < 1.13 A. The s parts are
+      exact TwoSums: s + (the TwoSum errors t) = sum c1 exactly, |t| <= u |s| <= 1.13 u A, one per accumulation step
+      (K) and per pair addition (L + 1 with the row/lane one). The e parts collect the t's, the wide path's c3 and
+      rho: at most E_sum = (K + L + 1) 1.13 u A + 2^-11 (1 + gamma_{4K+2}) A (+ 2^-7 (1 + 2^-6) A from c3), through
+      at most D_e = 2K + 1 + 2L additions: error <= gamma_{D_e} E_sum.
+    - Wide path (quads with a value >= 2^112): c1 = hi block (error <= u_b sum|hi| <= u_b A), c3 = mid block then lo
+      block (<= ((1 + u_b)^2 - 1) (sum|mid| + |lo|) <= 2 u_b (1 + u_b) 2^-7 A): u_b (1 + 2^-6 (1 + u_b)) A, u_b the
+      block roundoff (:func:`_block_roundoff`; A100: two blocks of 8 per mma, so 2 u_b).
+    - Output: value2 = RN(s + e): u (A + the above).
+    """
+    gpu = plan.device if gpu is None else gpu
+    k, ell = _f32_combination(plan)
+    u = U_RN
+    blocks = _block_params(gpu, tf32=False)[1]
+    u_b = math.expm1(blocks * math.log1p(_block_roundoff(gpu, tf32=False)))
+    g_rho = _gamma(4 * k + 2)
+    e_sum = (k + ell + 1) * 1.13 * u + 2.0 ** -11 * (1 + g_rho) + (2.0 ** -7 * (1 + 2.0 ** -6) if wide else 0.0)
+    c = _gamma(2 * k + 1 + 2 * ell) * e_sum + g_rho * 2.0 ** -11
+    if wide:
+        c += u_b * (1 + 2.0 ** -6 * (1 + u_b))
+    return c + u * (1 + c)
+
+
+def tf32_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
+    """c in ``|error| <= c * sum|x| (+ 2^-137 per fp32 subnormal)`` for "tensorcore_tf32" (kernels/tensorcore_tf32.cu),
+    before the output rounding. Each value is rounded to tf32 first: |y - x| <= 2^-11 |x| (round to nearest with 10
+    fraction bits; the largest finite values, truncated instead, lose less than 2^-11 of themselves too; subnormals
+    at most 2^-137). Each rounded value then goes through one m16n8k8 (H100/H200: one block of 8 products from c = 0;
+    A100: two blocks of 4), its row sum through the 2K round-to-nearest additions of its row accumulator (two mmas per
+    step), and the pair additions (at most 2L more additions of e parts; the s parts are exact TwoSums) and the final
+    RN(s + e): error <= 2^-11 A + (1 + 2^-11) ((1 + u_b)^b (1 + u)^(2K + 2L + 1) - 1) A."""
+    gpu = plan.device if gpu is None else gpu
+    k, ell = _f32_combination(plan)
+    u_b = _block_roundoff(gpu, tf32=True)
+    blocks = _block_params(gpu, tf32=True)[1]
+    inner = math.expm1(blocks * math.log1p(u_b) + (2 * k + 2 * ell + 1) * math.log1p(U_RN))
+    return 2.0 ** -11 + (1 + 2.0 ** -11) * inner
+
+
+def _split_may_widen(x: np.ndarray | None) -> bool:
+    """Whether the split's wide path may run on ``x`` (None: unknown data): some |x| >= 2^112, or inf/NaN."""
+    return x is None or x.size == 0 or not bool(np.all(np.abs(x) < SPLIT_WIDE_MIN))
+
+
+# (method, in_dtype or None for every dtype) -> factor(plan, gpu, x) for bounds that are not a plain Depth; x (NumPy,
+# or None when no data is given) may tighten the factor. Consulted before STRUCTURES.
+FACTORS: dict[tuple[str, str | None], Callable[..., float]] = {
+    ("kahan", None): lambda plan, gpu, x=None: kahan_factor(plan, gpu),
+    ("tensorcore_kahan", None): lambda plan, gpu, x=None: kahan_factor(plan, gpu),
+    ("tensorcore", "float32"): lambda plan, gpu, x=None: split_bound_factor(plan, gpu, wide=_split_may_widen(x)),
+    ("tensorcore_tf32", "float32"): lambda plan, gpu, x=None: tf32_bound_factor(plan, gpu),
+}
+# (method, in_dtype) -> ((threshold, unit), applies(x)): an absolute term of ``unit`` per nonzero value below
+# ``threshold`` in magnitude, where ``applies`` (the split: only when its wide path may run)
+_TINY_TERMS: dict[tuple[str, str], tuple[tuple[float, float], Callable[[np.ndarray], bool]]] = {
+    ("tensorcore", "float32"): (SPLIT_TINY, _split_may_widen),
+    ("tensorcore_tf32", "float32"): (TF32_TINY, lambda x: True),
+}
+
+
 def library_bound_factor(n: int) -> float:
     """gamma_{n-1} for fp32 round-to-nearest additions in an unknown order (library methods such as cub): valid for
     any summation tree, vacuous (>= 1, or inf) once n u approaches 1."""
@@ -234,11 +363,17 @@ def library_bound_factor(n: int) -> float:
     return k / (1 - k) if k < 1 else math.inf
 
 
+def _factor_fn(plan: Plan) -> Callable[..., float] | None:
+    """The :data:`FACTORS` entry of a plan's method and input dtype, if any."""
+    return FACTORS.get((plan.method, plan.in_dtype)) or FACTORS.get((plan.method, None))
+
+
 def error_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
     """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding), with the
     tensor-core model of ``gpu`` (default: the GPU the plan was made for)."""
-    if plan.method in FACTORS:
-        return FACTORS[plan.method](plan, gpu)
+    factor = _factor_fn(plan)
+    if factor is not None:
+        return factor(plan, plan.device if gpu is None else gpu)
     u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
     fn = STRUCTURES.get(plan.method)
     if fn is None:
@@ -252,7 +387,7 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
                 keepdims: bool = False) -> np.ndarray:
     """Absolute a-priori bound on |computed - exact| per output of ``tcreduce.sum(x, axis, dtype, method=method)``
     on ``gpu``, including the final rounding to ``dtype`` (float32 by default). Returns float64, shaped like the
-    result. ``x`` is a NumPy array (float16 or float32)."""
+    result. ``x`` is a NumPy array of an input format (float16, float32, or ml_dtypes' bfloat16 and fp8)."""
     from ._api import get_plan
     from ._device import named_device
     from .registry import get
@@ -271,7 +406,12 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
     else:
         in_dtype = str(x.dtype)
         plan = get_plan(method, layout.problem, in_dtype, out_dtype, named_device(gpu))
-        c = error_bound_factor(plan, gpu)
+        factor = _factor_fn(plan)
+        c = error_bound_factor(plan, gpu) if factor is None else factor(plan, gpu, x)
     b = c * abs_sum
+    tiny = _TINY_TERMS.get((method, str(x.dtype)))
+    if tiny is not None and tiny[1](x):
+        (threshold, unit), ax = tiny[0], np.abs(x)
+        b = b + np.sum((ax < threshold) & (ax > 0), axis=axes, keepdims=keepdims) * unit * (1 + c)
     u_out = OUT_ROUNDING[out_dtype]
     return b + u_out * (abs_sum + b) if u_out else b  # (0 * inf would make a vacuous bound NaN)

@@ -10,14 +10,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "adversarial_inputs", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
-           "assert_compiles_clean"]
+__all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "format_adversarial_inputs",
+           "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean",
+           "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
                  low: float = -0.25, high: float = 0.75) -> np.ndarray:
-    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype``."""
-    x = rng.uniform(low, high, size=shape).astype(dtype)
+    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype`` (a format name:
+    bfloat16 and fp8 give ml_dtypes arrays)."""
+    from .formats import numpy_dtype
+
+    x = rng.uniform(low, high, size=shape).astype(numpy_dtype(dtype))
     if x.size and not np.any(x):
         x.flat[0] = 1
     return x
@@ -36,8 +40,9 @@ def _big_among_small(n: int, small: np.float16, big_at: slice) -> np.ndarray:
     return x
 
 
-def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    """Same-sign fp16 inputs of length ``n`` built to make a reduction lose as much as it can, by name.
+def adversarial_inputs(rng: np.random.Generator, n: int, dtype: str = "float16") -> dict[str, np.ndarray]:
+    """Same-sign inputs of length ``n`` built to make a reduction lose as much as it can, by name: float16 (below)
+    or float32 (:func:`adversarial_inputs_f32`).
 
     No single input is worst for every order of additions, so this is a family; take the worst error over it.
 
@@ -51,6 +56,10 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     - ``high_mantissa``: values in [1.93, 2), mantissas near all ones; ``fine_bits``: 1/16 plus a random
       multiple of 2^-14 (11 significant bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1).
     """
+    if dtype == "float32":
+        return adversarial_inputs_f32(rng, n)
+    if dtype != "float16":
+        raise ValueError(f"adversarial inputs are defined for float16 and float32, not {dtype}")
     out = {f"big_first_1/{1 << j}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(0, max(1, n >> j)))
            for j in (3, 7, 11, 13, 15, 17)}
     out.update({f"big_every_{s}": _big_among_small(n, _BELOW_HALF_ULP_OF_1024, slice(None, None, s))
@@ -63,13 +72,108 @@ def adversarial_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray
     return out
 
 
-def mixed_sign_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    """Mixed-sign fp16 inputs of length ``n`` by name: ``cancellation`` (N(0, 100^2): the sum is far smaller than
-    sum|x|) and ``wide_range`` (signed lognormal, sigma 3, clipped to +-60000: terms across the fp16 range)."""
+def format_adversarial_inputs(rng: np.random.Generator, n: int, fmt: str) -> dict[str, np.ndarray]:
+    """The same-sign adversarial family for another input format (an ml_dtypes array each, by name).
+
+    bfloat16 and float8_e5m2 hold every value of :func:`adversarial_inputs` exactly or nearly (rounded once to the
+    format). float8_e4m3fn cannot (1024 is beyond its 448): its values have 4 significant bits, so sums of values of
+    one scale are exact in fp32 for long; its family mixes scales instead: ``wide_positive`` (2^U(-9, 8.8)) and
+    ``big_first_1/2^j_wide`` / ``big_every_32_wide`` (448 among values 2^U(-9, -2)), whose low bits every fp32 partial
+    sum must round away. The fp8 formats get the wide family too.
+
+    Rounded to bf16, the small values of :func:`adversarial_inputs` become powers of two (2^-14, 2^-13) that lose
+    less: bfloat16 also gets the family's shapes with the largest bf16 values below them (``*_bf16``: 1024 among
+    2^-14 (1 - 2^-8), which every round-to-nearest addition to 1024 rounds away, or among 2^-13 (1 - 2^-8), which a
+    tensor-core block aligned to 1024 truncates away)."""
+    from .formats import numpy_dtype
+
+    dt = numpy_dtype(fmt)
+    out: dict[str, np.ndarray] = {}
+    if fmt != "float8_e4m3fn":
+        out.update({name: x.astype(np.float32).astype(dt) for name, x in adversarial_inputs(rng, n).items()})
+    if fmt == "bfloat16":
+        below_half_ulp, below_2m13 = np.ldexp(1 - 2.0 ** -8, -14), np.ldexp(1 - 2.0 ** -8, -13)  # exact in bf16
+
+        def big_among(small: float, big_at: slice) -> np.ndarray:
+            x = np.full(n, small, dt)
+            x[big_at] = 1024
+            return x
+
+        out.update({f"big_first_1/{1 << j}_bf16": big_among(below_half_ulp, slice(0, max(1, n >> j)))
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_bf16"] = big_among(below_half_ulp, slice(None, None, 32))
+        out["big_then_trunc_bf16"] = big_among(below_2m13, slice(0, 1))
+        out["big_every_256_trunc_bf16"] = big_among(below_2m13, slice(None, None, 256))
+    if fmt.startswith("float8"):
+        idx = np.arange(n)
+        small = np.exp2(rng.uniform(-9, -2, n))
+        out["wide_positive"] = np.exp2(rng.uniform(-9, 8.8, n)).astype(dt)
+        out.update({f"big_first_1/{1 << j}_wide": np.where(idx < max(1, n >> j), 448.0, small).astype(dt)
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_wide"] = np.where(idx % 32 == 0, 448.0, small).astype(dt)
+    return out
+
+
+# float32: just below half an fp32 ulp of 1024 and bf16/tf32-exact (8 significant bits): added to a running fp32 sum
+# of 1024 or more it rounds away; 16 of them (a bf16 mma row) or 8 (a tf32 row) stay below half an ulp of 16 * 1024
+# or 8 * 1024, so row sums added to such accumulators round away too.
+_F32_BELOW_HALF_ULP_OF_1024 = np.float32(2.0 ** -14 * (1 - 2.0 ** -8))
+
+
+def adversarial_inputs_f32(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Same-sign float32 inputs of length ``n`` by name, the float32 counterparts of :func:`adversarial_inputs`:
+
+    - ``big_first_1/2^j``, ``big_every_s``: 1024 among values just below half an fp32 ulp of 1024 (every chain of
+      round-to-nearest additions that starts with 1024 rounds the small values away; see the fp16 family).
+    - ``tf32_round_down``: 1 + 2^-11 - 2^-23, which tf32 rounding (10 fraction bits) lowers by almost 2^-11.
+    - ``high_mantissa``: values in [1.5, 2) with random low mantissa bits; ``fine_bits``: 1/16 plus a random multiple
+      of 2^-30 (bits that fp32 partial sums soon cannot hold); ``uniform_positive``: U[0.5, 1); ``wide_positive``:
+      lognormal with sigma 4 (values over ~30 binades in every row of 16).
+    """
+    small = _F32_BELOW_HALF_ULP_OF_1024
+
+    def big_among_small(big_at: slice) -> np.ndarray:
+        x = np.full(n, small, np.float32)
+        x[big_at] = 1024
+        return x
+
+    out = {f"big_first_1/{1 << j}": big_among_small(slice(0, max(1, n >> j))) for j in (3, 7, 11, 13, 15, 17)}
+    out.update({f"big_every_{s}": big_among_small(slice(None, None, s)) for s in (32, 4096)})
+    out["tf32_round_down"] = np.full(n, 1 + 2.0 ** -11 - 2.0 ** -23, np.float32)
+    out["high_mantissa"] = (1.5 + rng.integers(0, 1 << 22, n) * 2.0 ** -23).astype(np.float32)
+    out["fine_bits"] = (2.0 ** -4 + rng.integers(1, 1 << 26, n) * 2.0 ** -30).astype(np.float32)
+    out["uniform_positive"] = rng.uniform(0.5, 1, n).astype(np.float32)
+    out["wide_positive"] = rng.lognormal(0, 4, n).astype(np.float32)
+    return out
+
+
+def mixed_sign_inputs(rng: np.random.Generator, n: int, dtype: str = "float16") -> dict[str, np.ndarray]:
+    """Mixed-sign inputs of length ``n`` by name: ``cancellation`` (N(0, 100^2): the sum is far smaller than
+    sum|x|) and ``wide_range`` (signed lognormal, sigma 3, clipped to +-60000 for float16: terms across the fp16
+    range; sigma 6 unclipped for float32)."""
+    if dtype == "float32":
+        return {
+            "cancellation": (rng.standard_normal(n) * 100).astype(np.float32),
+            "wide_range": (rng.lognormal(0, 6, n) * rng.choice([-1, 1], n)).astype(np.float32),
+        }
     return {
         "cancellation": (rng.standard_normal(n) * 100).astype(np.float16),
         "wide_range": (rng.lognormal(0, 3, n) * rng.choice([-1, 1], n)).clip(-6e4, 6e4).astype(np.float16),
     }
+
+
+def to_device(xh: np.ndarray) -> tuple[Any, dict]:
+    """(CuPy array, keyword arguments for tcreduce.sum) holding a NumPy array of any input format: bfloat16 and fp8
+    travel as their raw bits with ``format=``; float16 and float32 as themselves. Views of the returned array address
+    the same elements as the same views of ``xh``."""
+    import cupy
+
+    from .formats import format_of_dtype
+
+    f = format_of_dtype(xh.dtype)
+    if f is None or f.name in ("float16", "float32"):
+        return cupy.asarray(xh), {}
+    return cupy.asarray(xh.view(f.raw_dtype)), {"format": f.name}
 
 
 def poisoned(shape: tuple[int, ...], dtype: str):
@@ -135,3 +239,28 @@ def assert_compiles_clean(source: str, kernel: str, arch: str, *, needle: str | 
     if needle is not None:
         assert needle in ck.ptx, f"{kernel} has no {needle} in its PTX on {arch}"
     return ck
+
+
+MMA_PROBE_INDEX = {"float16": 0, "bfloat16": 1, "float8_e4m3fn": 2, "float8_e5m2": 3, "float32": 4}
+
+
+def run_mma_probe(fmt: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """D of one ``mma.sync`` of format ``fmt`` per (a, b, c) triple on the current GPU (``kernels/mma_probe.cu``):
+    a [n, 16, K] and b [n, K, 8] raw bits (or values of the format's NumPy dtype), c float32 [n, 16, 8]. The output is
+    poisoned with NaN before the launch."""
+    import cupy
+
+    from ._compile import get_function
+    from ._device import current_device
+
+    device_id, spec = current_device()
+    fn = get_function("mma_probe.cu", f"mma_probe<{MMA_PROBE_INDEX[fmt]}>", device_id, spec.arch)
+    n = a.shape[0]
+    da, db = cupy.asarray(np.ascontiguousarray(a)), cupy.asarray(np.ascontiguousarray(b))
+    dc = cupy.asarray(np.ascontiguousarray(c, dtype=np.float32))
+    dd = cupy.full((n, 16, 8), np.nan, dtype=np.float32)
+    block = 256
+    grid = (n * 32 + block - 1) // block
+    args = tuple(np.uint64(p.data.ptr) for p in (da, db, dc, dd)) + (np.int64(n),)
+    fn((grid, 1, 1), (block, 1, 1), args, 0, cupy.cuda.get_current_stream(), False)
+    return cupy.asnumpy(dd)

@@ -16,6 +16,31 @@ inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; 
 inline unsigned short __half_as_ushort(__half h) { return h.x; }
 """
 
+# bf16 / fp8 types of common.cuh: declared so the header compiles (the SIMT cases are fp16 and fp32)
+SIMT_BF16 = r"""#pragma once
+#include <cstring>
+struct __nv_bfloat16 { unsigned short x; };
+inline float __bfloat162float(__nv_bfloat16 h) { unsigned u = (unsigned)h.x << 16; float f; std::memcpy(&f, &u, 4);
+                                                  return f; }
+"""
+SIMT_FP8 = r"""#pragma once
+#include <cstdlib>
+typedef unsigned char __nv_fp8_storage_t;
+typedef unsigned short __nv_fp8x2_storage_t;
+enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
+struct __half_raw { unsigned short x; };
+struct __half2_raw { unsigned short x, y; };
+inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
+inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
+struct __nv_fp8_e4m3 { unsigned char x; explicit operator float() const { std::abort(); } };
+struct __nv_fp8_e5m2 { unsigned char x; explicit operator float() const { std::abort(); } };
+inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s) {
+    const unsigned long long v = ((unsigned long long)b << 32) | a;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+    return r;
+}
+"""
 SIMT_SHIM = r"""#pragma once
 #include <algorithm>
 #include <atomic>
@@ -46,6 +71,7 @@ struct float2 { float x, y; };
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return uint2{a, b}; }
 inline float2 make_float2(float a, float b) { return float2{a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return double2{a, b}; }

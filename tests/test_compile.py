@@ -16,7 +16,9 @@ from tcreduce.testing import assert_compiles_clean
 
 pytestmark = pytest.mark.slow
 
-TENSOR_CORE_SOURCES = {"tensorcore.cu": "mma.sync.aligned", "wmma.cu": "wmma.mma.sync", "mma_probe.cu": "mma.sync"}
+TENSOR_CORE_SOURCES = {"tensorcore.cu": "mma.sync.aligned", "wmma.cu": "wmma.mma.sync", "mma_probe.cu": "mma.sync",
+                       "tensorcore_fp32.cu": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                       "tensorcore_tf32.cu": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
 
 PROBLEMS = (
     [Flat(n, a) for n in (1, 100, 1 << 20, 1 << 28, 1 << 31) for a in (0, 2, 4, 8)]
@@ -82,7 +84,7 @@ def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch)
         shutil.copy(kernel_dir() / f, tmp_path / f)
     monkeypatch.setattr(c, "kernel_dir", lambda: tmp_path)
     monkeypatch.setenv("TCREDUCE_CACHE_DIR", str(tmp_path / "cache"))
-    name = "tc_flat<256, 2, 1, float, 2, 6>"
+    name = "tc_flat<__half, 256, 2, 1, float, 2, 6>"
     before = c.compile_kernel("tensorcore.cu", name, "sm_90")
     assert c.compile_kernel("tensorcore.cu", name, "sm_90").key == before.key  # cached: same key
     header = tmp_path / "common.cuh"

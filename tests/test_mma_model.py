@@ -9,12 +9,14 @@ bits (H100 25, A100 24, V100 23), grid = 2^(eta - F), "u" = one grid unit. fp32 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from tcreduce.emulate import MODELS, fused_colsum, fused_rowsum, get_model, mma_m16n8k16
+from tcreduce.emulate import MODELS, fused_colsum, fused_rowsum, get_model, mma, mma_m16n8k16
 from tcreduce.emulate.mma_model import round_toward_zero_f32
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -347,7 +349,13 @@ def test_models_and_validation():
     with pytest.raises(ValueError):
         get_model("B200")
     with pytest.raises(TypeError):
-        fused_rowsum(np.zeros(16, np.float32), np.float32(0))
+        fused_rowsum(np.zeros(16, np.float64), np.float32(0))
+    with pytest.raises(ValueError):  # fp8 mma.sync needs sm_89+
+        fused_rowsum(np.zeros(32, ml_dtypes.float8_e4m3fn), np.float32(0), model="A100")
+    with pytest.raises(ValueError):  # tf32 rows come in multiples of 8
+        fused_rowsum(np.zeros(12, np.float32), np.float32(0))
+    with pytest.raises(TypeError):
+        mma(np.zeros((16, 16), ml_dtypes.bfloat16), np.zeros((16, 8), np.float16), np.zeros((16, 8), np.float32))
     with pytest.raises(ValueError):
         fused_rowsum(np.zeros(15, np.float16), np.float32(0))
     with pytest.raises(ValueError):
@@ -365,3 +373,68 @@ def test_fused_rowsum_speed():
     print(f"fused_rowsum: 2^22 fp16 elements in {dt:.2f} s")
     assert d.shape == (1 << 18,) and d.dtype == np.float32
     assert dt < 20.0
+
+
+# ------------------------------------------------------------------------ every format against recorded H100 bits
+RECORDS = Path(__file__).parent / "data" / "mma_h100_records.npz"
+FORMATS = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mma_reproduces_recorded_h100_bits(fmt):
+    """12 MMAs per operand family, recorded on an NVIDIA H100 80GB HBM3 (scripts/probe_mma.py, 2026-11-23): the model
+    gives the same bits for every D element (NaN == NaN). The GPU suite checks 10^5 fresh MMAs per format."""
+    from tcreduce.formats import numpy_dtype
+
+    rec = np.load(RECORDS)
+    dt = numpy_dtype(fmt)
+    dists = sorted({k.split("/")[1] for k in rec.files if k.startswith(fmt + "/") and k.count("/") == 2})
+    assert len(dists) >= 12
+    for dist in dists:
+        a, b, c, d = (rec[f"{fmt}/{dist}/{x}"] for x in "abcd")
+        got = mma(a.view(dt), b.view(dt), c, model="H100")
+        same = (got.view(np.uint32) == d.view(np.uint32)) | (np.isnan(got) & np.isnan(d))
+        assert same.all(), f"{fmt} {dist}: {int((~same).sum())} of {same.size} D elements differ"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mma_with_ones_agrees_with_fused_rowsum_every_format(fmt):
+    from tcreduce.formats import numpy_dtype
+    from tcreduce.mma_operands import encode, mma_k, random_bits
+
+    rng = np.random.default_rng(11)
+    dt, k, n = numpy_dtype(fmt), mma_k(fmt), 32
+    a = random_bits(rng, fmt, (n, 16, k)).view(dt)
+    c = (rng.standard_normal((n, 16, 8)) * 2.0 ** rng.integers(-10, 10, (n, 16, 8))).astype(np.float32)
+    ones = np.broadcast_to(encode(np.ones((k, 8)), fmt).view(dt), (k, 8))
+    d = mma(a, ones, c)
+    want = fused_rowsum(np.broadcast_to(a[:, :, None, :], (n, 16, 8, k)), c)
+    assert np.array_equal(d.view(np.uint32), want.view(np.uint32))
+    # a chain of two rows equals the two-mma recursion
+    v = random_bits(rng, fmt, (n, 2 * k)).view(dt)
+    two = fused_rowsum(v[:, k:], fused_rowsum(v[:, :k], c[:, 0, 0]), model="H100")
+    assert np.array_equal(fused_rowsum(v, c[:, 0, 0]).view(np.uint32), two.view(np.uint32))
+
+
+def test_tf32_reads_the_top_19_bits():
+    x = np.float32(1.0) + np.float32(2.0 ** -20)  # a bit below tf32's 10 fraction bits: dropped, not rounded
+    a = np.full((16, 8), x, np.float32)
+    b = np.ones((8, 8), np.float32)
+    assert np.all(mma(a, b, np.zeros((16, 8), np.float32)) == 8.0)
+
+
+def test_fp8_is_two_fp16_blocks_then_a_round_to_nearest_add():
+    import ml_dtypes
+
+    # 2^8 in one half (k mod 4 < 2) and 2^-4 sixteen times in the other: the second block aligns to 2^8 with 25
+    # fraction bits and keeps 1; c = 2^-30 is added with round to nearest afterwards and is lost (2^8 + 1 + 2^-30).
+    v = np.zeros(32, np.float64)
+    v[0] = 256.0
+    v[2::4] = 2.0 ** -4
+    v[3::4] = 2.0 ** -4
+    d = fused_rowsum(v.astype(ml_dtypes.float8_e4m3fn), np.float32(2.0 ** -30))
+    assert d == np.float32(257.0)
+    # c enters last with round to nearest: 2^24 + 1 (exact block) + c = 1 rounds to even
+    w = np.zeros(32, np.float64)
+    w[0] = 1.0
+    assert fused_rowsum(w.astype(ml_dtypes.float8_e5m2), np.float32(2.0 ** 24)) == np.float32(2.0 ** 24)

@@ -55,7 +55,7 @@ def problem_elements(xh: np.ndarray, layout: Layout) -> np.ndarray:
 # ============================================================================================== CPU: registration
 def test_registered():
     m = registry.get("shuffle")
-    assert m.dtypes == ("float16", "float32")
+    assert m.dtypes == ("float16", "float32", "bfloat16", "float8_e4m3fn", "float8_e5m2")
     assert m.deterministic and m.emulated and m.runner is None
     assert "seed 003" in m.reference and "reduce7" in m.reference
 
@@ -271,7 +271,9 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 # after another. It checks, without a GPU, that the kernel code does what its order comment says (bitwise equal to
 # the replay above), that every output is written and that the counters are left at zero. The GPU tests remain the
 # authority on the hardware; this catches logic errors early. Skipped where g++ (C++20, _Float16) is missing.
-from simt import SIMT_FP16 as _SIMT_FP16  # noqa: E402  (tests/simt.py: the shim, shared with test_simt.py)
+from simt import SIMT_BF16 as _SIMT_BF16  # noqa: E402  (tests/simt.py: the shim, shared with test_simt.py)
+from simt import SIMT_FP8 as _SIMT_FP8  # noqa: E402
+from simt import SIMT_FP16 as _SIMT_FP16  # noqa: E402
 from simt import SIMT_SHIM as _SIMT_SHIM  # noqa: E402
 
 _SIMT_CT = {"float16": "__half", "float32": "float", "float64": "double"}
@@ -330,6 +332,8 @@ def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
     if gxx is None:
         pytest.skip("g++ not found")
     (tmp_path / "cuda_fp16.h").write_text(_SIMT_FP16)
+    (tmp_path / "cuda_bf16.h").write_text(_SIMT_BF16)
+    (tmp_path / "cuda_fp8.h").write_text(_SIMT_FP8)
     (tmp_path / "shim.h").write_text(_SIMT_SHIM)
     (tmp_path / "kernel.cu").write_text(load_source("shuffle.cu"))
     jobs = []

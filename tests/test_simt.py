@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from simt import SIMT_FP16, SIMT_SHIM
+from simt import SIMT_BF16, SIMT_FP8, SIMT_FP16, SIMT_SHIM
 from tcreduce._compile import load_source
 from tcreduce._layout import host_layout, host_problem_data
 from tcreduce._plan import Buf, DeviceSpec, Plan
@@ -104,6 +104,8 @@ def test_exact_and_kahan_kernels_on_the_simt_shim(tmp_path, rng):
     if gxx is None:
         pytest.skip("g++ not found")
     (tmp_path / "cuda_fp16.h").write_text(SIMT_FP16)
+    (tmp_path / "cuda_bf16.h").write_text(SIMT_BF16)
+    (tmp_path / "cuda_fp8.h").write_text(SIMT_FP8)
     (tmp_path / "shim.h").write_text(SIMT_SHIM)
     (tmp_path / "exact.cu").write_text(load_source("exact.cu"))
     (tmp_path / "kahan.cu").write_text(load_source("kahan.cu"))

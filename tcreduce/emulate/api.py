@@ -37,6 +37,9 @@ def _register_defaults() -> None:
                     "ladder_unroll_last_warp", "ladder_unroll_complete", "ladder_multi_element",
                     "ladder_warp_shuffle", "ladder_float4", "ladder_last_block", "ladder_grid_sync", "ladder_cluster")
     # ladder: the deterministic rungs only (ladder_atomic and ladder_atomic_per_block add in the atomics' order)
+    from .tensorcore_tf32 import emulate_tensorcore_tf32
+
+    EMULATORS["tensorcore_tf32"] = emulate_tensorcore_tf32
     for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",)), ("ladder", ladder_rungs),
                           ("exact", ("exact",)), ("kahan", ("kahan", "tensorcore_kahan"))):
         try:

@@ -17,9 +17,7 @@ What it launches: one kernel per call, nothing else.
 The output dtype "int64" is the state itself (``L = state_limbs`` int64 per output): tcreduce.exact.partial_state.
 Every plan keeps fewer than :data:`MAX_PER_THREAD` elements per thread (the kernel's int64 headroom).
 
-bfloat16: once the API takes bfloat16 input (a raw 16-bit array), add ``"bfloat16": "exact_detail::InBF16"`` to
-:data:`IN_TAG` (the kernels are instantiated and compiled for it already: tests/test_exact.py), ``"bfloat16"`` to the
-registered dtypes, and ``"bfloat16": (4, 3)`` to :data:`FLAT_TUNING`.
+bfloat16 input (raw 16-bit words) runs the fp32 engine on ``word << 16`` (``exact_detail::InBF16``).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ __all__ = ["plan_exact", "IN_TAG", "LIMBS", "LSB", "state_limbs", "FLAT_TUNING",
 
 SOURCE = "exact.cu"
 BLOCK = 256
-IN_TAG = {"float16": "exact_detail::InF16", "float32": "exact_detail::InF32"}
+IN_TAG = {"float16": "exact_detail::InF16", "float32": "exact_detail::InF32", "bfloat16": "exact_detail::InBF16"}
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2}
 LIMBS = {"float16": 4, "float32": 11, "bfloat16": 11}  # value limbs K of the state
 LSB = {"float16": -24, "float32": -149, "bfloat16": -149}  # exponent of the state's unit
@@ -52,7 +50,7 @@ MAX_SPLITS = 65535  # gridDim.y
 def state_limbs(in_dtype: str) -> int:
     """L, the int64 values per output of the exact state of ``in_dtype`` input (K value limbs + 3 counts)."""
     if in_dtype not in LIMBS:
-        raise TypeError(f"exact sums take float16 or float32 input (bfloat16 soon), not {in_dtype}")
+        raise TypeError(f"exact sums take float16, bfloat16 or float32 input, not {in_dtype}")
     return LIMBS[in_dtype] + NCOUNT
 
 

@@ -1,0 +1,488 @@
+// tensorcore_f32.cuh: the forms of the float32 tensor-core sums (full sums, last-axis sums, other-axis sums), shared
+// by tensorcore_fp32.cu (each value split into three bf16 pieces, m16n8k16.bf16) and tensorcore_tf32.cu (each value
+// rounded to tf32, m16n8k8.tf32). Every kernel is templated on a format policy FMT that turns the 8 values a lane
+// holds into mmas against an all-ones operand:
+//
+//   FMT::Acc                        per-lane state (fp32 registers); starts at zero
+//   FMT::step(acc, v)               v[0..7] are the lane's 8 values in A-fragment order: (v0, v1) and (v4, v5) belong
+//                                   to mma row g = lane >> 2, (v2, v3) and (v6, v7) to row g + 8. So row g of one
+//                                   step holds v0, v1, v4, v5 of the 4 lanes 4g..4g+3 (16 values) and row g + 8 their
+//                                   v2, v3, v6, v7; the format documents how it sums a row. Every lane of the warp
+//                                   calls it (it may shuffle within the quad 4g..4g+3 and vote across the warp).
+//   FMT::row_lo(acc), row_hi(acc)   the lane's value of row g and of row g + 8 as an F2 (the 4 lanes of a quad hold
+//                                   copies)
+//
+// Values travel as F2 pairs (s, e) meaning s + e: from the lanes through every fold and combination to the output,
+// which is value2 (s + e, or s alone when s is infinite). Pairs are added with add2 (Knuth's TwoSum on the s parts,
+// the e parts and the TwoSum error added to e), so the combination itself loses almost nothing.
+//
+// The order of additions of each form is written above its kernel; the format's own order (inside step and the row
+// values) is written in the format's file. tcreduce/emulate/tensorcore_fp32.py replays both.
+#pragma once
+#include "common.cuh"
+
+namespace tcr32 {
+
+using tcr::i64;
+using tcr::u64;
+using tcr::SplitRange;
+using tcr::split_range;
+
+__device__ __forceinline__ void unpack8(const uint4& a, const uint4& b, float (&v)[8]) {
+    v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
+    v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
+}
+
+// ------------------------------------------------------------------------------------------------ F2 pairs
+struct F2 {
+    float s, e;  // the value s + e
+};
+
+// Knuth's TwoSum: s = RN(a + b) and t with s + t = a + b exactly (no overflow): bb = s - a,
+// t = (a - (s - bb)) + (b - bb). The same s and t for (a, b) and (b, a).
+__device__ __forceinline__ void two_sum(float a, float b, float& s, float& t) {
+    s = __fadd_rn(a, b);
+    const float bb = __fsub_rn(s, a);
+    t = __fadd_rn(__fsub_rn(a, __fsub_rn(s, bb)), __fsub_rn(b, bb));
+}
+
+// x + y: (s, t) = two_sum(x.s, y.s); e = (x.e + y.e) + t. Commutative, bit for bit.
+__device__ __forceinline__ F2 add2(F2 x, F2 y) {
+    F2 r;
+    float t;
+    two_sum(x.s, y.s, r.s, t);
+    r.e = __fadd_rn(__fadd_rn(x.e, y.e), t);
+    return r;
+}
+
+// The float a pair stands for: s + e, or s alone when s is +-inf (e is then NaN or meaningless: an infinite input
+// makes the TwoSum errors and the split remainders NaN; a NaN input makes s NaN).
+__device__ __forceinline__ float value2(F2 x) {
+    return fabsf(x.s) == __uint_as_float(0x7F800000u) ? x.s : __fadd_rn(x.s, x.e);
+}
+
+__device__ __forceinline__ F2 shfl_xor2(F2 v, int off) {
+    return {__shfl_xor_sync(0xffffffffu, v.s, off), __shfl_xor_sync(0xffffffffu, v.e, off)};
+}
+
+// common.cuh's folds on pairs: warp_fold_rows2 (xor 16, 8, 4), warp_fold2 (xor 16 .. 1): v = add2(v, v[lane ^ off]).
+__device__ __forceinline__ F2 warp_fold_rows2(F2 v) {
+#pragma unroll
+    for (int off = 16; off >= 4; off >>= 1) v = add2(v, shfl_xor2(v, off));
+    return v;
+}
+__device__ __forceinline__ F2 warp_fold2(F2 v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = add2(v, shfl_xor2(v, off));
+    return v;
+}
+
+// common.cuh's block_combine on pairs: lane 0 of warp w stores its pair in smem[w], smem[32 + w]; warp 0 loads
+// pair `lane` ((0, 0) for lane >= warps) and warp_fold2s. smem: 64 floats. Valid in warp 0.
+template <int BLOCK>
+__device__ __forceinline__ F2 block_combine2(F2 warp_total, float* smem) {
+    constexpr int WARPS = BLOCK / 32;
+    if (WARPS == 1) return warp_total;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) { smem[warp] = warp_total.s; smem[32 + warp] = warp_total.e; }
+    __syncthreads();
+    F2 v = {0.0f, 0.0f};
+    if (warp == 0) {
+        if (lane < WARPS) v = F2{smem[lane], smem[32 + lane]};
+        v = warp_fold2(v);
+    }
+    return v;
+}
+
+// common.cuh's combine_partials on pairs p[2i], p[2i + 1] (i < count): thread i adds pairs i, i + BLOCK, ... to (0, 0)
+// in order, then warp_fold2 and block_combine2. Valid in warp 0.
+template <int BLOCK>
+__device__ __forceinline__ F2 combine_partials2(const float* p, i64 count, float* smem) {
+    F2 acc = {0.0f, 0.0f};
+    for (i64 i = threadIdx.x; i < count; i += BLOCK) acc = add2(acc, F2{__ldcg(p + 2 * i), __ldcg(p + 2 * i + 1)});
+    return block_combine2<BLOCK>(warp_fold2(acc), smem);
+}
+
+// ------------------------------------------------------------------------------------------------ geometries
+// The tiled kernel sums 16 segments at once, one per mma row. A geometry says where segment r (0..15) of a tile
+// starts, whether it exists, its element stride and where its sum goes.
+
+// Rows problem: segment = row (m rows of k elements, row stride ld); tile t = rows 16t .. 16t + 15.
+struct RowsGeom {
+    static constexpr bool UNIT_STRIDE = true;
+    const float* x;
+    i64 m, k, ld;
+    __device__ __forceinline__ i64 tiles() const { return (m + 15) >> 4; }
+    __device__ __forceinline__ i64 length() const { return k; }
+    __device__ __forceinline__ i64 stride() const { return 1; }
+    __device__ __forceinline__ bool segment(i64 tile, int r, const float*& p) const {
+        const i64 row = tile * 16 + r;
+        const bool ok = row < m;
+        p = x + (ok ? row * ld : 0);
+        return ok;
+    }
+    __device__ __forceinline__ i64 out_index(i64 tile, int r) const { return tile * 16 + r; }
+};
+
+// Cols problem: element (i, j, l) at i*sa + j*sr + l, summed over j. Segment = column (i, l) with element stride sr;
+// tile t = 16 adjacent columns of one i: i = t / strips, l = 16 (t % strips) + r, strips = ceil(b / 16).
+struct ColsGeom {
+    static constexpr bool UNIT_STRIDE = false;
+    const float* x;
+    i64 a, r, b, sa, sr, strips;
+    __device__ __forceinline__ i64 tiles() const { return a * strips; }
+    __device__ __forceinline__ i64 length() const { return r; }
+    __device__ __forceinline__ i64 stride() const { return sr; }
+    __device__ __forceinline__ bool segment(i64 tile, int rr, const float*& p) const {
+        const i64 i = tile / strips;
+        const i64 l = (tile - i * strips) * 16 + rr;
+        const bool ok = tile < a * strips && l < b;
+        p = x + (ok ? i * sa + l : 0);
+        return ok;
+    }
+    __device__ __forceinline__ i64 out_index(i64 tile, int rr) const {
+        const i64 i = tile / strips;
+        return i * b + (tile - i * strips) * 16 + rr;
+    }
+};
+
+// Elements e .. e+3 of a segment starting at p (stride s): zero where the segment does not exist or the element is at
+// or past `end`. One 16-byte load when VECTOR (unit stride, 16-byte aligned segments and e a multiple of 4) and all
+// four are present, else four scalar loads.
+template <bool VECTOR>
+__device__ __forceinline__ void load4(const float* __restrict__ p, bool ok, i64 e, i64 end, i64 s, float (&w)[4]) {
+    if (VECTOR && ok && e + 4 <= end) {
+        const float4 q = __ldg(reinterpret_cast<const float4*>(p + e));
+        w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = (ok && e + i < end) ? __ldg(p + (e + i) * s) : 0.0f;
+}
+
+}  // namespace tcr32
+
+// -------------------------------------------------------------------------------------------------- tc32_flat
+// Full sum of n float32 values (Flat problem). As tc_flat (tensorcore.cu) with two 16-byte vectors per step: lane l
+// takes the 8 values of its two vectors as v0..v7 (first vector v0..v3), so mma row g of a step sums values 0, 1 of
+// both vectors of lanes 4g..4g+3 and row g + 8 values 2, 3.
+// Order of additions:
+//  1. head = elements before the first 16-byte boundary (<= 3), tail = the < 4 elements after the last whole vector.
+//     If head + tail > 0, warp 0 of block 0 first does one extra step whose lane l holds extras[8l .. 8l+7]
+//     (extras = head elements then tail elements, zero-padded: only lane 0 holds any).
+//  2. Vectors w[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
+//     w[it*T*UNROLL + u*T + tid] (zero past the end); the warp runs steps s = 0 .. UNROLL/2 - 1 of the iteration on
+//     slots 2s and 2s + 1. Every warp runs whole iterations while 32 * (its warp index) + it*T*UNROLL < nvec.
+//  3. Lane pair = add2(row_lo, row_hi); warp_fold_rows2 sums the 8 quads; the warp pairs are block_combine2'd; the
+//     block pairs (ws[2b], ws[2b + 1]) are combined by the last block (combine_partials2); out = value2.
+template <class FMT, int BLOCK, int UNROLL, typename OutT, int LOAD, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float* __restrict__ ws,
+          unsigned* counters) {
+    using namespace tcr;
+    using tcr32::F2;
+    static_assert(UNROLL % 2 == 0 && UNROLL >= 2, "a step takes two 16-byte vectors");
+    __shared__ float smem[64];
+    const int lane = threadIdx.x & 31;
+    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15u);
+    const i64 head = min((i64)(((16 - misalign) & 15) >> 2), n);
+    const i64 nvec = (n - head) >> 2;
+    const i64 tail = n - head - (nvec << 2);
+    const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x + head);
+    const i64 nthreads = (i64)gridDim.x * BLOCK;
+    const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
+
+    typename FMT::Acc acc;
+    if (blockIdx.x == 0 && threadIdx.x < 32 && head + tail > 0) {  // warp-uniform
+        float e[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const i64 j = (i64)lane * 8 + i;
+            e[i] = j < head ? x[j] : (j < head + tail ? x[n - tail + (j - head)] : 0.0f);
+        }
+        FMT::step(acc, e);
+    }
+    // warp-uniform loop bounds: every lane of a warp runs the same mmas (mma.sync needs the whole warp). The whole
+    // iterations (every load of the warp in range) run unmasked; then at most one partial iteration, masked.
+    i64 warp_base = tid - lane;
+    const i64 iter_step = nthreads * UNROLL;
+    for (; warp_base + 31 + (UNROLL - 1) * nthreads < nvec; warp_base += iter_step) {
+        const uint4* __restrict__ p = v + warp_base + lane;
+        uint4 q[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) q[u] = load16<LOAD>(p + (i64)u * nthreads);
+#pragma unroll
+        for (int s = 0; s < UNROLL / 2; ++s) {
+            float e[8];
+            tcr32::unpack8(q[2 * s], q[2 * s + 1], e);
+            FMT::step(acc, e);
+        }
+    }
+    if (warp_base < nvec) {
+        uint4 q[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 i = warp_base + lane + (i64)u * nthreads;
+            q[u] = i < nvec ? load16<LOAD>(v + i) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int s = 0; s < UNROLL / 2; ++s) {
+            float e[8];
+            tcr32::unpack8(q[2 * s], q[2 * s + 1], e);
+            FMT::step(acc, e);
+        }
+    }
+    const F2 warp_total = tcr32::warp_fold_rows2(tcr32::add2(FMT::row_lo(acc), FMT::row_hi(acc)));
+    const F2 block_total = tcr32::block_combine2<BLOCK>(warp_total, smem);
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) out[0] = from_float<OutT>(tcr32::value2(block_total));
+        return;
+    }
+    if (threadIdx.x == 0) { ws[2 * blockIdx.x] = block_total.s; ws[2 * blockIdx.x + 1] = block_total.e; }
+    if (arrive_last(counters, gridDim.x)) {
+        const F2 total = tcr32::combine_partials2<BLOCK>(ws, gridDim.x, smem);
+        if (threadIdx.x == 0) out[0] = from_float<OutT>(tcr32::value2(total));
+    }
+}
+
+// -------------------------------------------------------------------------------------------------- tiles
+// Segment sums, 16 segments per tile, one per mma row (Reduction16/16n with the segments as the rows of A): last-axis
+// sums (RowsGeom: 16 rows) and other-axis sums (ColsGeom: 16 adjacent columns, the reduced axis walked with stride
+// sr; no transposes: each lane gathers its values with scalar loads). A chunk is 16 elements [e0, e0 + 16) of each
+// segment; lane (g, t) loads elements e0 + 4t .. e0 + 4t + 3 of segment g (lo) and of segment g + 8 (hi) and steps
+// on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g then sums 16 elements of segment g, row g + 8 of g + 8.
+// Work split: tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
+// elements are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
+// q, q + WPT, q + 2 WPT, ... of its range in that order, UNROLL chunks loaded per step of the loop (SHORT: the plan
+// guarantees one chunk per tile, WPT = 1 and no splits, and a warp loads UNROLL tiles, gridDim.x*GROUPS apart,
+// before it steps on them).
+// Order: per warp the format's order (one step per chunk); per segment, the group's warps' pairs are add2'ed in q
+// order starting from (0, 0) (one warp: its pair); with splits > 1 the per-split pairs go to
+// ws[2((tile*16 + r) * splits + s)] (s part, e part after it) and the last block of the tile add2s them in s order
+// starting from (0, 0). out = value2.
+namespace tcr32 {
+
+template <class FMT, class GEOM, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT>
+__device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ out, float* __restrict__ ws,
+                                           unsigned* counters, i64 splits) {
+    using namespace tcr;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 16;
+    static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
+    static_assert(!VECTOR || GEOM::UNIT_STRIDE, "16-byte loads need unit-stride segments");
+    __shared__ float red[2][WARPS][16];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int group = warp / WPT, q = warp % WPT;
+    const i64 ntiles = geo.tiles();
+    const i64 split = blockIdx.y;
+    const SplitRange range = split_range<CHUNK>(geo.length(), splits, split);
+    const i64 e_begin = range.begin, e_end = range.end, nchunks = range.nchunks;
+    const i64 tile_step = (i64)gridDim.x * GROUPS;
+    const i64 s = geo.stride();
+
+    // Adds the group's warps, then writes the segment sums (or the split partials and, if last, the final sums).
+    auto finish_tile = [&](i64 tile, F2 lo_value, F2 hi_value) {
+        if (WPT > 1) {
+            __syncthreads();
+            if (t == 0) {
+                red[0][warp][g] = lo_value.s; red[1][warp][g] = lo_value.e;
+                red[0][warp][g + 8] = hi_value.s; red[1][warp][g + 8] = hi_value.e;
+            }
+            __syncthreads();
+        }
+        // lane r < 16 of the group's first warp owns segment r
+        F2 seg_total = {0.0f, 0.0f};
+        if (WPT > 1) {
+            if (q == 0 && lane < 16) {
+#pragma unroll
+                for (int w = 0; w < WPT; ++w)
+                    seg_total = add2(seg_total, F2{red[0][group * WPT + w][lane], red[1][group * WPT + w][lane]});
+            }
+        } else {
+            // segments g and g + 8 sit in lanes 4g (t = 0): move them to lanes g and g + 8
+            const int src = (lane & 7) * 4;
+            const F2 lo = {__shfl_sync(0xffffffffu, lo_value.s, src), __shfl_sync(0xffffffffu, lo_value.e, src)};
+            const F2 hi = {__shfl_sync(0xffffffffu, hi_value.s, src), __shfl_sync(0xffffffffu, hi_value.e, src)};
+            seg_total = lane < 8 ? lo : hi;
+        }
+        const float* unused;
+        const bool mine = q == 0 && lane < 16 && tile < ntiles && geo.segment(tile, lane & 15, unused);
+        if (SHORT || splits == 1) {
+            if (mine) out[geo.out_index(tile, lane)] = from_float<OutT>(value2(seg_total));
+            return;
+        }
+        if constexpr (!SHORT) {
+            if (q == 0 && lane < 16 && tile < ntiles) {
+                float* w = ws + 2 * ((tile * 16 + lane) * splits + split);
+                w[0] = seg_total.s;
+                w[1] = seg_total.e;
+            }
+            if (arrive_last(counters + tile, (unsigned)splits)) {  // block-uniform (splits > 1: WPT = WARPS)
+                const int r = threadIdx.x;
+                if (r < 16 && geo.segment(tile, r & 15, unused)) {
+                    F2 v = {0.0f, 0.0f};
+                    const float* w = ws + 2 * (tile * 16 + r) * splits;
+                    for (i64 j = 0; j < splits; ++j) v = add2(v, F2{__ldcg(w + 2 * j), __ldcg(w + 2 * j + 1)});
+                    out[geo.out_index(tile, r)] = from_float<OutT>(value2(v));
+                }
+            }
+        }
+    };
+
+    if constexpr (SHORT) {
+        static_assert(WPT == 1, "the short path has one warp per tile");
+        for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
+            float lo[UNROLL][4], hi[UNROLL][4];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 tile = tile0 + u * tile_step;
+                const float *plo, *phi;
+                const bool olo = tile < ntiles && geo.segment(tile, g, plo);
+                const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
+                load4<VECTOR>(plo, olo, e_begin + 4 * t, e_end, s, lo[u]);
+                load4<VECTOR>(phi, ohi, e_begin + 4 * t, e_end, s, hi[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 tile = tile0 + u * tile_step;
+                if (tile >= ntiles) break;  // warp-uniform
+                typename FMT::Acc acc;
+                const float e[8] = {lo[u][0], lo[u][1], hi[u][0], hi[u][1], lo[u][2], lo[u][3], hi[u][2], hi[u][3]};
+                FMT::step(acc, e);
+                finish_tile(tile, FMT::row_lo(acc), FMT::row_hi(acc));
+            }
+        }
+        return;
+    } else {
+        // block-uniform tile loop (the group combination may synchronise the block)
+        for (i64 tile_base = (i64)blockIdx.x * GROUPS; tile_base < ntiles; tile_base += tile_step) {
+            const i64 tile = tile_base + group;
+            const float *plo, *phi;
+            const bool olo = tile < ntiles && geo.segment(tile, g, plo);
+            const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
+            typename FMT::Acc acc;
+            for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
+                float lo[UNROLL][4], hi[UNROLL][4];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 e = e_begin + (ch + (i64)u * WPT) * CHUNK + 4 * t;
+                    load4<VECTOR>(plo, olo, e, e_end, s, lo[u]);
+                    load4<VECTOR>(phi, ohi, e, e_end, s, hi[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
+                    const float e[8] = {lo[u][0], lo[u][1], hi[u][0], hi[u][1],
+                                        lo[u][2], lo[u][3], hi[u][2], hi[u][3]};
+                    FMT::step(acc, e);
+                }
+            }
+            finish_tile(tile, FMT::row_lo(acc), FMT::row_hi(acc));
+        }
+    }
+}
+
+}  // namespace tcr32
+
+template <class FMT, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT>
+__global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 3)
+tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
+          float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
+    const tcr32::RowsGeom geo{x, m, k, ld};
+    tcr32::tiles_body<FMT, tcr32::RowsGeom, BLOCK, WPT, VECTOR, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
+}
+
+template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, bool SHORT>
+__global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 3)
+tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
+          OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
+    const tcr32::ColsGeom geo{x, a, r, b, sa, sr, (b + 15) >> 4};
+    tcr32::tiles_body<FMT, tcr32::ColsGeom, BLOCK, WPT, false, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
+}
+
+// -------------------------------------------------------------------------------------------------- tc32_rows_stream
+// Last-axis sums of long rows (Rows problem with every row start 16-byte aligned): a warp streams one row the way
+// tc32_flat streams the whole array. The elements [c_begin, c_end) of a split are cut into chunks of 256; in chunk c
+// lane l loads elements c_begin + 256c + 4l .. +3 and c_begin + 256c + 128 + 4l .. +3 (zero past c_end) as its two
+// vectors, tc32_flat's step: one step adds 256 values of one row. Work split as the tiles kernel with a row for a
+// tile: rows go to groups of WPT warps (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), elements to
+// `splits` ranges of whole chunks (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks loaded
+// per step of the loop.
+// Order: per warp the format's order (one step per chunk); lane pair = add2(row_lo, row_hi); warp_fold_rows2; per row
+// the group's warps' pairs are add2'ed in q order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go
+// to ws[2(row * splits + s)] (s part, e part after it) and the last block of the row add2s them in s order from
+// (0, 0). out = value2.
+template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, int LOAD, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
+                 float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
+    using namespace tcr;
+    using tcr32::F2;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 256;
+    static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
+    __shared__ float red[2][WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int group = warp / WPT, q = warp % WPT;
+    const i64 split = blockIdx.y;
+    const SplitRange cols = split_range<CHUNK>(k, splits, split);
+    const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
+    // the 4 floats of a row at column col (zero past c_end) as one vector
+    auto load_vec = [&](const float* __restrict__ xr, i64 col) -> uint4 {
+        if (col + 4 <= c_end) return load16<LOAD>(reinterpret_cast<const uint4*>(xr + col));
+        unsigned w[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) w[e] = col + e < c_end ? __float_as_uint(xr[col + e]) : 0u;
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    };
+
+    // block-uniform row loop (the group combination synchronises the block)
+    for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
+        const i64 row = row_base + group;
+        typename FMT::Acc acc;
+        if (row < m) {  // warp-uniform
+            const float* __restrict__ xr = x + row * ld;
+            for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
+                uint4 va[UNROLL], vb[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + 4 * lane;
+                    va[u] = load_vec(xr, col);
+                    vb[u] = load_vec(xr, col + 128);
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
+                    float e[8];
+                    tcr32::unpack8(va[u], vb[u], e);
+                    FMT::step(acc, e);
+                }
+            }
+        }
+        const F2 warp_total = tcr32::warp_fold_rows2(tcr32::add2(FMT::row_lo(acc), FMT::row_hi(acc)));
+        F2 row_total = warp_total;
+        if (WPT > 1) {
+            __syncthreads();
+            if (lane == 0) { red[0][warp] = warp_total.s; red[1][warp] = warp_total.e; }
+            __syncthreads();
+            row_total = {0.0f, 0.0f};
+#pragma unroll
+            for (int w = 0; w < WPT; ++w)
+                row_total = tcr32::add2(row_total, F2{red[0][group * WPT + w], red[1][group * WPT + w]});
+        }
+        const bool writer = q == 0 && lane == 0 && row < m;
+        if (splits == 1) {
+            if (writer) out[row] = from_float<OutT>(tcr32::value2(row_total));
+            continue;
+        }
+        // splits > 1: the plan makes WPT = WARPS (one row per block), so arrive_last is block-uniform
+        if (writer) { ws[2 * (row * splits + split)] = row_total.s; ws[2 * (row * splits + split) + 1] = row_total.e; }
+        if (arrive_last(counters + row, (unsigned)splits)) {
+            if (threadIdx.x == 0) {
+                F2 v = {0.0f, 0.0f};
+                for (i64 j = 0; j < splits; ++j)
+                    v = tcr32::add2(v, F2{__ldcg(ws + 2 * (row * splits + j)), __ldcg(ws + 2 * (row * splits + j) + 1)});
+                out[row] = from_float<OutT>(tcr32::value2(v));
+            }
+        }
+    }
+}

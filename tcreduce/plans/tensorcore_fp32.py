@@ -1,0 +1,175 @@
+"""float32 input for method "tensorcore" (and, with a chain, "tensorcore_chained"): each value split into three bf16
+pieces (hi + mid + lo = x exactly for |x| >= 2^-110) summed with mma.sync m16n8k16.bf16 against ones, fp32-accurate.
+Kernels: ``kernels/tensorcore_fp32.cu`` (the split and its order) on the forms of ``kernels/tensorcore_f32.cuh``
+(``tc32_flat``, ``tc32_rows``, ``tc32_cols``, ``tc32_rows_stream``, whose comments pin the order of additions);
+emulator twin: ``tcreduce/emulate/tensorcore_fp32.py``; bound: ``tcreduce/bounds.py``. :func:`plan_forms` is shared
+with ``tensorcore_tf32`` (same forms, another format policy).
+
+What it launches: one kernel per call.
+
+- Full sums (:class:`~tcreduce._layout.Flat`): ``tc32_flat``, a grid-stride kernel, 8 16-byte vectors in flight per
+  lane (4 steps of 2), 4 blocks of 256 threads per SM; a misaligned start or a tail goes through one extra step of
+  warp 0; the last block combines the block partials.
+- Last-axis sums (:class:`~tcreduce._layout.Rows`): rows of at least ``STREAM_MIN_K`` elements whose starts are all
+  16-byte aligned stream one per warp group (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row);
+  others go to ``tc32_rows``: 16 rows per warp (one per mma row), 16-element chunks, 16-byte loads where the rows
+  are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
+  flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
+- Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``: 16 adjacent output columns per warp, one per mma row,
+  each lane gathering its column elements with scalar loads (no transposes; correct for any strides, slower than
+  16-byte loads), split across warps and blocks as the rows are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._layout import Cols, Flat, Problem, Rows
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
+from ..registry import UnsupportedDtype
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work
+
+__all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
+           "STREAM_MIN_K", "SOURCE"]
+
+SOURCE = "tensorcore_fp32.cu"
+BLOCK = 256
+FLAT_UNROLL = 8  # 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration)
+FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
+FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
+TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
+COLS_SHORT_UNROLL = 2  # tc32_cols' short path: scalar gathers need more registers (4 would spill at 64)
+TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3)
+SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
+STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
+STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
+STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
+STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
+ITEMSIZE = 4
+
+
+@dataclass(frozen=True)
+class F32Format:
+    """A float32 tensor-core format: the plan's method name, its kernel file, and the C++ format policy the forms
+    are instantiated with (``tcr32::Split`` or ``tcr32::Tf32``)."""
+
+    method: str
+    source: str
+    policy: str
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _split_launch(common: dict, fmt: F32Format, name: str, work: WorkSplit, problem_args: tuple, items: int,
+                  outputs_per_item: int, params: dict) -> Plan:
+    """The one launch of tc32_rows, tc32_cols or tc32_rows_stream: grid (grid_x, splits), arguments (x,
+    *problem_args, out, ws, counters, splits); with splits > 1 two workspace floats (a pair) per output and split and
+    a counter per work item (tile or row) for the last-block combination."""
+    launch = KernelLaunch(fmt.source, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
+                          (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits))
+    split = work.splits > 1
+    params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x, wpt=work.warps_per_tile)
+    return Plan(**common, launches=(launch,), workspace_floats=2 * items * outputs_per_item * work.splits if split else 0,
+                counters=items if split else 0, params=tuple(sorted(params.items())))
+
+
+def _steps_per_warp(chunks: int, splits: int, wpt: int) -> int:
+    """The most chunks (steps) any warp runs: chunks cut into splits ranges, warp q of wpt taking q, q + wpt, ..."""
+    return cdiv(cdiv(chunks, splits), wpt) if chunks else 0
+
+
+def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, device: DeviceSpec) -> Plan:
+    if isinstance(problem, Rows):
+        length, tiles = problem.k, cdiv(problem.m, 16)
+        vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
+        args = (problem.m, problem.k, problem.ld)
+    else:
+        length, tiles = problem.r, problem.a * cdiv(problem.b, 16)
+        vector = False  # other axes: scalar gathers
+        args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
+    chunks = cdiv(length, 16)
+    work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
+    short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
+    if short:  # the short path runs 4 blocks per SM: size the grid for them
+        work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
+    if isinstance(problem, Rows):
+        unroll = TILE_UNROLL
+        name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
+                f"{_bool(short)}>")
+        form = "rows"
+    else:
+        unroll = COLS_SHORT_UNROLL if short else TILE_UNROLL
+        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}>"
+        form = "cols"
+    steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
+    return _split_launch(common, fmt, name, work, args, tiles, 16,
+                         dict(form=form, vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
+
+
+def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
+    chunks = cdiv(problem.k, 256)
+    work = split_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+    if work.splits > 1:  # few long rows, one per block: enough splits for several waves of blocks
+        waves = cdiv(STREAM_WAVES * device.sm_count * STREAM_BLOCKS_PER_SM, problem.m)
+        splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
+        work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+    name = (f"tc32_rows_stream<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {out_t}, {FLAT_LOAD}, "
+            f"{STREAM_BLOCKS_PER_SM}>")
+    return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
+                         dict(form="stream", unroll=STREAM_UNROLL, chunks=chunks,
+                              steps=_steps_per_warp(chunks, work.splits, work.warps_per_tile)))
+
+
+def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, fmt: F32Format) -> Plan:
+    """The launch plan of a float32 tensor-core format for a canonical problem (module docstring).
+
+    ``params`` (:func:`~tcreduce._plan.param_dict`): form ("flat", "rows", "cols", "stream"), block, grid, unroll
+    (flat: 16-byte vectors in flight per lane; others: chunks in flight), steps (the most steps any warp runs,
+    the head/tail step included); flat: minb, head, nvec, tail; others: wpt (warps per tile or row), splits,
+    chunks (per segment: 16 elements, 256 when streaming); rows/cols: vector (16-byte loads), short."""
+    if in_dtype != "float32":
+        raise UnsupportedDtype(f"method {fmt.method!r} plans float32 input here, not {in_dtype}")
+    if out_dtype not in ("float16", "float32", "float64"):
+        raise TypeError(f"method {fmt.method!r} writes float16, float32 or float64 results, not {out_dtype}")
+    if problem.align % ITEMSIZE:
+        raise ValueError(f"{fmt.method}: a float32 array whose first element sits at byte {problem.align} mod 16 is "
+                         f"not element-aligned; copy it first")
+    out_t = ctype(out_dtype)
+    common = dict(method=fmt.method, problem=problem, in_dtype=in_dtype, out_dtype=out_dtype, device=device)
+    if isinstance(problem, Flat):
+        head = min(((16 - problem.align) % 16) // ITEMSIZE, problem.n)
+        nvec = (problem.n - head) // 4
+        tail = problem.n - head - 4 * nvec
+        grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, FLAT_BLOCKS_PER_SM)
+        threads = grid * BLOCK
+        steps = cdiv(nvec, threads * FLAT_UNROLL) * (FLAT_UNROLL // 2) + (1 if head + tail else 0)
+        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {FLAT_UNROLL}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
+        launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
+                              (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
+        params = dict(form="flat", block=BLOCK, unroll=FLAT_UNROLL, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
+                      nvec=nvec, tail=tail, steps=steps)
+        return Plan(**common, launches=(launch,), workspace_floats=2 * grid if grid > 1 else 0,
+                    counters=1 if grid > 1 else 0, params=tuple(sorted(params.items())))
+    if isinstance(problem, Rows):
+        if problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16):
+            return _plan_stream(common, fmt, out_t, problem, device)
+        return _plan_tiles(common, fmt, out_t, problem, device)
+    if isinstance(problem, Cols):
+        return _plan_tiles(common, fmt, out_t, problem, device)
+    raise TypeError(f"unknown problem {problem!r}")
+
+
+def plan_tensorcore_fp32(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec,
+                         chain: int = 1) -> Plan:
+    """Plan of method "tensorcore" for float32 input (``tcreduce/plans/tensorcore.py`` hands float32 problems here).
+    ``chain`` must be 1: every step's row sums leave the tensor core at once (the split's exactness depends on it;
+    chained accumulation, "tensorcore_chained", is a float16 study)."""
+    if chain != 1:
+        raise ValueError(f"tensorcore on float32 input flushes every step (chain 1); chain={chain} is a float16 "
+                         f"setting (tensorcore_chained)")
+    return plan_forms(problem, in_dtype, out_dtype, device, SPLIT)
+
+
+SPLIT = F32Format("tensorcore", SOURCE, "tcr32::Split")

@@ -1,0 +1,449 @@
+"""A literal, lane-by-lane replay of the float32 tensor-core kernels (kernels/tensorcore_f32.cuh with the formats of
+kernels/tensorcore_fp32.cu and kernels/tensorcore_tf32.cu), written from the kernel source independently of the
+vectorised emulator twins (tcreduce/emulate/tensorcore_fp32.py, tensorcore_tf32.py) so that tests can hold one
+against the other. Scalars are NumPy float32 (IEEE round to nearest); every mma.sync goes through the full
+tcreduce.emulate.mma_model.mma with its A fragment assembled from the 32 lanes' registers by the PTX layout and an
+all-ones B. Slow (Python loops over lanes): small problems only. Not a test module (helpers for
+test_tensorcore_fp32.py and test_tensorcore_tf32.py)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from tcreduce._api import get_plan
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Rows, host_layout, host_problem_data
+from tcreduce._plan import DeviceSpec, Plan, param_dict
+from tcreduce.emulate.mma_model import mma
+
+F32 = np.float32
+BF16_ONES = np.ones((16, 8), ml_dtypes.bfloat16)
+TF32_ONES = np.ones((8, 8), np.float32)
+
+
+def f(x) -> np.float32:
+    return np.float32(x)
+
+
+def bits(x) -> int:
+    return int(np.array(x, F32).view(np.uint32))
+
+
+def from_bits(b: int) -> np.float32:
+    return np.array(b & 0xFFFFFFFF, np.uint32).view(F32)[()]
+
+
+def two_sum(a, b):
+    with np.errstate(all="ignore"):
+        s = f(a + b)
+        bb = f(s - a)
+        return s, f(f(a - f(s - bb)) + f(b - bb))
+
+
+def add2(x, y):
+    s, t = two_sum(x[0], y[0])
+    with np.errstate(all="ignore"):
+        return s, f(f(x[1] + y[1]) + t)
+
+
+def value2(x) -> np.float32:
+    with np.errstate(all="ignore"):
+        return x[0] if np.isinf(x[0]) else f(x[0] + x[1])
+
+
+def butterfly(vals: list, offsets) -> list:
+    """Lane l: v = add2(v[l], v[l ^ off]) for each offset in turn (own value first)."""
+    for off in offsets:
+        vals = [add2(vals[lane], vals[lane ^ off]) for lane in range(32)]
+    return vals
+
+
+def upper_halves(a, b) -> int:
+    return ((bits(b) >> 16) << 16) | (bits(a) >> 16)
+
+
+# ------------------------------------------------------------------------------------------------ formats
+def _bf16_a(regs) -> np.ndarray:
+    """A [16, 16] bfloat16 from regs[lane][j] (j = 0..3, two bf16 per register, element e in bits 16e..16e+15):
+    A[g + 8 (j & 1)][2t + e + 8 (j >> 1)]."""
+    a = np.zeros((16, 16), np.uint16)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        for j in range(4):
+            for e in range(2):
+                a[g + 8 * (j & 1), 2 * t + e + 8 * (j >> 1)] = (regs[lane][j] >> (16 * e)) & 0xFFFF
+    return a.view(ml_dtypes.bfloat16)
+
+
+def _tf32_a(regs) -> np.ndarray:
+    """A [16, 8] of fp32 registers: A[g + 8 (j & 1)][t + 4 (j >> 1)] = regs[lane][j]."""
+    a = np.zeros((16, 8), np.uint32)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        for j in range(4):
+            a[g + 8 * (j & 1), t + 4 * (j >> 1)] = regs[lane][j]
+    return a.view(F32)
+
+
+def _lane_c(d: np.ndarray, lane: int) -> tuple:
+    """c[0], c[2] of a lane from D [16, 8]: D[g][2t], D[g + 8][2t]."""
+    g, t = lane >> 2, lane & 3
+    return d[g, 2 * t], d[g + 8, 2 * t]
+
+
+class LiteralSplit:
+    """tcr32::Split for one warp, register by register."""
+
+    def __init__(self, model: str = "H100"):
+        self.lo = [(f(0), f(0))] * 32
+        self.hi = [(f(0), f(0))] * 32
+        self.rho_lo = [f(0)] * 32
+        self.rho_hi = [f(0)] * 32
+        self.model = model
+
+    @staticmethod
+    def _split_common(x0, x1, s1, s2):
+        with np.errstate(all="ignore"):
+            h0, h1 = f(f(s1 + x0) - s1), f(f(s1 + x1) - s1)
+            t0, t1 = f(x0 - h0), f(x1 - h1)
+            m0, m1 = f(f(s2 + t0) - s2), f(f(s2 + t1) - s2)
+            return upper_halves(h0, h1), upper_halves(m0, m1), f(t0 - m0), f(t1 - m1)
+
+    @staticmethod
+    def _split_own(x0, x1):
+        rz = lambda x: 0x7FFF if np.isnan(x) else bits(x) >> 16  # noqa: E731  cvt.rz.bf16: truncation
+        h = (rz(x1) << 16) | rz(x0)
+        with np.errstate(all="ignore"):
+            r0, r1 = f(x0 - from_bits((h & 0xFFFF) << 16)), f(x1 - from_bits(h & 0xFFFF0000))
+            m = upper_halves(r0, r1)
+            l0, l1 = f(r0 - from_bits(bits(r0) & 0xFFFF0000)), f(r1 - from_bits(bits(r1) & 0xFFFF0000))
+        return h, m, upper_halves(l0, l1)
+
+    def step(self, v) -> None:
+        """v: [32][8] float32 (each lane's v0..v7)."""
+        eb = {}  # (lane, row 0 = g / 1 = g + 8) -> the row maximum's exponent field, after the quad shuffles
+        for row, slots in ((0, (0, 1, 4, 5)), (1, (2, 3, 6, 7))):
+            mx = []
+            for lane in range(32):
+                m = abs(f(v[lane][slots[0]]))
+                for i in slots[1:]:
+                    m = np.fmax(m, abs(f(v[lane][i])))
+                mx.append(f(m))
+            for off in (1, 2):
+                mx = [f(np.fmax(mx[lane], mx[lane ^ off])) for lane in range(32)]
+            for lane in range(32):
+                eb[lane, row] = bits(mx[lane]) >> 23
+        zero = np.zeros((16, 8), F32)
+        if any(e > 238 for e in eb.values()):
+            regs = [[self._split_own(v[lane][2 * p], v[lane][2 * p + 1]) for p in range(4)] for lane in range(32)]
+            h = [[r[p][0] for p in range(4)] for r in regs]
+            m = [[r[p][1] for p in range(4)] for r in regs]
+            lo = [[r[p][2] for p in range(4)] for r in regs]
+            d1 = mma(_bf16_a(h), BF16_ONES, zero, model=self.model)
+            d3 = mma(_bf16_a(lo), BF16_ONES, mma(_bf16_a(m), BF16_ONES, zero, model=self.model), model=self.model)
+        else:
+            h, m = [], []
+            for lane in range(32):
+                sig = {}
+                for row in (0, 1):
+                    ec = max(eb[lane, row], 17)
+                    sig[row] = from_bits(((ec + 16) << 23) | 0x400000), from_bits(((ec + 8) << 23) | 0x400000)
+                hl, ml, r = [], [], []
+                for p in range(4):  # pairs 0, 2 belong to row g, pairs 1, 3 to row g + 8
+                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), *sig[p & 1])
+                    hl.append(hp), ml.append(mp), r.extend([r0, r1])
+                h.append(hl), m.append(ml)
+                with np.errstate(all="ignore"):
+                    self.rho_lo[lane] = f(f(f(f(self.rho_lo[lane] + r[0]) + r[1]) + r[4]) + r[5])
+                    self.rho_hi[lane] = f(f(f(f(self.rho_hi[lane] + r[2]) + r[3]) + r[6]) + r[7])
+            d1 = mma(_bf16_a(m), BF16_ONES, mma(_bf16_a(h), BF16_ONES, zero, model=self.model), model=self.model)
+            d3 = np.full((16, 8), -0.0, F32)
+        for lane in range(32):
+            c1, c3 = _lane_c(d1, lane), _lane_c(d3, lane)
+            self.lo[lane] = add2(self.lo[lane], (c1[0], c3[0]))
+            self.hi[lane] = add2(self.hi[lane], (c1[1], c3[1]))
+
+    @staticmethod
+    def _quad_sum(r: list) -> list:
+        with np.errstate(all="ignore"):
+            r = [f(r[lane] + r[lane ^ 1]) for lane in range(32)]
+            return [f(r[lane] + r[lane ^ 2]) for lane in range(32)]
+
+    def rows(self) -> tuple[list, list]:
+        """(row_lo, row_hi) pairs per lane."""
+        ql, qh = self._quad_sum(self.rho_lo), self._quad_sum(self.rho_hi)
+        with np.errstate(all="ignore"):
+            return ([(self.lo[lane][0], f(self.lo[lane][1] + ql[lane])) for lane in range(32)],
+                    [(self.hi[lane][0], f(self.hi[lane][1] + qh[lane])) for lane in range(32)])
+
+
+def round_tf32_bits(x) -> int:
+    """round_tf32 of kernels/tensorcore_tf32.cu on one value (unmasked register bits)."""
+    u = bits(x)
+    ax = abs(f(x))
+    if ax < from_bits(0x7F7FF000):
+        return (u + 0x1000) & 0xFFFFFFFF
+    if not ax <= from_bits(0x7F800000):
+        return u | 0x00400000
+    return u
+
+
+class LiteralTf32:
+    """tcr32::Tf32 for one warp, register by register (the tensor core reads the top 19 bits of each register:
+    mma_model.mma with float32 operands does that itself)."""
+
+    def __init__(self, model: str = "H100"):
+        self.lo = [f(0)] * 32
+        self.hi = [f(0)] * 32
+        self.model = model
+
+    def step(self, v) -> None:
+        t = [[round_tf32_bits(v[lane][i]) for i in range(8)] for lane in range(32)]
+        zero = np.zeros((16, 8), F32)
+        d0 = mma(_tf32_a([[t[lane][0], t[lane][2], t[lane][1], t[lane][3]] for lane in range(32)]), TF32_ONES, zero,
+                 model=self.model)
+        d1 = mma(_tf32_a([[t[lane][4], t[lane][6], t[lane][5], t[lane][7]] for lane in range(32)]), TF32_ONES, zero,
+                 model=self.model)
+        with np.errstate(all="ignore"):
+            for lane in range(32):
+                c0, c1 = _lane_c(d0, lane), _lane_c(d1, lane)
+                self.lo[lane] = f(f(self.lo[lane] + c0[0]) + c1[0])
+                self.hi[lane] = f(f(self.hi[lane] + c0[1]) + c1[1])
+
+    def rows(self) -> tuple[list, list]:
+        return [(x, f(0)) for x in self.lo], [(x, f(0)) for x in self.hi]
+
+
+# ------------------------------------------------------------------------------------------------ forms
+def _warp_pair(fmt) -> tuple:
+    """add2(row_lo, row_hi) per lane, warp_fold_rows2; every lane must end with the same pair."""
+    lo, hi = fmt.rows()
+    vals = butterfly([add2(lo[lane], hi[lane]) for lane in range(32)], (16, 8, 4))
+    assert all(bits(v[0]) == bits(vals[0][0]) and bits(v[1]) == bits(vals[0][1]) for v in vals
+               if not np.isnan(v[0])), "lanes disagree after warp_fold_rows2"
+    return vals[0]
+
+
+def _block_combine2(warp_totals: list) -> tuple:
+    vals = [warp_totals[lane] if lane < len(warp_totals) else (f(0), f(0)) for lane in range(32)]
+    return butterfly(vals, (16, 8, 4, 2, 1))[0]
+
+
+def flat(plan: Plan, memory: np.ndarray, start: int, new_format) -> np.float32:
+    """tc32_flat on memory[start : start + n] (a float32 array whose element 0 is 16-byte aligned, so that the
+    problem's alignment is (4 * start) % 16)."""
+    p = param_dict(plan)
+    n, block, grid, unroll = plan.problem.n, p["block"], p["grid"], p["unroll"]
+    misalign = (4 * start) % 16
+    head = min(((16 - misalign) % 16) // 4, n)
+    nvec = (n - head) // 4
+    tail = n - head - 4 * nvec
+    x = memory[start:start + n]
+    vec = lambda i: list(x[head + 4 * i: head + 4 * i + 4]) if i < nvec else [f(0)] * 4  # noqa: E731
+    threads = grid * block
+    block_totals = []
+    for b in range(grid):
+        warp_totals = []
+        for w in range(block // 32):
+            fmt = new_format()
+            tid0 = b * block + 32 * w
+            if b == 0 and w == 0 and head + tail > 0:
+                extras = list(x[:head]) + list(x[n - tail:]) if tail else list(x[:head])
+                fmt.step([[extras[8 * lane + i] if 8 * lane + i < len(extras) else f(0) for i in range(8)]
+                          for lane in range(32)])
+            base = tid0
+            while base < nvec:  # whole iterations and the last partial one run the same steps
+                q = [[vec(base + lane + u * threads) for lane in range(32)] for u in range(unroll)]
+                for s in range(unroll // 2):
+                    fmt.step([q[2 * s][lane] + q[2 * s + 1][lane] for lane in range(32)])
+                base += threads * unroll
+            warp_totals.append(_warp_pair(fmt))
+        block_totals.append(_block_combine2(warp_totals))
+    if grid == 1:
+        return value2(block_totals[0])
+    threads_acc = []
+    for i in range(block):
+        acc = (f(0), f(0))
+        for j in range(i, grid, block):
+            acc = add2(acc, block_totals[j])
+        threads_acc.append(acc)
+    warps = [butterfly(threads_acc[32 * w:32 * w + 32], (16, 8, 4, 2, 1))[0] for w in range(block // 32)]
+    return value2(_block_combine2(warps))
+
+
+def _split_range(length: int, chunk: int, splits: int, split: int) -> tuple[int, int, int]:
+    per_split = -(-(-(-length // chunk)) // splits)
+    begin = split * per_split * chunk
+    end = min(length, begin + per_split * chunk)
+    return begin, end, (-(-(end - begin) // chunk) if end > begin else 0)
+
+
+def _combine(pairs_by_split: list[list]) -> np.float32:
+    """pairs_by_split[s][q]: per split the group's warp pairs; add2 in q order from (0, 0) (one warp: its pair), then
+    the splits likewise; value2."""
+    per_split = []
+    for pairs in pairs_by_split:
+        if len(pairs) == 1:
+            per_split.append(pairs[0])
+        else:
+            acc = (f(0), f(0))
+            for pr in pairs:
+                acc = add2(acc, pr)
+            per_split.append(acc)
+    if len(per_split) == 1:
+        return value2(per_split[0])
+    acc = (f(0), f(0))
+    for pr in per_split:
+        acc = add2(acc, pr)
+    return value2(acc)
+
+
+def tiles(plan: Plan, segments: list, new_format) -> list:
+    """tc32_rows / tc32_cols: ``segments`` is a list of tiles, each a list of 16 segments (a 1-D float32 array, or
+    None where the segment does not exist); returns per tile the 16 segment sums (None for missing segments)."""
+    p = param_dict(plan)
+    splits, wpt = p["splits"], p["wpt"]
+    length = max(len(s) for t in segments for s in t if s is not None)
+    out = []
+    for tile in segments:
+        per_split = []
+        for split in range(splits):
+            e_begin, e_end, nchunks = _split_range(length, 16, splits, split)
+            pairs = []
+            for q in range(wpt):
+                fmt = new_format()
+                for ch in range(q, nchunks, wpt):
+                    e0 = e_begin + ch * 16
+                    v = []
+                    for lane in range(32):
+                        g, t = lane >> 2, lane & 3
+                        get = lambda sg, e: (tile[sg][e] if tile[sg] is not None and e < e_end else f(0))  # noqa
+                        lo = [get(g, e0 + 4 * t + i) for i in range(4)]
+                        hi = [get(g + 8, e0 + 4 * t + i) for i in range(4)]
+                        v.append([lo[0], lo[1], hi[0], hi[1], lo[2], lo[3], hi[2], hi[3]])
+                    fmt.step(v)
+                lo, hi = fmt.rows()
+                for lane in range(32):  # the quad's lanes must agree
+                    assert bits(lo[lane][0]) == bits(lo[lane & ~3][0]) and bits(hi[lane][1]) == bits(hi[lane & ~3][1])
+                pairs.append([lo[4 * r] if r < 8 else hi[4 * (r - 8)] for r in range(16)])
+            per_split.append(pairs)
+        out.append([_combine([[pairs[q][r] for q in range(wpt)] for pairs in per_split])
+                    if tile[r] is not None else None for r in range(16)])
+    return out
+
+
+def stream(plan: Plan, rows: np.ndarray, new_format) -> list:
+    """tc32_rows_stream on rows [m, k] (float32)."""
+    p = param_dict(plan)
+    splits, wpt = p["splits"], p["wpt"]
+    m, k = rows.shape
+    out = []
+    for row in range(m):
+        per_split = []
+        for split in range(splits):
+            c_begin, c_end, nchunks = _split_range(k, 256, splits, split)
+            pairs = []
+            for q in range(wpt):
+                fmt = new_format()
+                for ch in range(q, nchunks, wpt):
+                    col = c_begin + ch * 256
+                    get = lambda c: rows[row, c] if c < c_end else f(0)  # noqa: E731
+                    fmt.step([[get(col + 4 * lane + i) for i in range(4)] + [get(col + 128 + 4 * lane + i)
+                                                                              for i in range(4)]
+                              for lane in range(32)])
+                pairs.append(_warp_pair(fmt))
+            per_split.append(pairs)
+        out.append(_combine(per_split))
+    return out
+
+
+def run(plan: Plan, data: np.ndarray, new_format, memory: np.ndarray | None = None, start: int = 0) -> np.ndarray:
+    """The literal replay of ``plan`` on its problem data (as tcreduce._layout.host_problem_data gives it; Flat also
+    needs the owning ``memory`` and ``start`` for the alignment). Returns float32 outputs, flattened."""
+    prob = plan.problem
+    if isinstance(prob, Flat):
+        return np.array([flat(plan, memory if memory is not None else np.asarray(data, F32), start, new_format)], F32)
+    if isinstance(prob, Rows):
+        if param_dict(plan)["form"] == "stream":
+            return np.array(stream(plan, np.asarray(data, F32), new_format), F32)
+        m = data.shape[0]
+        segs = [[np.asarray(data[16 * t + r], F32) if 16 * t + r < m else None for r in range(16)]
+                for t in range(-(-m // 16))]
+        return np.array([v for t in tiles(plan, segs, new_format) for v in t if v is not None], F32)
+    assert isinstance(prob, Cols)
+    a, r, b = data.shape
+    strips = -(-b // 16)
+    segs = [[np.asarray(data[i, :, 16 * s + c], F32) if 16 * s + c < b else None for c in range(16)]
+            for i in range(a) for s in range(strips)]
+    res = tiles(plan, segs, new_format)
+    return np.array([v for t in res for v in t if v is not None], F32)
+
+
+# ------------------------------------------------------------------------------------------------ test helpers
+# A 1-SM GPU (32 resident warps) puts small problems into the multi-block, warp-group and split paths an H100 keeps
+# for large ones, so that the literal replay stays fast. The order of additions does not depend on the GPU.
+ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
+H100 = KNOWN_GPUS["H100"]
+
+
+def values(rng: np.random.Generator, shape, spread: int = 5) -> np.ndarray:
+    """Signed values over 2 * spread decades (never all zero)."""
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-spread, spread, shape)).astype(F32)
+
+
+def random_bits(rng: np.random.Generator, shape) -> np.ndarray:
+    """fp32 values with every finite exponent field 0..254 (subnormals and zeros included), random signs and
+    fractions."""
+    field = rng.integers(0, 255, shape).astype(np.uint32)
+    frac = rng.integers(0, 1 << 23, shape).astype(np.uint32)
+    sign = rng.integers(0, 2, shape).astype(np.uint32) << np.uint32(31)
+    return (sign | (field << np.uint32(23)) | frac).view(F32)
+
+
+# (shape, axis, view, device): one of each form and work split
+REPLAY_CASES = {
+    "flat, one block, aligned": ((1000,), None, None, ONE_SM),
+    "flat, head and tail": ((1003,), None, lambda x: x[3:], ONE_SM),
+    "flat, tiny: only the head/tail step": ((9,), None, lambda x: x[1:], ONE_SM),
+    "flat, 4 blocks, partial last iteration": ((40001,), None, lambda x: x[1:], ONE_SM),
+    "rows short, 16-byte loads": ((40, 16), -1, None, ONE_SM),
+    "rows short, scalar loads": ((40, 5), -1, None, ONE_SM),
+    "rows, a group of 4 warps, scalar loads": ((40, 37), -1, None, ONE_SM),
+    "rows, a group of 8 warps, 16-byte loads": ((3, 300), -1, None, ONE_SM),
+    "rows, splits (misaligned rows)": ((2, 999), -1, None, H100),
+    "rows, misaligned view": ((33, 1040), -1, lambda x: x[:, 1:], ONE_SM),
+    "stream, one warp per row": ((40, 1024), -1, None, ONE_SM),
+    "stream, a group per row": ((3, 2100), -1, None, ONE_SM),
+    "stream, splits": ((2, 40000), -1, None, H100),
+    "cols short": ((16, 40), 0, None, ONE_SM),
+    "cols, a group of 8 warps": ((100, 20), 0, None, ONE_SM),
+    "cols, 3-d, short": ((3, 7, 5), 1, None, ONE_SM),
+    "cols, splits": ((3000, 3), 0, None, H100),
+    "cols, strided view": ((40, 50), 0, lambda x: x[1:, 1:], ONE_SM),
+}
+
+
+def replay_case(method: str, new_format, twin, case, rng, data=None):
+    shape, axis, view, device = REPLAY_CASES[case]
+    x = values(rng, shape) if data is None else data(shape)
+    xv = view(x) if view else x
+    layout, _ = host_layout(xv, axis)
+    plan = get_plan(method, layout.problem, "float32", "float32", device)
+    d = host_problem_data(xv, layout)
+    if isinstance(plan.problem, Flat):
+        memory = x.reshape(-1)
+        start = (xv.__array_interface__["data"][0] - x.__array_interface__["data"][0]) // 4
+        want = run(plan, d, new_format, memory=memory, start=start)
+    else:
+        want = run(plan, d, new_format)
+    got = np.asarray(twin(plan, d, "H100"), F32).reshape(-1)
+    return plan, got, want
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bitwise equal, except that any NaN matches any NaN (NaN payloads are not part of the contract)."""
+    got, want = np.asarray(got, F32), np.asarray(want, F32)
+    nan = np.isnan(got)
+    return bool(np.array_equal(nan, np.isnan(want)) and np.array_equal(got[~nan].view(np.uint32),
+                                                                       want[~nan].view(np.uint32)))

@@ -1,0 +1,478 @@
+"""Method "tensorcore" on float32 input (kernels/tensorcore_fp32.cu on the forms of kernels/tensorcore_f32.cuh):
+each value split into bf16 pieces on a grid common to its quad, exact row sums, compensated pair accumulation.
+
+CPU (no GPU needed):
+- the split's claims (kernel comment): hi + mid + r2 = x exactly for every finite x, hi and mid bf16, |r2| <=
+  2^(E-16), and the mma rows of hi then mid pieces exact in the tensor-core model, for values over the whole fp32
+  range; the wide path's split exact above 2^-110;
+- the emulator twin equals a literal lane-by-lane replay of the kernels (tests/tc32_literal.py) on every form and
+  work split, special values included;
+- every form, awkward size, view and output dtype within the a-priori bound of the exact sum;
+- the bound holds and is within 100x of the worst error on the float32 adversarial family;
+- the accuracy goal: on the accuracy study's distributions the error is at most twice shuffle's plus one ulp of
+  the result (N up to 2^20 here; notes/performance.md records the check to 2^26);
+- the planner: kernels per form, errors for what it does not take.
+GPU (``-m gpu``): GPU == twin bit for bit over shapes, distributions and views; every form and awkward size against
+the exact sum within the bound with poisoned outputs; NaN and infinities; run-to-run determinism; bounds on the
+adversarial family at 2^24; more than 2^31 elements (``large``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tcreduce
+import tc32_literal as literal
+from tc32_literal import ONE_SM, REPLAY_CASES, random_bits, replay_case, same_bits, values
+from tcreduce._api import get_plan
+from tcreduce._device import KNOWN_GPUS
+from tcreduce._layout import Cols, Flat, Rows, host_layout
+from tcreduce._plan import param_dict
+from tcreduce.bounds import error_bound
+from tcreduce.emulate.mma_model import fused_rowsum
+from tcreduce.emulate.tensorcore import _fragment_rows
+from tcreduce.emulate.tensorcore_fp32 import (ROW_SLOTS, emulate_tensorcore_fp32, lane_sigmas, row_sigmas,
+                                              split_common, split_own)
+from tcreduce.plans.tensorcore_fp32 import plan_tensorcore_fp32
+from tcreduce.reference import exact_sum
+from tcreduce.testing import adversarial_inputs, bound_for, check_sum, mixed_sign_inputs, poisoned, to_numpy
+
+F32 = np.float32
+H100 = KNOWN_GPUS["H100"]
+METHOD = "tensorcore"
+
+
+# ------------------------------------------------------------------------------------------------ the split
+def test_the_common_grid_split_is_exact_and_its_rows_sum_exactly(rng):
+    """Rows whose values span a random number of binades anywhere in the fp32 range (below the wide path's 2^112):
+    hi + mid + r2 == x, hi and mid are bf16, |r2| <= 2^(E-16) (E: the row maximum's exponent, at least -110), and
+    the tensor-core model sums a row's 16 hi pieces and then its 16 mid pieces without any rounding."""
+    warps = 400
+    top = rng.integers(-149, 112, (warps, 16))  # each row's largest exponent
+    span = rng.integers(0, 40, (warps, 16))
+    e = np.clip(top[..., None] - rng.integers(0, 1 + span[..., None], (warps, 16, 16)), -149, 111)
+    rows = (rng.choice([-1, 1], e.shape) * np.ldexp(1 + rng.random(e.shape), e)).astype(F32)
+    rows[rng.random(rows.shape) < 0.05] = 0
+    # rows [warp, 16 rows, 16 values] -> lanes [warp, 32, 8]: row g takes v0, v1, v4, v5 of lanes 4g..4g+3
+    lanes = np.zeros((warps, 8, 4, 8), F32)
+    for row, slots in enumerate(ROW_SLOTS):
+        lanes[..., list(slots)] = rows[:, 8 * row:8 * row + 8].reshape(warps, 8, 4, 4)
+    lanes = lanes.reshape(warps, 32, 8)
+    assert np.array_equal(_fragment_rows(lanes), rows)
+    eb, s1, s2 = row_sigmas(lanes)
+    assert np.all(eb <= 238)
+    hi, mid, r2 = split_common(lanes, lane_sigmas(s1), lane_sigmas(s2))
+    assert np.array_equal(hi.astype(np.float64) + mid.astype(np.float64) + r2.astype(np.float64),
+                          lanes.astype(np.float64))
+    emax = np.maximum(eb.astype(np.int64), 17) - 127
+    assert np.all(np.abs(_fragment_rows(r2)) <= np.ldexp(1.0, emax - 16)[..., None])
+    rows_h, rows_m = _fragment_rows(hi), _fragment_rows(mid)
+    got = fused_rowsum(np.concatenate([rows_h, rows_m], axis=-1), np.zeros(rows_h.shape[:-1], F32))
+    want = rows_h.astype(np.float64).sum(-1) + rows_m.astype(np.float64).sum(-1)
+    assert np.array_equal(got.astype(np.float64), want)
+
+
+def test_the_wide_split_is_exact_above_2_pow_minus_110(rng):
+    x = random_bits(rng, 1 << 16)
+    hi, mid, lo = split_own(x)
+    total = hi.astype(np.float64) + mid.astype(np.float64) + lo.astype(np.float64)
+    big = np.abs(x) >= 2.0 ** -110
+    assert np.array_equal(total[big], x[big].astype(np.float64))
+    assert np.all(np.abs(total - x.astype(np.float64)) < 2.0 ** -133)
+
+
+# ------------------------------------------------------------------------------------------------ twin == literal
+def test_the_replay_cases_cover_every_form_and_work_split():
+    seen = set()
+    for case, (shape, axis, view, device) in REPLAY_CASES.items():
+        x = np.ones(shape, F32)
+        xv = view(x) if view else x
+        p = param_dict(get_plan(METHOD, host_layout(xv, axis)[0].problem, "float32", "float32", device))
+        seen.add(p["form"])
+        if p["form"] == "flat":
+            seen.add("flat grid > 1" if p["grid"] > 1 else "flat grid 1")
+            seen.add("head/tail" if p["head"] or p["tail"] else "aligned")
+        else:
+            seen.add(f"{p['form']} wpt {'> 1' if p['wpt'] > 1 else '1'}")
+            if p["splits"] > 1:
+                seen.add(f"{p['form']} splits")
+            if p.get("short"):
+                seen.add(f"{p['form']} short")
+            if p.get("vector"):
+                seen.add("vector loads")
+    want = {"flat grid > 1", "flat grid 1", "head/tail", "aligned", "rows wpt 1", "rows wpt > 1", "rows splits",
+            "rows short", "cols short", "cols wpt > 1", "cols splits", "stream wpt 1", "stream wpt > 1",
+            "stream splits", "vector loads"}
+    assert want <= seen, want - seen
+
+
+@pytest.mark.parametrize("case", REPLAY_CASES)
+def test_twin_equals_literal_replay(case, rng):
+    plan, got, want = replay_case(METHOD, lambda: literal.LiteralSplit(), emulate_tensorcore_fp32, case, rng)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
+
+
+SPECIALS = {
+    "a value >= 2^112 (wide path)": lambda x: x.__setitem__(5, 3e36),
+    "huge values cancelling": lambda x: (x.__setitem__(5, 3e36), x.__setitem__(700, -2.9e36)),
+    "+inf": lambda x: x.__setitem__(5, np.inf),
+    "+inf and -inf": lambda x: (x.__setitem__(5, np.inf), x.__setitem__(9, -np.inf)),
+    "NaN": lambda x: x.__setitem__(5, np.nan),
+    "NaN with its payload in the low 16 bits": lambda x: x.__setitem__(5, np.uint32(0x7F800001).view(F32)),
+    "subnormals": lambda x: x.__imul__(F32(1e-40)),
+    "values around 2^-120": lambda x: (x.__imul__(F32(2.0 ** -120)), x[::7].__imul__(F32(2.0 ** 60))),
+    "overflow to inf": lambda x: x.__setitem__(slice(None), F32(3e38)),
+}
+
+
+@pytest.mark.parametrize("case", SPECIALS)
+def test_special_values_twin_equals_literal_and_numpy(case, rng):
+    x = rng.standard_normal(3000).astype(F32)
+    SPECIALS[case](x)
+    plan = plan_tensorcore_fp32(Flat(x.size, 0), "float32", "float32", ONE_SM)
+    want = literal.run(plan, x, lambda: literal.LiteralSplit(), memory=x, start=0)
+    got = np.asarray(emulate_tensorcore_fp32(plan, x, "H100"), F32)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~np.isnan(got)],
+                                                                             want[~np.isnan(want)]), (got, want)
+    with np.errstate(all="ignore"):
+        exact = float(exact_sum(x))
+    if math.isnan(exact) or math.isinf(exact) or abs(exact) > np.finfo(F32).max:
+        assert np.isnan(got[0]) == math.isnan(exact) and (math.isnan(exact) or np.isinf(got[0])), (got, exact)
+        if math.isinf(exact):
+            assert np.sign(got[0]) == np.sign(exact)
+    else:
+        assert abs(float(got[0]) - exact) <= float(error_bound(x, method=METHOD)), (got, exact)
+
+
+# ------------------------------------------------------------------------------------------------ forms and bounds
+FULL_SIZES = [1, 2, 3, 4, 5, 15, 16, 17, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537]
+ROW_LENGTHS = [1, 3, 15, 16, 17, 33, 255, 256, 257, 1023, 1024, 1025, 1032]
+
+
+def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
+    cases = [((n,), None, None) for n in FULL_SIZES]
+    cases += [((33, k), -1, None) for k in ROW_LENGTHS]
+    cases += [((k, 40), 0, None) for k in ROW_LENGTHS]
+    cases += [((33, 1040), -1, lambda x: x[:, 1:]), ((1000,), None, lambda x: x[3:]), ((1000,), None, lambda x: x[::-1]),
+              ((40, 300), 0, lambda x: x.T), ((5, 17, 40), 1, None), ((7, 3, 5), (0, 2), None),
+              ((96, 80), -1, lambda x: x[:, ::2]), ((20, 64), None, lambda x: x.T), ((4, 2048), -1, lambda x: x[:, :1500]),
+              ((0, 16), -1, None), ((16, 0), -1, None), ((0,), None, None)]
+    for shape, axis, view in cases:
+        x = values(rng, shape)
+        x = view(x) if view else x
+        for out_dtype in ("float32", "float16", "float64"):
+            got = tcreduce.emulate.sum(x, axis=axis, dtype=out_dtype, method=METHOD)
+            exact = np.asarray(exact_sum(x, axis=axis), np.float64)
+            assert got.shape == exact.shape and got.dtype == np.dtype(out_dtype), (shape, axis, out_dtype)
+            with np.errstate(over="ignore"):
+                err = np.abs(got.astype(np.float64) - exact)
+            finite = np.isfinite(exact)
+            if out_dtype == "float16":  # the bound's fp16 output rounding is relative: fp16's normal range only
+                finite &= (np.abs(exact) < 65504) & (np.abs(exact) >= 2.0 ** -14)
+            assert np.all(err[finite] <= bound_for(x, axis, METHOD, out_dtype)[finite]), (shape, axis, out_dtype)
+            if x.size == 0:
+                assert np.all(got == 0) and not np.any(np.signbit(got)), (shape, axis)
+
+
+def test_segments_of_very_different_size_keep_their_own_bounds(rng):
+    """The 16 segments of a tile share warps and quads: each segment's error must stay within its own bound even
+    when the segment in the other half of the mma (row g + 8 beside row g) is 10^8 times larger."""
+    for shape, axis in (((64, 40), -1), ((64, 1000), -1), ((64, 999), -1), ((40, 64), 0), ((17, 5000), 0)):
+        x = rng.uniform(0.25, 1, shape).astype(F32)
+        seg_axis = 0 if axis == -1 else 1
+        scale = np.where((np.arange(shape[seg_axis]) // 8) % 2 == 0, 1e-4, 1e4).astype(F32)
+        x *= scale[:, None] if seg_axis == 0 else scale[None, :]
+        got = tcreduce.emulate.sum(x, axis=axis, method=METHOD).astype(np.float64)
+        err = np.abs(got - exact_sum(x, axis=axis))
+        assert np.all(err <= bound_for(x, axis, METHOD)), (shape, axis, np.max(err / bound_for(x, axis, METHOD)))
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1 << 20])
+def test_bound_holds_and_is_within_100x_of_the_worst_adversarial_error(n):
+    rng = np.random.default_rng(1)
+    same_sign = adversarial_inputs(rng, n, "float32")
+    inputs = {**same_sign, **mixed_sign_inputs(rng, n, "float32")}
+    worst = (0.0, np.inf, "")
+    for name, x in list(inputs.items()) + [(k + "[1:]", v[1:]) for k, v in inputs.items()]:
+        exact = float(exact_sum(x))
+        err = abs(float(tcreduce.emulate.sum(x, method=METHOD)) - exact)
+        bound = float(error_bound(x, method=METHOD))
+        assert err <= bound, (name, err, bound)
+        if name.split("[")[0] in same_sign and err > worst[0]:
+            worst = (err, bound, name)
+    assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst
+
+
+def test_bounds_of_plans_without_data_cover_the_wide_path():
+    """error_bound_factor(plan) must hold for any data (the wide path included); with data below 2^112 the bound
+    drops the wide path's block truncation."""
+    from tcreduce.bounds import error_bound_factor, split_bound_factor
+
+    for n in (1000, 1 << 20, 1 << 28, 1 << 30):
+        plan = plan_tensorcore_fp32(Flat(n, 0), "float32", "float32", H100)
+        c, c_narrow = error_bound_factor(plan), split_bound_factor(plan, wide=False)
+        assert c == split_bound_factor(plan, wide=True) and c_narrow < c < 40 * 2.0 ** -24
+        assert c_narrow < 5 * 2.0 ** -24, c_narrow / 2.0 ** -24  # 1.0u at 2^16 .. 4.1u at 2^30
+
+
+# the accuracy study's float32 distributions (experiments/common.py)
+ACCURACY_DISTS = ("uniform", "normal", "mixed", "lognormal")
+
+
+@pytest.mark.parametrize("dist", ACCURACY_DISTS)
+def test_accuracy_goal_error_at_most_twice_shuffles_plus_one_ulp(dist):
+    from experiments.common import case_seed, make_input
+
+    for k in range(10, 21, 2):
+        n = 1 << k
+        for seed in range(2):
+            x = make_input(dist, "float32", n, case_seed(dist, "float32", n, seed))
+            exact = float(exact_sum(x))
+            ulp = float(np.spacing(F32(abs(exact))))
+            tc = abs(float(tcreduce.emulate.sum(x, method=METHOD)) - exact)
+            sh = abs(float(tcreduce.emulate.sum(x, method="shuffle")) - exact)
+            assert tc <= 2 * sh + ulp, (dist, n, seed, tc / ulp, sh / ulp)
+
+
+def test_emulation_speed_on_2_pow_22_elements(rng):
+    """Emulating 2^22 float32 elements in each form takes a few seconds each here; the limit is generous."""
+    import time
+
+    x = rng.uniform(-0.25, 0.75, 1 << 22).astype(F32)
+    t = time.perf_counter()
+    tcreduce.emulate.sum(x, method=METHOD)
+    tcreduce.emulate.sum(x.reshape(1 << 18, 16), axis=-1, method=METHOD)  # rows, short
+    tcreduce.emulate.sum(x.reshape(1 << 10, 1 << 12), axis=-1, method=METHOD)  # stream
+    tcreduce.emulate.sum(x.reshape(64, 1 << 16), axis=0, method=METHOD)  # cols
+    elapsed = time.perf_counter() - t
+    print(f"four 2^22-element emulations in {elapsed:.2f} s")
+    assert elapsed < 120
+
+
+# ------------------------------------------------------------------------------------------------ planner
+def test_planner_picks_a_kernel_per_form():
+    cases = {Flat(1 << 28, 0): "tc32_flat<tcr32::Split, 256, 8, float, 2, 4>",
+             Rows(1 << 20, 16, 16, 0): "tc32_rows<tcr32::Split, 256, 1, true, 4, float, true>",
+             Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 4, float, false>",
+             Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",
+             Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 1, false, 4, float, false>",
+             Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, 2, float, true>",
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 1, 4, float, false>"}
+    for prob, name in cases.items():
+        plan = get_plan(METHOD, prob, "float32", "float32", H100)
+        assert plan.method == METHOD and plan.launches[0].kernel == name and plan.launches[0].source == \
+            "tensorcore_fp32.cu", (prob, plan.describe())
+    plan = get_plan(METHOD, Rows(4, 1 << 20, 1 << 20, 0), "float32", "float32", H100)
+    p = param_dict(plan)
+    assert p["splits"] > 1 and plan.workspace_floats == 2 * 4 * p["splits"] and plan.counters == 4
+
+
+def test_planner_refuses_what_it_does_not_take():
+    from tcreduce.registry import UnsupportedDtype, get
+
+    with pytest.raises(ValueError, match="not element-aligned"):
+        plan_tensorcore_fp32(Flat(100, 2), "float32", "float32", H100)
+    with pytest.raises(ValueError, match="chain"):
+        plan_tensorcore_fp32(Flat(100, 0), "float32", "float32", H100, chain=16)
+    with pytest.raises(UnsupportedDtype):
+        get("tensorcore_chained").plan(Flat(100, 0), "float32", "float32", H100)
+    assert get(METHOD).dtypes == ("float16", "float32") and get(METHOD).emulated
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+def _gpu_dists(rng: np.random.Generator, shape) -> dict[str, np.ndarray]:
+    return {
+        "uniform": rng.uniform(-0.25, 0.75, shape).astype(F32),
+        "lognormal": (rng.lognormal(0, 4, shape) * rng.choice([-1, 1], shape)).astype(F32),
+        "every exponent": random_bits(rng, shape) * F32(2.0 ** -30),  # subnormals to 2^98, zeros
+        "huge (wide path)": huge(rng, shape),
+    }
+
+
+def huge(rng: np.random.Generator, shape) -> np.ndarray:
+    """N(0, 1e20^2) with every 997th value +-6e33 (>= 2^112: the split's wide path), sums far from overflow."""
+    x = (rng.standard_normal(shape) * 1e20).astype(F32)
+    x.reshape(-1)[::997] = rng.choice([-6e33, 6e33], x.reshape(-1)[::997].shape)
+    return x
+
+
+GPU_CASES = [
+    ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
+    ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
+    ((256, 1 << 14), -1), ((1 << 16, 16), -1), ((2000, 1025), -1), ((5000, 1024), -1), ((5, 1 << 16), -1),
+    ((16, 1000), 0), ((1000, 40), 0), ((5, 17, 40), 1), ((3, 1 << 16, 8), 1), ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
+]
+
+
+@pytest.mark.gpu
+def test_gpu_equals_twin_bit_for_bit(rng):
+    import cupy
+
+    from tcreduce._device import current_device
+
+    device = current_device()[1]
+    mismatches, count = [], 0
+    for shape, axis in GPU_CASES:
+        for dist, xh in _gpu_dists(rng, shape).items():
+            xd = cupy.asarray(xh)
+            views = [(xh, xd)]
+            if xh.size > 1:
+                views.append((xh.reshape(-1)[1:], xd.reshape(-1)[1:]) if axis is None else (xh[..., 1:], xd[..., 1:]))
+            for xv, xdv in views:
+                want = tcreduce.emulate.sum(xv, axis=axis, method=METHOD, gpu=device)
+                out = poisoned(np.shape(want), "float32")
+                got = to_numpy(tcreduce.sum(xdv, axis=axis, method=METHOD, out=out))
+                count += 1
+                if not same_bits(got, want):
+                    mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
+    print(f"\nGPU == emulator: {count - len(mismatches)}/{count}")
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+GPU_FULL_SIZES = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
+                  (1 << 20) - 1, (1 << 20) + 3, 10 ** 6 + 3, (1 << 24) + 1]
+GPU_AXIS_CASES = [
+    ((1, 1), -1, None), ((3, 15), -1, None), ((17, 16), -1, None), ((100, 17), 1, None), ((33, 255), -1, None),
+    ((16, 257), -1, None), ((5, 1000), -1, None), ((65537, 16), -1, None), ((64, 4097), -1, None),
+    ((3, (1 << 20) + 1), -1, None), ((4, 33, 64), -1, None), ((300, 1032), -1, None), ((2000, 1025 + 7), -1, None),
+    ((4, 1 << 18), -1, None), ((5000, 1024), -1, None), ((70, 1024), -1, lambda x: x[:, :700]),
+    ((64, 2048), -1, lambda x: x[:, :1500]), ((3, 8, 4096), -1, lambda x: x[:, ::2]),
+    ((16, 1000), 0, None), ((1000, 16), 0, None), ((257, 33), 0, None), ((5, 17, 40), 1, None), ((65537, 8), 0, None),
+    ((16, 1 << 18), 0, None), ((3000, 3), 0, None), ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None),
+    ((40, 50), None, None), ((64, 257), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
+    ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[3:-2]), ((1000,), None, lambda x: x[::-1]),
+    ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
+    ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", GPU_FULL_SIZES)
+def test_gpu_full_sums_within_bound(n, rng):
+    import cupy
+
+    xh = values(rng, n)
+    for view in (None, lambda x: x[1:], lambda x: x[2:], lambda x: x[3:]):
+        xv = view(xh) if view else xh
+        if xv.size == 0:
+            continue
+        xd = cupy.asarray(xh)
+        xdv = view(xd) if view else xd
+        out = poisoned((), "float32")
+        res = tcreduce.sum(xdv, method=METHOD, out=out)
+        assert res is out
+        check_sum(res, xv, None, method=METHOD)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis,view", GPU_AXIS_CASES,
+                         ids=[f"{s}-{a}-{'view' if v else 'c'}{i}" for i, (s, a, v) in enumerate(GPU_AXIS_CASES)])
+def test_gpu_axis_sums_within_bound(shape, axis, view, rng):
+    import cupy
+
+    xh = values(rng, shape)
+    xd = cupy.asarray(xh)
+    xv, xdv = (view(xh), view(xd)) if view else (xh, xd)
+    expected_shape = np.sum(xv, axis=axis).shape
+    for out_dtype in ("float32", "float16", "float64"):
+        out = poisoned(expected_shape, out_dtype)
+        res = tcreduce.sum(xdv, axis=axis, dtype=out_dtype, method=METHOD, out=out)
+        if out_dtype == "float16":
+            xs = xv.astype(np.float64).sum(axis=axis)
+            if np.any(np.abs(xs) > 6e4):  # fp16 outputs overflow: compare only that they are inf where NumPy's are
+                continue
+        check_sum(res, xv, axis, method=METHOD, out_dtype=out_dtype)
+
+
+@pytest.mark.gpu
+def test_gpu_nan_and_infinities_propagate(rng):
+    import cupy
+
+    xh = rng.standard_normal((8, 3000)).astype(F32)
+    xh[1, 5] = np.nan
+    xh[2, 7] = np.inf
+    xh[3, 9] = -np.inf
+    xh[4, 1], xh[4, 2] = np.inf, -np.inf
+    xh[5, 3] = np.uint32(0x7F800001).view(F32)  # a NaN whose payload sits in the low bits
+    xh[6, 4] = 3e36  # the wide path, finite
+    for axis, data in ((1, xh), (0, np.ascontiguousarray(xh.T))):
+        res = to_numpy(tcreduce.sum(cupy.asarray(data), axis=axis, method=METHOD))
+        with np.errstate(invalid="ignore"):
+            ref = data.astype(np.float64).sum(axis=axis)
+        np.testing.assert_array_equal(np.isnan(res), np.isnan(ref))
+        np.testing.assert_array_equal(res[[2, 3]], ref[[2, 3]])
+        assert abs(float(res[6]) - ref[6]) <= 1e-6 * abs(ref[6])
+    for row in range(8):
+        full = float(to_numpy(tcreduce.sum(cupy.asarray(xh[row]), method=METHOD)))
+        with np.errstate(invalid="ignore"):
+            ref = float(xh[row].astype(np.float64).sum())
+        assert (math.isnan(full) and math.isnan(ref)) or full == ref or abs(full - ref) <= 1e-5 * abs(ref), (row, full)
+
+
+@pytest.mark.gpu
+def test_gpu_deterministic_and_input_untouched(rng):
+    import cupy
+
+    for shape, axis in [((1 << 22) + 5, None), ((1 << 16, 64), -1), ((64, 1 << 16), 0), ((256, 1 << 14), -1)]:
+        xh = values(rng, shape)
+        xd = cupy.asarray(xh)
+        first = to_numpy(tcreduce.sum(xd, axis=axis, method=METHOD))
+        for _ in range(9):
+            again = to_numpy(tcreduce.sum(xd, axis=axis, method=METHOD))
+            assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
+        assert np.array_equal(xd.get(), xh), "input was modified"
+
+
+@pytest.mark.gpu
+def test_gpu_bounds_hold_and_are_tight_at_2_pow_24():
+    import cupy
+
+    from tcreduce._device import current_device
+
+    device = current_device()[1]
+    n = 1 << 24
+    rng = np.random.default_rng(3)
+    same_sign = adversarial_inputs(rng, n, "float32")
+    worst = {m: (0.0, np.inf, "") for m in (METHOD, "tensorcore_tf32", "shuffle")}
+    for name, x in {**same_sign, **mixed_sign_inputs(rng, n, "float32")}.items():
+        exact = float(exact_sum(x))
+        xd = cupy.asarray(x)
+        for m in worst:
+            err = abs(float(tcreduce.sum(xd, method=m)) - exact)
+            bound = float(error_bound(x, method=m, gpu=device))
+            assert err <= bound, (m, name, err, bound)
+            if name in same_sign and err > worst[m][0]:
+                worst[m] = (err, bound, name)
+    print("\nbound / worst error at 2^24:", {m: (b / e if e else np.inf, src) for m, (e, b, src) in worst.items()})
+    assert all(e > 0 and b / e <= 100 for e, b, _ in worst.values()), worst
+
+
+@pytest.mark.gpu
+@pytest.mark.large
+def test_gpu_more_than_2_pow_31_elements():
+    import cupy
+
+    from tcreduce._device import current_device
+    from tcreduce.bounds import error_bound_factor
+
+    n = (1 << 31) + 3
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    if free < 3 * n * 4:
+        pytest.skip("needs about 26 GB of free GPU memory")
+    x = cupy.random.RandomState(7).uniform(-0.25, 0.75, n, dtype=cupy.float32)
+    x[-3:] = cupy.asarray([1000.0, 2000.0, 4000.0], dtype=cupy.float32)  # the elements past 2^31 matter
+    ref = float(cupy.sum(x, dtype=cupy.float64))  # float64 of 2^31 fp32 values: error far below the fp32 bound
+    abs_sum = float(cupy.sum(cupy.abs(x), dtype=cupy.float64))
+    for method in (METHOD, "tensorcore_tf32"):
+        plan = get_plan(method, Flat(n, 0), "float32", "float32", current_device()[1])
+        bound = error_bound_factor(plan) * abs_sum + abs_sum * 2.0 ** -40
+        res = float(tcreduce.sum(x, method=method))
+        assert abs(res - ref) <= bound, (method, res, ref, bound)
+        res_view = float(tcreduce.sum(x[1:], method=method))
+        assert abs(res_view - (ref - float(x[0]))) <= bound, (method, "misaligned view")
+        rows = to_numpy(tcreduce.sum(x[:(1 << 31)].reshape(2, 1 << 30), axis=-1, method=method))
+        ref_rows = to_numpy(cupy.sum(x[:(1 << 31)].reshape(2, 1 << 30), axis=-1, dtype=cupy.float64))
+        assert np.all(np.abs(rows - ref_rows) <= bound), (method, rows, ref_rows)
