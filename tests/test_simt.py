@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 TINY = DeviceSpec("tiny", 2, (9, 0))
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "int64": "long long"}
-WORD = {"float16": "unsigned short", "float32": "unsigned"}  # exact's IN::Word
+WORD = {"float16": "unsigned short", "float32": "unsigned", "bfloat16": "unsigned short"}  # exact's IN::Word
 
 
 def _main(plan: Plan, kernel_file: str, in_ctype: str, outputs: int, per_output: int) -> str:
@@ -54,6 +54,10 @@ int main(int argc, char** argv) {{
 
 def _cases(rng):
     """(name, method, array view, axis, out dtype)."""
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+
     def f16(shape, lo=-100, hi=100):
         return rng.uniform(lo, hi, shape).astype(np.float16)
 
@@ -85,6 +89,9 @@ def _cases(rng):
         ("e16 cols", "exact", f16((16, 2000)), 0, "float32"),
         ("e32 cols few", "exact", f32_wide((3, 20000, 3)), 1, "float64"),
         ("e32 rows state", "exact", f32_wide((40, 333))[:, 1:], -1, "int64"),
+        ("b16 flat view", "exact", f32_wide(30001).astype(bf16)[1:], None, "float32"),
+        ("b16 rows", "exact", f32_wide((20, 700)).astype(bf16), -1, "float64"),
+        ("b16 state", "exact", f32_wide(5000).astype(bf16), None, "int64"),
         ("k16 flat", "kahan", f16(40011)[3:], None, "float32"),
         ("k32 flat", "kahan", f32_wide(30001), None, "float32"),
         ("k16 rows long", "kahan", f16((3, 40000)), -1, "float32"),
@@ -103,6 +110,7 @@ def test_exact_and_kahan_kernels_on_the_simt_shim(tmp_path, rng):
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ not found")
+    pytest.importorskip("ml_dtypes")
     (tmp_path / "cuda_fp16.h").write_text(SIMT_FP16)
     (tmp_path / "cuda_bf16.h").write_text(SIMT_BF16)
     (tmp_path / "cuda_fp8.h").write_text(SIMT_FP8)
