@@ -1,8 +1,16 @@
 """Smoke benchmark: the performance floor of issue 2, every method beside torch.sum and cupy.sum (CUB on and off),
-in one run on one GPU. CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far
-larger than L2 (512 MiB and more).
+a tuned Triton kernel and torch.compile'd torch.sum (where torch and Triton are installed: ``pip install -e
+".[bench]"``; each checked against a float64 sum first, see experiments/competitors.py), in one run on one GPU.
+CUDA events around batches of back-to-back calls, warm-up, median over batches, inputs far larger than L2 (512 MiB
+and more).
 
     python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
+    python benchmarks/perf_floor.py --cases exact16,exact32,exact_rows,exact_cols   # issue 11
+
+The exact16 / exact32 cases (2^28 fp16 / fp32, full sums) time shuffle, exact, kahan, tensorcore_kahan (fp16) and the
+float64 sums of torch (torch.sum(dtype=float64)) and CuPy (cupy.sum(dtype=float64)); the column "x shuffle" is each
+method's speed relative to shuffle's in the same case (issue 11's goals: exact fp16 >= 0.90, fp32 >= 0.80, kahan >=
+0.97). exact_rows / exact_cols time the other forms (shuffle, exact and kahan).
 
 Prints a table (GB/s counts the input bytes read once; "ceiling" is a device-to-device copy measured in the same
 run, bytes read + written) and writes perf_floor.csv with a metadata header.
@@ -54,7 +62,7 @@ def metadata() -> dict:
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    from experiments.common import git_info
+    from experiments.env import git_info
 
     commit = git_info()["commit"] or "unknown"
     meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],
@@ -71,6 +79,26 @@ def metadata() -> dict:
     return meta
 
 
+def make_input(rng, shape, dtype: str, torch):
+    """(CuPy array, torch view or None, tcreduce keyword arguments): uniform [-0.25, 0.75) data of a format. bf16 and
+    fp8 live as raw bits in CuPy (converted by torch, round to nearest, when torch is there; bf16 by truncation
+    otherwise), with ``format=``."""
+    import cupy
+
+    xf = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32)
+    if dtype in ("float16", "float32"):
+        x = xf.astype(dtype)
+        return x, (torch.from_dlpack(x) if torch is not None else None), {}
+    if torch is None:
+        if dtype != "bfloat16":
+            raise RuntimeError(f"{dtype} inputs are made with torch")
+        return (xf.view(cupy.uint32) >> 16).astype(cupy.uint16), None, {"format": dtype}
+    xt = torch.from_dlpack(xf).to(getattr(torch, dtype))
+    raw = xt.view(torch.int16) if dtype == "bfloat16" else xt.view(torch.uint8)
+    x = cupy.from_dlpack(raw)
+    return (x.view(cupy.uint16) if dtype == "bfloat16" else x), xt, {"format": dtype}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -82,12 +110,16 @@ def main() -> None:
     from cupy._core import _accelerator as acc
 
     import tcreduce
+    from experiments.competitors import tuned_competitors, tuned_missing
+    from experiments.methods import FULL_SUM_ONLY
 
     try:
         import torch
     except ImportError:
         torch = None
     meta = metadata()
+    for why in tuned_missing():
+        print(why, file=sys.stderr)
     rng = cupy.random.default_rng(1)
     rows = []
 
@@ -110,6 +142,10 @@ def main() -> None:
     rows.append(dict(case="copy", method="d2d copy", dtype="float32", shape="(2^29,)", us=t * 1e6, gbs=ceiling))
 
     cases = [
+        ("exact16", "float16", (1 << 28,), None),
+        ("exact32", "float32", (1 << 28,), None),
+        ("exact_rows", "float16", (1 << 16, 4096), -1),
+        ("exact_cols", "float16", (4096, 1 << 16), 0),
         ("full", "float16", (1 << 28,), None),
         ("full", "float32", (1 << 28,), None),
         ("rows16", "float16", (1 << 24, 16), -1),
@@ -118,6 +154,14 @@ def main() -> None:
         ("rows1024", "float16", (1 << 18, 1024), -1),
         ("rows4096", "float16", (1 << 16, 4096), -1),
         ("rows2^20", "float16", (256, 1 << 20), -1),
+        ("full_bf16", "bfloat16", (1 << 28,), None),
+        ("rows16_bf16", "bfloat16", (1 << 24, 16), -1),
+        ("rows1024_bf16", "bfloat16", (1 << 18, 1024), -1),
+        ("cols16_bf16", "bfloat16", (16, 1 << 24), 0),
+        ("full_e4m3", "float8_e4m3fn", (1 << 29,), None),
+        ("rows32_e4m3", "float8_e4m3fn", (1 << 24, 32), -1),
+        ("rows1024_e4m3", "float8_e4m3fn", (1 << 19, 1024), -1),
+        ("full_e5m2", "float8_e5m2", (1 << 29,), None),
         # float32 on tensor cores (tensorcore's split, tensorcore_tf32) against shuffle, torch and CUB
         ("rows16", "float32", (1 << 24, 16), -1),
         ("rows4096", "float32", (1 << 16, 4096), -1),
@@ -126,20 +170,53 @@ def main() -> None:
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]
+    issue11 = ("shuffle", "exact", "kahan", "tensorcore_kahan")
     for case, dtype, shape, axis in cases:
-        x = rng.uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(dtype)
+        x, xt, kw = make_input(rng, shape, dtype, torch)
         nbytes = x.nbytes
         competitors = {}
-        if torch is not None:
-            xt = torch.from_dlpack(x)
+        if case.startswith("exact"):  # issue 11: the exact and compensated sums against shuffle and float64 sums
+            if xt is not None:
+                competitors["torch.sum f64"] = (lambda xt=xt, axis=axis: torch.sum(xt, dtype=torch.float64)
+                                                if axis is None else torch.sum(xt, dim=axis, dtype=torch.float64))
+            competitors["cupy.sum f64"] = lambda x=x, axis=axis: cupy.sum(x, axis=axis, dtype=cupy.float64)
+            for name in issue11:
+                m = next((m for m in tcreduce.methods() if m.name == name), None)
+                if m is not None and dtype in m.dtypes and (axis is None or name != "tensorcore_kahan"):
+                    competitors[name] = (lambda x=x, axis=axis, name=name: tcreduce.sum(x, axis=axis, method=name))
+            times = {}
+            for name, fn in competitors.items():
+                try:
+                    times[name] = timed(fn, args.reps)
+                except Exception as e:  # report and go on
+                    print(f"{case} {name}: {type(e).__name__}: {e}", file=sys.stderr)
+            for name, t in times.items():
+                row = dict(case=case, method=name, dtype=dtype, shape=str(shape), us=t * 1e6, gbs=nbytes / t / 1e9)
+                row["frac_ceiling"] = row["gbs"] / ceiling
+                if "shuffle" in times:
+                    row["x_shuffle"] = times["shuffle"] / t
+                rows.append(row)
+            del x, xt
+            continue
+        if xt is not None:
             dim = None if axis is None else axis
             competitors["torch.sum"] = (lambda xt=xt, dim=dim: torch.sum(xt, dtype=torch.float32) if dim is None
                                         else torch.sum(xt, dim=dim, dtype=torch.float32))
-        competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
-        competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        if not kw:  # CuPy has no bf16 / fp8 dtype
+            competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
+            competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
+        for comp in (tuned_competitors(axis) if dtype in ("float16", "float32", "bfloat16") else ()):
+            try:  # tuning, compilation and the correctness checks, before any timing
+                wrapped = comp.wrap(x) if not kw else xt  # bf16: the torch tensor of that dtype
+                comp.prepare(wrapped)
+                competitors[comp.label] = lambda c=comp, w=wrapped: c.call(w)
+            except Exception as e:  # a wrong or failing competitor is reported, never timed
+                print(f"{case} {comp.label}: {type(e).__name__}: {e}", file=sys.stderr)
         for m in tcreduce.methods():
-            if dtype in m.dtypes and (axis is None or not m.name.startswith("ladder")):
-                competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name))
+            if dtype in m.dtypes and (axis is None or not (m.name.startswith("ladder") or m.name in FULL_SUM_ONLY)):
+                competitors[m.name] = (lambda x=x, axis=axis, name=m.name: tcreduce.sum(x, axis=axis, method=name,
+                                                                                       **kw))
+        competitors["auto"] = lambda x=x, axis=axis: tcreduce.sum(x, axis=axis, **kw)
         times = {}
         for name, fn in competitors.items():
             try:
@@ -155,22 +232,24 @@ def main() -> None:
                 if comp in times:
                     row[f"x_{comp}"] = times[comp] / t
             rows.append(row)
-        del x
+        del x, xt
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub"]
+    fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub",
+              "x_shuffle"]
     with open(out / "perf_floor.csv", "w", newline="") as f:
         f.write("# " + json.dumps(meta) + "\n")
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     print(json.dumps(meta))
-    print(f"{'case':9} {'method':22} {'dtype':8} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6}")
+    print(f"{'case':14} {'method':22} {'dtype':13} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6} "
+          f"{'x shuffle':>9}")
     for r in rows:
-        print(f"{r['case']:9} {r['method']:22} {r['dtype']:8} {r['us']:9.1f} {r['gbs']:7.0f} "
+        print(f"{r['case']:14} {r['method']:22} {r['dtype']:13} {r['us']:9.1f} {r['gbs']:7.0f} "
               f"{r.get('frac_ceiling', 1):5.2f} {r.get('x_torch.sum', float('nan')):7.2f} "
-              f"{r.get('x_cupy.sum cub', float('nan')):6.2f}")
+              f"{r.get('x_cupy.sum cub', float('nan')):6.2f} {r.get('x_shuffle', float('nan')):9.3f}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ each, each runnable alone through the entry point):
 
 - ``accuracy``: relative error vs N per method and input distribution, with a-priori bounds; GPU == emulator panel.
   Runs without a GPU too (through the emulator, smaller N).
-- ``throughput``: GB/s and fraction of the measured ceiling vs N, full sums, beside torch.sum and cupy.sum. GPU.
+- ``throughput``: GB/s and fraction of the measured ceiling vs N, full sums, beside torch.sum, cupy.sum, a tuned
+  Triton kernel and torch.compile (where installed). GPU.
 - ``segments``: GB/s for [M, n] / [n, M] segmented sums, n = 16..2^20, fixed total bytes (headline chart). GPU.
 - ``tradeoff``: error against throughput, one point per method and setting (Pareto front). GPU.
 - ``ladder``: GB/s and % of the ceiling per rung of the seeds' CUDA-core ladder, 10^8 and 2^28 floats. GPU.

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import STUDIES, study
-from .common import DEFAULT_OUT, Context, MissingInterface, StudySkipped
+from .context import Context, MissingInterface, StudySkipped
+from .env import DEFAULT_OUT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def detect_gpu() -> tuple[bool, str]:
     """(GPU usable, device name or why not). Tests replace this."""
-    from .common import gpu_status
+    from .env import gpu_status
 
     return gpu_status()
 

@@ -4,7 +4,7 @@ a-priori error bound beside each measured curve.
 With a GPU: N = 2^10 .. 2^30 (every power of two), every registered sum method that takes the dtype (the ladder
 rungs too, drawn in a figure of their own), ``torch.sum`` and ``cupy.sum`` (CUB) with fp32 accumulation, and a float64
 sum for comparison. Inputs are generated on the GPU with fixed seeds; exact sums come from a one-pass exponent-binned
-integer accumulation on the GPU (:func:`experiments.common.exact_sum_gpu`, checked against ``math.fsum`` at start).
+integer accumulation on the GPU (:func:`experiments.exact.exact_sum_gpu`, checked against ``math.fsum`` at start).
 Up to N = 2^20 (every other power) the same inputs also go through ``tcreduce.emulate.sum`` for the GPU's model, and
 the second figure shows that the GPU and the emulator agree bit for bit.
 
@@ -28,8 +28,16 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import common
-from .common import DISTRIBUTIONS, Context, case_seed, make_input
+from tcreduce.testing import to_numpy
+
+from .competitors import competitors, torch_stream_guard
+from .context import Context, MissingInterface, require
+from .env import device_info, free_gpu_memory, torch_missing_reason
+from .exact import exact_sum_gpu, exact_sum_host, rel_error
+from .inputs import DISTRIBUTIONS, NEW_FORMATS, case_seed, dtype_label, float32_copy, format_missing, make_input, \
+    to_host
+from .methods import sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
 
 NAME = "accuracy"
 NEEDS_GPU = False
@@ -38,13 +46,14 @@ SUMMARY = "relative error vs N per method and distribution, with error bounds (G
 COLUMNS = ["dtype", "dist", "n", "seed", "kind", "method", "result", "exact", "abs_sum", "cond", "rel_error",
            "bound_abs", "rel_bound", "bound_kind", "within_bound", "emu_result", "emu_equal", "backend", "note"]
 
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 
 
 def config(ctx: Context) -> dict[str, Any]:
     if ctx.mode == "tiny":
         sizes = [2**8, 2**10]
-        dists = {"float16": ["uniform", "near_overflow"], "float32": ["mixed"]}
+        dists = {"float16": ["uniform", "near_overflow"], "float32": ["mixed"], "bfloat16": ["uniform"],
+                 "float8_e4m3fn": ["normal"]}
     else:
         dists = {dt: [d for d, spec in DISTRIBUTIONS.items() if dt in spec["dtypes"]] for dt in DTYPES}
         if ctx.gpu:
@@ -83,7 +92,7 @@ class _Bounds:
     def __init__(self, ctx: Context, gpu_model: str):
         self.ctx = ctx
         self.gpu = gpu_model
-        self.mod = common.require("tcreduce.bounds", "the accuracy study's error bounds", ("error_bound",))
+        self.mod = require("tcreduce.bounds", "the accuracy study's error bounds", ("error_bound",))
         self._warned: set[str] = set()
 
     def factor(self, method: str, dtype: str, n: int) -> float:
@@ -170,13 +179,13 @@ def _check_exact_gpu(ctx: Context) -> None:
         from tcreduce import reference
     except ImportError:
         reference = None
-    for dtype in DTYPES:
+    for dtype in ("float16", "float32"):  # the exact sums take these; bf16 and fp8 go through a float32 copy
         for dist in ("uniform", "mixed", "lognormal"):
             x = make_input(dist, dtype, 65537, seed=case_seed("check", dist, dtype), xp=cupy)
             h = cupy.asnumpy(x)
             for absolute in (False, True):
-                got = common.exact_sum_gpu(x, absolute=absolute)
-                want = common.exact_sum_host(np.abs(h) if absolute else h)
+                got = exact_sum_gpu(x, absolute=absolute)
+                want = exact_sum_host(np.abs(h) if absolute else h)
                 if got != want:
                     raise RuntimeError(f"exact_sum_gpu({dist}, {dtype}, abs={absolute}) = {got!r} but math.fsum "
                                        f"gives {want!r}")
@@ -217,10 +226,10 @@ def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
         "csv_header": {"emulator_compared": len(compared), "emulator_mismatches": len(mism),
                        "bound_violations": len(viol)},
     }
-    meta = common.metadata(NAME, ctx, cfg, extra)
+    meta = metadata(NAME, ctx, cfg, extra)
     out = ctx.out
-    paths = [common.write_csv(out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(out / f"{NAME}.json", meta)]
+    paths = [write_csv(out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(out / f"{NAME}.json", meta)]
     from . import plotting
 
     paths += plotting.plot_accuracy(out / f"{NAME}.csv", out)
@@ -229,13 +238,13 @@ def write(ctx: Context, rows: list[dict], cfg: dict) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------------ CPU (emulator)
 def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
-    emulate = common.require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)",
+    emulate = require("tcreduce.emulate", "the accuracy study without a GPU (it runs through the emulator)",
                              ("sum",))
-    reference = common.require("tcreduce.reference", "the accuracy study without a GPU (exact sums)",
+    reference = require("tcreduce.reference", "the accuracy study without a GPU (exact sums)",
                                ("exact_sum", "float64_sum"))
     bounds = _Bounds(ctx, ctx.emulated_gpu)
     rows: list[dict] = []
-    methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}  # the ladder rungs too (accuracy_ladder)
+    methods = {dt: sum_methods(dt, ctx=ctx) for dt in DTYPES}  # the ladder rungs too (accuracy_ladder)
     twins = _twins([m for ms in methods.values() for m in ms])
     for dt, ms in methods.items():
         skipped = [m.name for m in ms if m.name not in twins]
@@ -261,7 +270,7 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
                 continue
             try:
                 r = float(_emulate(emulate, budget, x, m.name, ctx.emulated_gpu, n).reshape(()))
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
                 b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"])
                 row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
                            within_bound=abs(r - exact) <= b)
@@ -270,14 +279,14 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
                 ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
         r64 = float(reference.float64_sum(x))
-        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=rel_error(r64, exact)))
         bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
     bar.close()
     return rows
 
 
 def dtype_name(dt: str) -> str:
-    return common.dtype_label(dt)
+    return dtype_label(dt)
 
 
 # ----------------------------------------------------------------------------------------------------------- GPU
@@ -288,11 +297,11 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     from tcreduce._device import named_device
 
     try:
-        emulate = common.require("tcreduce.emulate", "the GPU == emulator panel", ("sum",))
-    except common.MissingInterface as e:
+        emulate = require("tcreduce.emulate", "the GPU == emulator panel", ("sum",))
+    except MissingInterface as e:
         emulate = None
         ctx.error(str(e))
-    dev_name = common.device_info().get("gpu_name", "H100")
+    dev_name = device_info().get("gpu_name", "H100")
     try:
         gpu_model = named_device(dev_name).name
     except ValueError:
@@ -300,19 +309,24 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
         ctx.note(f"{dev_name} is not a GPU the emulator models; bounds and emulation use H100's parameters")
     try:
         bounds: Optional[_Bounds] = _Bounds(ctx, gpu_model)
-    except common.MissingInterface as e:
+    except MissingInterface as e:
         bounds = None
         ctx.error(str(e))
     _check_exact_gpu(ctx)
-    methods = {dt: common.sum_methods(dt, ctx=ctx) for dt in DTYPES}
+    dtypes = [dt for dt in DTYPES if not format_missing(dt)]
+    for dt in DTYPES:
+        if format_missing(dt):
+            ctx.note(f"{dtype_name(dt)} not measured: {format_missing(dt)}")
+    methods = {dt: sum_methods(dt, ctx=ctx) for dt in dtypes}
     twins = _twins([m for ms in methods.values() for m in ms]) if emulate is not None else set()
-    comps = common.competitors(None, native=False)
+    comps = competitors(None, native=False)
+    torch_comps = [c for c in comps if c.lib == "torch"]  # bf16 / fp8 inputs are torch tensors
     if not any(c.label.startswith("torch") for c in comps):
-        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+        ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
     emu_sizes = set(cfg["emulator_check_sizes"])
     budget = _EmuBudget(ctx, *cfg["emulation_budget_s"])
     host_max = max([cfg["bound_direct_max"], *emu_sizes])
-    cases = [(dt, d, n) for dt in DTYPES for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
+    cases = [(dt, d, n) for dt in dtypes for d in cfg["distributions"].get(dt, []) for n in cfg["sizes"]]
     bar = ctx.bar(len(cases), NAME)
     rows: list[dict] = []
     slow: dict[str, int] = {}  # method -> n at which one call took longer than cfg["slow_call_s"]
@@ -320,9 +334,10 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
     for dt, dist, n in cases:
         seed = case_seed(dist, dt, n)
         x = make_input(dist, dt, n, seed, xp=cupy)
-        exact = common.exact_sum_gpu(x)
-        abs_sum = common.exact_sum_gpu(x, absolute=True)
-        host = cupy.asnumpy(x) if n <= host_max else None
+        x32 = float32_copy(x)
+        exact = exact_sum_gpu(x32)
+        abs_sum = exact_sum_gpu(x32, absolute=True)
+        host = to_host(x) if n <= host_max else None
         base = dict(dtype=dt, dist=dist, n=n, seed=seed, exact=exact, abs_sum=abs_sum,
                     cond=abs_sum / abs(exact) if exact else float("inf"), backend="gpu")
         for m in methods[dt]:
@@ -334,21 +349,21 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
             try:
                 if m.name not in warmed:  # compile and plan outside the timed call
                     warmed.add(m.name)
-                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                    to_numpy(tcreduce.sum(x, method=m.name))
                 t0 = time.perf_counter()
-                r32 = cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                r32 = to_numpy(tcreduce.sum(x, method=m.name))
                 dt_call = time.perf_counter() - t0
                 if dt_call > cfg["slow_call_s"] and m.name not in slow:  # again: a first call may have compiled
                     t0 = time.perf_counter()
-                    cupy.asnumpy(tcreduce.sum(x, method=m.name))
+                    to_numpy(tcreduce.sum(x, method=m.name))
                     dt_call = time.perf_counter() - t0
                 if dt_call > cfg["slow_call_s"] and m.name not in slow:
                     slow[m.name] = n
                     ctx.note(f"{m.name}: one call took over {cfg['slow_call_s']:g} s at n={n}; not run at larger n")
                 r = float(r32)
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
             except Exception as e:
-                row["note"] = common.error_note(e)
+                row["note"] = error_note(e)
                 ctx.error(f"accuracy {m.name} {dt} {dist} n={n}: {row['note'][7:]}")
                 rows.append(row)
                 continue
@@ -370,21 +385,21 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                     row["note"] = f"error: emulator: {type(e).__name__}: {e}"
                     ctx.error(f"emulate {m.name} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
-        for c in comps:
+        for c in (torch_comps if dt in NEW_FORMATS else comps):
             row = dict(base, kind="competitor", method=c.label)
             try:
-                with c.context(), common.torch_stream_guard():
+                with c.context(), torch_stream_guard():
                     r = float(c.call(c.wrap(x)))
-                row.update(result=r, rel_error=common.rel_error(r, exact))
+                row.update(result=r, rel_error=rel_error(r, exact))
             except Exception as e:
                 row["note"] = f"error: {type(e).__name__}: {e}"
                 ctx.error(f"accuracy {c.label} {dt} {dist} n={n}: {type(e).__name__}: {e}")
             rows.append(row)
-        r64 = float(cupy.sum(x, dtype=np.float64))
-        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=common.rel_error(r64, exact)))
-        del x, host
+        r64 = float(cupy.sum(x32, dtype=np.float64))
+        rows.append(dict(base, kind="float64", method="float64", result=r64, rel_error=rel_error(r64, exact)))
+        del x, x32, host
         if n >= 2**26:
-            common.free_gpu_memory()
+            free_gpu_memory()
         bar.update(1, f"{dtype_name(dt)} {dist} 2^{int(math.log2(n))}")
     bar.close()
     return rows

@@ -15,8 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import common
-from .common import Context, TimingConfig
+from .ceiling import time_copy, time_read_kernel
+from .competitors import competitors, torch_stream_guard
+from .context import Context
+from .env import free_gpu_memory
+from .exact import exact_sum_gpu, rel_error
+from .inputs import case_seed, random_pool
+from .methods import LADDER_ORDER, sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
+from .timing import TimingConfig, time_gpu
 
 NAME = "ladder"
 NEEDS_GPU = True
@@ -58,25 +65,25 @@ def run(ctx: Context) -> list[Path]:
 
     cfg = config(ctx)
     tcfg = TimingConfig.for_mode(ctx.mode)
-    rungs = [m.name for m in common.sum_methods("float32", ladder=True, ctx=ctx)]
+    rungs = [m.name for m in sum_methods("float32", ladder=True, ctx=ctx)]
     if not rungs:
         raise RuntimeError("no ladder_* methods are registered in this tcreduce checkout (issue 5's methods); "
                            "the ladder study has nothing to measure")
-    missing = [r for r in common.LADDER_ORDER if r not in rungs and ctx.want(r)]
+    missing = [r for r in LADDER_ORDER if r not in rungs and ctx.want(r)]
     if missing:
         ctx.note(f"ladder rungs not registered (not measured): {', '.join(missing)}")
     refs: list[tuple[str, str, Any]] = []
     if ctx.want("shuffle"):
         refs.append(("shuffle", "tcreduce", None))
-    for c in common.competitors(None, native=False):
+    for c in competitors(None, native=False):
         refs.append((c.label, "library", c))
     rows: list[dict] = []
     bar = ctx.bar(len(cfg["sizes"]) * (len(rungs) + len(refs) + 1), NAME)
     for size_label, n in cfg["sizes"]:
-        x = common.random_pool("float32", n, seed=common.case_seed(NAME, n))
-        exact = common.exact_sum_gpu(x)
-        t_read, rc = common.time_read_kernel([x], tcfg)
-        t_copy = common.time_copy(n * 4, tcfg)
+        x = random_pool("float32", n, seed=case_seed(NAME, n))
+        exact = exact_sum_gpu(x)
+        t_read, rc = time_read_kernel([x], tcfg)
+        t_copy = time_copy(n * 4, tcfg)
         read_gbs = (n * 4) // 16 * 16 / t_read.median_s / 1e9
         copy_gbs = 2 * n * 4 / t_copy.median_s / 1e9
         ceiling = max(read_gbs, copy_gbs)
@@ -104,27 +111,27 @@ def run(ctx: Context) -> list[Path]:
                 row.update(seed_version=claim[0], seed_claim_gbs=claim[1], seed_claim_pct=claim[2])
             try:
                 if kind == "library":
-                    with call.context(), common.torch_stream_guard():
+                    with call.context(), torch_stream_guard():
                         r = float(call.call(inp))
-                        t = common.time_gpu(call.call, [inp], tcfg)
+                        t = time_gpu(call.call, [inp], tcfg)
                 else:
                     r = float(call(inp))
-                    t = common.time_gpu(call, [inp], tcfg)
+                    t = time_gpu(call, [inp], tcfg)
                 gbs = row["bytes"] / t.median_s / 1e9
                 row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps,
-                           gbs=gbs, frac_ceiling=gbs / ceiling, rel_error=common.rel_error(r, exact))
+                           gbs=gbs, frac_ceiling=gbs / ceiling, rel_error=rel_error(r, exact))
             except Exception as e:
-                row["note"] = common.error_note(e)
+                row["note"] = error_note(e)
                 ctx.error(f"ladder {label} n={size_label}: {row['note'][7:]}")
             rows.append(row)
             bar.update(1, f"{size_label} {label}")
         del x, entries
-        common.free_gpu_memory()
+        free_gpu_memory()
     bar.close()
     _ = tcreduce
-    meta = common.metadata(NAME, ctx, cfg, {"notes": list(ctx.notes)})
-    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    meta = metadata(NAME, ctx, cfg, {"notes": list(ctx.notes)})
+    paths = [write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(ctx.out / f"{NAME}.json", meta)]
     from . import plotting
 
     return paths + plotting.plot_ladder(ctx.out / f"{NAME}.csv", ctx.out)

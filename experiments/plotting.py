@@ -15,11 +15,13 @@ from typing import Any, Iterable, Optional, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt   # noqa: E402
+from matplotlib.lines import Line2D   # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .common import DISTRIBUTIONS, LADDER_ORDER, dist_label, num, read_csv  # noqa: E402
+from .inputs import DISTRIBUTIONS, dist_label  # noqa: E402
+from .methods import LADDER_ORDER  # noqa: E402
+from .records import num, read_csv  # noqa: E402
 
 __all__ = ["plot_accuracy", "plot_throughput", "plot_segments", "plot_tradeoff", "plot_ladder", "PLOTTERS",
            "style_for", "save"]
@@ -42,6 +44,8 @@ _STYLES: dict[str, dict[str, Any]] = {
     "cupy.sum CUB": dict(color="#17becf", marker="X", ls=":", lw=1.4),
     "cupy.sum no CUB": dict(color="#7f7f7f", marker="x", ls=":", lw=1.2),
     "cupy.sum fp64": dict(color="#bcbd22", marker="*", ls=":", lw=1.2),
+    "triton (tuned)": dict(color="#8c564b", marker="h", ls=":", lw=1.4),
+    "torch.compile": dict(color="#393b79", marker="p", ls=":", lw=1.2),
     "float64": dict(color="black", marker=".", ls="-", lw=0.8),
     "read kernel": dict(color="black", marker="", ls="--", lw=1.0),
     "d2d copy": dict(color="#555555", marker="", ls="-.", lw=1.0),
@@ -49,7 +53,9 @@ _STYLES: dict[str, dict[str, Any]] = {
 _FALLBACK = ["#8c564b", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d",
              "#31a354", "#756bb1", "#636363"]
 
-DTYPE_LABEL = {"float16": "fp16", "float32": "fp32"}
+DTYPE_LABEL = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16", "float8_e4m3fn": "fp8 e4m3",
+               "float8_e5m2": "fp8 e5m2"}
+DTYPE_ORDER = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 ZERO_FLOOR = 1e-17  # relative errors of exactly 0 are drawn here on log axes
 
 
@@ -213,7 +219,7 @@ def _accuracy_grid(rows, meta, out_dir, stem, pred, title, with_bounds=True) -> 
     series = _acc_series(rows, pred)
     if not series:
         return _empty_figure(out_dir, stem, meta, "no accuracy rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in series)]
     fig, axes = plt.subplots(len(dtypes), len(dists), figsize=(2.9 * len(dists) + 0.6, 2.5 * len(dtypes) + 1.2),
                              squeeze=False, sharex=True)
@@ -298,7 +304,7 @@ def _accuracy_emulator(rows, meta, out_dir) -> list[Path]:
         c[1] += 1
         c[0] += r["emu_equal"] == "true"
     methods = _ordered({k[0] for k in cells})
-    cols = [(dt, d) for dt in ("float16", "float32") for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
+    cols = [(dt, d) for dt in DTYPE_ORDER for d in DISTRIBUTIONS if any(k[1:] == (dt, d) for k in cells)]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 + 1.05 * len(cols)), 1.9 + 0.36 * len(methods)))
     ax.grid(False)
     for i, m in enumerate(methods):
@@ -366,7 +372,7 @@ def _throughput_figure(rows, meta, out_dir, stem: str, graph: bool, title: str) 
         series[(r["dtype"], r["method"])].append((num(r["n"]), num(val)))
     if not series:
         return _empty_figure(out_dir, stem, meta, "no throughput rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.6), squeeze=False, sharey=True)
     handles: dict = {}
     for j, dt in enumerate(dtypes):
@@ -402,7 +408,7 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
         series[(r["dtype"], r["layout"], r["method"])].append((num(r["n"]), num(r["gbs"]), r.get("kind", "")))
     if not series:
         return _empty_figure(out_dir, "segments", meta, "no segment rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in series)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in series)]
     layouts = [lay for lay in ("rows", "cols") if any(k[1] == lay for k in series)]
     all_n = [p[0] for v in series.values() for p in v]
     total = meta.get("total_bytes", "")
@@ -463,8 +469,9 @@ def plot_segments(csv_path: Path, out_dir: Path) -> list[Path]:
                 ax.set_xlabel("n (segment length)")
             _collect(handles, ax)
     labs = _ordered(handles)
-    _finish(fig, "Speedup of each tcreduce method over the fastest library call (torch.sum, cupy.sum with CUB on "
-                 "or off) at the same segment length", [handles[lab] for lab in labs], labs)
+    _finish(fig, "Speedup of each tcreduce method over the fastest competitor (torch.sum, cupy.sum with CUB on "
+                 "or off, tuned Triton, torch.compile, where measured) at the same segment length",
+            [handles[lab] for lab in labs], labs)
     paths += save(fig, out_dir, "segments_speedup", meta)
     return paths
 
@@ -537,7 +544,7 @@ def plot_tradeoff(csv_path: Path, out_dir: Path) -> list[Path]:
                                              num(r.get("rel_error_min")), num(r.get("rel_error_max"))))
     if not pts:
         return _empty_figure(out_dir, "tradeoff", meta, "no trade-off rows")
-    dtypes = [d for d in ("float16", "float32") if any(k[0] == d for k in pts)]
+    dtypes = [d for d in DTYPE_ORDER if any(k[0] == d for k in pts)]
     dists = [d for d in DISTRIBUTIONS if any(k[1] == d for k in pts)]
     styles = _point_styles(_ordered({q[2] for v in pts.values() for q in v}))
     fig, axes = plt.subplots(len(dists), len(dtypes), figsize=(5.8 * len(dtypes), 4.0 * len(dists) + 1.4),

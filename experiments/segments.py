@@ -1,7 +1,9 @@
 """Segment-size sweep (the paper's headline chart): shapes [M, n] summed over the last axis and [n, M] summed over
 the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16 and fp32, every tcreduce
-sum method (not the ladder rungs: full sums only) beside ``torch.sum`` and ``cupy.sum`` with CUB on and off, all
-accumulating in fp32 into an fp32 output.
+sum method (not the ladder rungs: full sums only) beside ``torch.sum``, ``cupy.sum`` with CUB on and off, tuned
+Triton row and column kernels and ``torch.compile``'d torch.sum (where torch and Triton are installed; each checked
+against a float64 sum before it is timed: :mod:`experiments.competitors`), all accumulating in fp32 into an fp32
+output.
 
 One random pool per dtype (uniform [-0.25, 0.75)) is reshaped for every n, so every method reads the same bytes; the
 pool exceeds the L2 cache many times, so no rotation is needed. GB/s counts the input read once plus the fp32 outputs
@@ -18,8 +20,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import common
-from .common import Context, TimingConfig
+from .ceiling import measure_ceiling
+from .competitors import competitors, torch_stream_guard, tuned_missing
+from .context import Context
+from .env import free_gpu_memory, torch_missing_reason
+from .inputs import case_seed, dtype_label, random_pool
+from .methods import FULL_SUM_ONLY, sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
+from .timing import TimingConfig, fill_timing, time_gpu
 
 NAME = "segments"
 NEEDS_GPU = True
@@ -54,20 +62,23 @@ def run(ctx: Context) -> list[Path]:
     cfg = config(ctx)
     tcfg = TimingConfig(**cfg["timing"])
     total = cfg["total_bytes"]
-    ceiling = common.measure_ceiling(total, TimingConfig.for_mode(ctx.mode))
+    ceiling = measure_ceiling(total, TimingConfig.for_mode(ctx.mode))
     ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
              f"({total / 2**20:.0f} MiB)")
-    comps_probe = common.competitors(-1)
+    comps_probe = competitors(-1, tuned=True)
     if not any(c.label == "torch.sum" for c in comps_probe):
-        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
-    methods = {dt: [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx)] for dt in DTYPES}
+        ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
+    for why in tuned_missing():
+        ctx.note(why)
+    methods = {dt: [m.name for m in sum_methods(dt, ladder=False, ctx=ctx) if m.name not in FULL_SUM_ONLY]
+               for dt in DTYPES}
     n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in DTYPES)
     bar = ctx.bar(n_total, NAME)
     rows: list[dict] = []
     for dt in DTYPES:
         itemsize = 2 if dt == "float16" else 4
         elems = total // itemsize
-        pool = common.random_pool(dt, elems, seed=common.case_seed(NAME, dt), low=-0.25, high=0.75)
+        pool = random_pool(dt, elems, seed=case_seed(NAME, dt), low=-0.25, high=0.75)
         for n in cfg["segment_lengths"]:
             m_out = elems // n
             for layout in LAYOUTS:
@@ -81,32 +92,33 @@ def run(ctx: Context) -> list[Path]:
                             bytes=m_out * n * itemsize + m_out * 4)
                 entries: list[tuple[str, str, Any, list]] = [(m, "tcreduce", _tc_call(m, axis), [x])
                                                              for m in methods[dt]]
-                for c in common.competitors(axis):
+                for c in competitors(axis, tuned=True):
                     entries.append((c.label, "competitor", c, [c.wrap(x)]))
                 for label, kind, call, inputs in entries:
                     row = dict(base, method=label, kind=kind)
                     try:
                         if kind == "competitor":
-                            with call.context(), common.torch_stream_guard():
-                                t = common.time_gpu(call.call, inputs, tcfg)
+                            with call.context(), torch_stream_guard():
+                                call.prepare(inputs[0])  # tuning, compilation, correctness checks (not timed)
+                                t = time_gpu(call.call, inputs, tcfg)
                         else:
-                            t = common.time_gpu(call, inputs, tcfg)
-                        common.fill_timing(row, t, ceiling.gbs)
+                            t = time_gpu(call, inputs, tcfg)
+                        fill_timing(row, t, ceiling.gbs)
                     except Exception as e:
-                        row["note"] = common.error_note(e)
+                        row["note"] = error_note(e)
                         ctx.error(f"segments {label} {dt} {layout} n={n}: {row['note'][7:]}")
                     rows.append(row)
-                    bar.update(1, f"{common.dtype_label(dt)} {layout} n=2^{int(math.log2(n))} {label}")
+                    bar.update(1, f"{dtype_label(dt)} {layout} n=2^{int(math.log2(n))} {label}")
                 del x, entries
         del pool
-        common.free_gpu_memory()
+        free_gpu_memory()
     bar.close()
-    meta = common.metadata(NAME, ctx, cfg, {"ceiling": ceiling.as_dict(), "notes": list(ctx.notes),
+    meta = metadata(NAME, ctx, cfg, {"ceiling": ceiling.as_dict(), "notes": list(ctx.notes),
                                             "csv_header": {"ceiling_gbs": ceiling.gbs,
                                                            "read_kernel_gbs": ceiling.read_gbs,
                                                            "copy_gbs": ceiling.copy_gbs, "total_bytes": total}})
-    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    paths = [write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(ctx.out / f"{NAME}.json", meta)]
     from . import plotting
 
     return paths + plotting.plot_segments(ctx.out / f"{NAME}.csv", ctx.out)

@@ -1,13 +1,15 @@
 """Throughput study: GB/s and fraction of the measured bandwidth ceiling versus N for full sums, fp16 and fp32,
-every tcreduce sum method (the ladder rungs have their own study) beside ``torch.sum`` and ``cupy.sum`` with CUB on and
-off, all accumulating in fp32, and the plain read kernel at the same N.
+every tcreduce sum method (the ladder rungs have their own study) beside ``torch.sum``, ``cupy.sum`` with CUB on and
+off, a tuned Triton two-stage sum and ``torch.compile``'d torch.sum (where torch and Triton are installed; each checked
+against a float64 sum before it is timed: :mod:`experiments.competitors`), all accumulating in fp32, and the plain
+read kernel at the same N.
 
 N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). Inputs are uniform random in
 [-0.25, 0.75) from one pool per dtype; small N rotate among views of the pool so that the bytes touched exceed twice
 the L2 cache (up to 1024 views, so N below about 2^15 fp16 stays partly L2-resident, and is launch-bound anyway).
-Two timings per point: back-to-back calls from Python (:func:`experiments.common.time_gpu`; for small N the
+Two timings per point: back-to-back calls from Python (:func:`experiments.timing.time_gpu`; for small N the
 per-call cost of a stream of calls, host dispatch included: ``time_us``, ``gbs``) and, where a call takes under
-1 ms, the same calls captured into a CUDA graph and replayed (:func:`experiments.common.time_graph`; the GPU's cost
+1 ms, the same calls captured into a CUDA graph and replayed (:func:`experiments.timing.time_graph`; the GPU's cost
 without host dispatch: ``graph_us``, ``graph_gbs``; torch through torch.cuda.graph). Graphs replay up to 256
 captured calls, so small N rotate among at most 256 buffers there. A method whose call takes longer than 50 ms
 (10 ms with --quick) is not timed at larger N (the CSV says so). Bytes: the input once plus the 4-byte output.
@@ -23,8 +25,16 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import common
-from .common import Context, TimingConfig
+from .ceiling import measure_ceiling, read_launcher, time_read_kernel
+from .competitors import competitors, torch_stream_guard, tuned_missing
+from .context import Context
+from .env import free_gpu_memory, l2_bytes, torch_missing_reason
+from tcreduce.formats import get_format
+
+from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, rotating_views, torch_view
+from .methods import sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
+from .timing import TimingConfig, fill_timing, time_gpu, time_graph
 
 NAME = "throughput"
 NEEDS_GPU = True
@@ -34,7 +44,7 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "buffers",
            "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "graph_us", "graph_p10_us",
            "graph_p90_us", "graph_calls", "graph_gbs", "graph_frac_ceiling", "note"]
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 
 
 def config(ctx: Context) -> dict[str, Any]:
@@ -60,35 +70,43 @@ def run(ctx: Context) -> list[Path]:
     cfg = config(ctx)
     tcfg = TimingConfig.for_mode(ctx.mode)
     gcfg = dataclasses.replace(tcfg, target_s=min(tcfg.target_s, 0.03))
-    ceiling = common.measure_ceiling(cfg["ceiling_bytes"], tcfg)
+    ceiling = measure_ceiling(cfg["ceiling_bytes"], tcfg)
     ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
              f"({ceiling.bytes / 2**20:.0f} MiB)")
-    comps = common.competitors(None)
+    comps = competitors(None, tuned=True)
     if not any(c.label == "torch.sum" for c in comps):
-        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
+        ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
+    for why in tuned_missing():
+        ctx.note(why)
     rows: list[dict] = []
-    l2 = common.l2_bytes()
+    l2 = l2_bytes()
     plan = []
     for dt in DTYPES:
-        methods = [m.name for m in common.sum_methods(dt, ladder=False, ctx=ctx)]
+        if format_missing(dt):
+            ctx.note(f"{dtype_label(dt)} not measured: {format_missing(dt)}")
+            continue
+        methods = [m.name for m in sum_methods(dt, ladder=False, ctx=ctx)]
         plan.append((dt, methods))
-    total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)
+    total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)  # an upper bound
     bar = ctx.bar(total, NAME)
     for dt, methods in plan:
-        itemsize = 2 if dt == "float16" else 4
+        itemsize = get_format(dt).itemsize
+        fmt = {"format": dt} if dt in NEW_FORMATS else {}
+        # bf16 / fp8 pools are raw bits: CuPy has no such dtype, so only torch's competitors (on torch views) apply
+        dt_comps = [c for c in comps if c.lib == "torch"] if fmt else comps
         pool_n = max(max(cfg["sizes"]), (4 * l2) // itemsize)
-        pool = common.random_pool(dt, pool_n, seed=common.case_seed(NAME, dt), low=-0.25, high=0.75)
+        pool = random_pool(dt, pool_n, seed=case_seed(NAME, dt), low=-0.25, high=0.75)
         dropped: dict[str, int] = {}
         for n in cfg["sizes"]:
-            views = common.rotating_views(pool, n)
+            views = rotating_views(pool, n)
             ws = len(views) * n * itemsize
             base = dict(dtype=dt, n=n, buffers=len(views), working_set_mib=ws / 2**20, l2_resident=ws < 2 * l2,
                         bytes=n * itemsize + 4)
             entries: list[tuple[str, str, Any, list]] = []
             for m in methods:
-                entries.append((m, "tcreduce", _tc_call(m), views))
-            for c in comps:
-                entries.append((c.label, "competitor", c, [c.wrap(v) for v in views]))
+                entries.append((m, "tcreduce", _tc_call(m, **fmt), views))
+            for c in dt_comps:
+                entries.append((c.label, "competitor", c, [torch_view(v, dt) if fmt else c.wrap(v) for v in views]))
             entries.append(("read kernel", "ceiling", None, views))
             for label, kind, call, inputs in entries:
                 row = dict(base, method=label, kind=kind)
@@ -100,36 +118,37 @@ def run(ctx: Context) -> list[Path]:
                     continue
                 try:
                     if kind == "ceiling":
-                        t, _ = common.time_read_kernel(inputs, tcfg, ceiling.read_config)
+                        t, _ = time_read_kernel(inputs, tcfg, ceiling.read_config)
                         row["bytes"] = (n * itemsize) // 16 * 16
                     elif kind == "competitor":
-                        with call.context(), common.torch_stream_guard():
-                            t = common.time_gpu(call.call, inputs, tcfg)
+                        with call.context(), torch_stream_guard():
+                            call.prepare(inputs[0])  # tuning, compilation, correctness checks (not timed)
+                            t = time_gpu(call.call, inputs, tcfg)
                     else:
-                        t = common.time_gpu(call, inputs, tcfg)
-                    common.fill_timing(row, t, ceiling.gbs)
+                        t = time_gpu(call, inputs, tcfg)
+                    fill_timing(row, t, ceiling.gbs)
                     if t.median_s > cfg["slow_cutoff_s"]:
                         dropped[label] = n
                     if t.median_s < cfg["graph_below_s"]:
                         _graph(row, label, kind, call, inputs, gcfg, ceiling)
                 except Exception as e:
-                    row["note"] = common.error_note(e)
+                    row["note"] = error_note(e)
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
                 rows.append(row)
-                bar.update(1, f"{common.dtype_label(dt)} 2^{int(math.log2(n))} {label}")
+                bar.update(1, f"{dtype_label(dt)} 2^{int(math.log2(n))} {label}")
             del views, entries
         del pool
-        common.free_gpu_memory()
+        free_gpu_memory()
     bar.close()
     cupy.cuda.Device().synchronize()
     return write(ctx, rows, cfg, ceiling.as_dict())
 
 
-def _tc_call(method: str):
+def _tc_call(method: str, **kw):
     import tcreduce
 
     def call(x):
-        return tcreduce.sum(x, method=method)
+        return tcreduce.sum(x, method=method, **kw)
 
     return call
 
@@ -138,14 +157,14 @@ def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingCon
     """Add the CUDA-graph timing of one point (errors go to the note: the call timing stands)."""
     try:
         if kind == "ceiling":
-            g = common.time_graph(common.read_launcher(ceiling.read_config), inputs, tcfg)
-        elif kind == "competitor" and label.startswith("torch"):
-            g = common.time_graph(call.call, inputs, tcfg, lib="torch")
+            g = time_graph(read_launcher(ceiling.read_config), inputs, tcfg)
+        elif kind == "competitor" and call.lib == "torch":
+            g = time_graph(call.call, inputs, tcfg, lib="torch")
         elif kind == "competitor":
             with call.context():
-                g = common.time_graph(call.call, inputs, tcfg)
+                g = time_graph(call.call, inputs, tcfg)
         else:
-            g = common.time_graph(call, inputs, tcfg)
+            g = time_graph(call, inputs, tcfg)
     except Exception as e:
         row["note"] = f"graph timing failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return
@@ -156,11 +175,11 @@ def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingCon
 
 
 def write(ctx: Context, rows: list[dict], cfg: dict, ceiling: dict) -> list[Path]:
-    meta = common.metadata(NAME, ctx, cfg, {"ceiling": ceiling, "notes": list(ctx.notes),
+    meta = metadata(NAME, ctx, cfg, {"ceiling": ceiling, "notes": list(ctx.notes),
                                             "csv_header": {k: ceiling[k] for k in ("ceiling_gbs", "read_kernel_gbs",
                                                                                    "copy_gbs", "ceiling_bytes")}})
-    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    paths = [write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(ctx.out / f"{NAME}.json", meta)]
     from . import plotting
 
     return paths + plotting.plot_throughput(ctx.out / f"{NAME}.csv", ctx.out)

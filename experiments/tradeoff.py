@@ -7,7 +7,7 @@ planner takes ``chain``; ``torch.sum`` and ``cupy.sum`` (CUB on and off) with fp
 accumulating in float64. Extend :data:`EXTRA_SETTINGS` for new method settings: (label, method, {planner kwargs}).
 
 N = 2^28 (2^24 with --quick), fp16 and fp32; inputs uniform [0, 1) and normal, 3 seeds each (1 with --quick),
-generated on the GPU; errors against exact sums (:func:`experiments.common.exact_sum_gpu`), median over the seeds.
+generated on the GPU; errors against exact sums (:func:`experiments.exact.exact_sum_gpu`), median over the seeds.
 Throughput is timed once per dtype on the first uniform input (bytes read: the input once).
 
 Needs a GPU. Outputs: tradeoff.csv, tradeoff.json, tradeoff.png/.pdf.
@@ -21,8 +21,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from . import common
-from .common import Context, MethodSetting, TimingConfig, case_seed, make_input
+from .competitors import competitors, torch_stream_guard
+from .context import Context
+from .env import free_gpu_memory, torch_missing_reason
+from .exact import exact_sum_gpu, rel_error
+from tcreduce.formats import get_format
+
+from .inputs import NEW_FORMATS, case_seed, float32_copy, format_missing, make_input
+from .methods import MethodSetting, run_setting, sum_methods
+from .records import error_note, metadata, write_csv, write_metadata
+from .timing import TimingConfig, time_gpu
 
 NAME = "tradeoff"
 NEEDS_GPU = True
@@ -31,7 +39,7 @@ WHY_GPU = "its x axis is throughput measured on a GPU"
 
 COLUMNS = ["dtype", "dist", "n", "label", "method", "settings", "kind", "time_us", "gbs", "rel_error_median",
            "rel_error_min", "rel_error_max", "seeds", "note"]
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 DISTS = ("uniform", "normal")
 CHAINS = (4, 16, 64, 256)
 
@@ -51,7 +59,7 @@ def settings(dtype: str, ctx: Context) -> list[MethodSetting]:
     """The tcreduce points of one dtype: each method by default, then the chain lengths, then EXTRA_SETTINGS."""
     from tcreduce import registry
 
-    out = [MethodSetting(m.name, m.name) for m in common.sum_methods(dtype, ladder=False, ctx=ctx)]
+    out = [MethodSetting(m.name, m.name) for m in sum_methods(dtype, ladder=False, ctx=ctx)]
     names = {s.method for s in out}
     if "tensorcore" in names and dtype == "float16":  # chains are a float16 setting (float32 flushes every step)
         params = inspect.signature(registry.get("tensorcore").planner).parameters
@@ -77,18 +85,22 @@ def run(ctx: Context) -> list[Path]:
     tcfg = TimingConfig.for_mode(ctx.mode)
     n = cfg["n"]
     rows: list[dict] = []
-    comps = common.competitors(None, float64=True)
+    comps = competitors(None, float64=True)
     if not any(c.label == "torch.sum" for c in comps):
-        ctx.note(f"torch.sum not measured: {common.torch_missing_reason()}")
-    points = {dt: settings(dt, ctx) for dt in DTYPES}
-    total = sum(len(points[dt]) + len(comps) for dt in DTYPES) * (1 + len(DISTS) * cfg["seeds"])
-    bar = ctx.bar(total, NAME)
+        ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
+    dtypes = [dt for dt in DTYPES if not format_missing(dt)]
     for dt in DTYPES:
-        itemsize = 2 if dt == "float16" else 4
+        if format_missing(dt):
+            ctx.note(f"{dt} not measured: {format_missing(dt)}")
+    points = {dt: settings(dt, ctx) for dt in dtypes}
+    total = sum(len(points[dt]) + len(comps) for dt in dtypes) * (1 + len(DISTS) * cfg["seeds"])
+    bar = ctx.bar(total, NAME)
+    for dt in dtypes:
+        itemsize = get_format(dt).itemsize
         entries: list[tuple[str, str, str, str, Any]] = []
         for s in points[dt]:
             entries.append((s.label, s.method, json.dumps(s.kwargs, sort_keys=True), "tcreduce", s))
-        for c in comps:
+        for c in (comps if dt not in NEW_FORMATS else [c for c in comps if c.lib == "torch"]):
             entries.append((c.label, c.label, "{}", "competitor", c))
         timing: dict[str, Any] = {}
         errors: dict[tuple[str, str], list[float]] = {}
@@ -96,24 +108,24 @@ def run(ctx: Context) -> list[Path]:
         for dist in DISTS:
             for k in range(cfg["seeds"]):
                 seed = case_seed(NAME, dist, dt, n, k)
-                x = make_input(dist, dt, n, seed, xp=cupy)
-                exact = common.exact_sum_gpu(x)
+                x = make_input(dist, dt, n, seed, xp=cupy)  # bf16 / fp8: a torch tensor
+                exact = exact_sum_gpu(float32_copy(x))
                 for label, _method, _, kind, obj in entries:
                     if label in failed:
                         bar.update(1 + (1 if (dist, k) == (DISTS[0], 0) else 0))
                         continue
                     try:
                         inp = obj.wrap(x) if kind == "competitor" else x
-                        fn = obj.call if kind == "competitor" else (lambda v, s=obj: common.run_setting(v, s))
+                        fn = obj.call if kind == "competitor" else (lambda v, s=obj: run_setting(v, s))
                         ctx_mgr = obj.context() if kind == "competitor" else _null()
-                        with ctx_mgr, common.torch_stream_guard():
+                        with ctx_mgr, torch_stream_guard():
                             r = float(fn(inp))
                             if (dist, k) == (DISTS[0], 0):
-                                timing[label] = common.time_gpu(fn, [inp], tcfg)
+                                timing[label] = time_gpu(fn, [inp], tcfg)
                                 bar.update(1)
-                        errors.setdefault((label, dist), []).append(common.rel_error(r, exact))
+                        errors.setdefault((label, dist), []).append(rel_error(r, exact))
                     except Exception as e:
-                        failed[label] = common.error_note(e)
+                        failed[label] = error_note(e)
                         ctx.error(f"tradeoff {label} {dt}: {failed[label][7:]}")
                     bar.update(1)
                 del x
@@ -131,11 +143,11 @@ def run(ctx: Context) -> list[Path]:
                         row.update(rel_error_median=statistics.median(errs), rel_error_min=min(errs),
                                    rel_error_max=max(errs), seeds=len(errs))
                 rows.append(row)
-        common.free_gpu_memory()
+        free_gpu_memory()
     bar.close()
-    meta = common.metadata(NAME, ctx, cfg, {"notes": list(ctx.notes), "csv_header": {"n": n}})
-    paths = [common.write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
-             common.write_metadata(ctx.out / f"{NAME}.json", meta)]
+    meta = metadata(NAME, ctx, cfg, {"notes": list(ctx.notes), "csv_header": {"n": n}})
+    paths = [write_csv(ctx.out / f"{NAME}.csv", rows, COLUMNS, meta),
+             write_metadata(ctx.out / f"{NAME}.json", meta)]
     from . import plotting
 
     return paths + plotting.plot_tradeoff(ctx.out / f"{NAME}.csv", ctx.out)

@@ -12,6 +12,8 @@
 //                     p[i + 2T], ... left to right starting from 0.0f, then block_fold.
 #pragma once
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 namespace tcr {
 
@@ -59,6 +61,20 @@ __device__ __forceinline__ float block_fold(float v, float* smem) {
     return block_combine<BLOCK>(warp_fold(v), smem);
 }
 
+// ------------------------------------------------------------------------------------------ work splits
+// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
+// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
+struct SplitRange {
+    i64 begin, end, nchunks;
+};
+template <int CHUNK>
+__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
+    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
+    const i64 begin = split * per_split * CHUNK;
+    const i64 end = min(length, begin + per_split * CHUNK);
+    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
+}
+
 // ------------------------------------------------------------------------------ single-pass grid combination
 // The last-block-done pattern (CUDA samples threadFenceReduction): each block publishes a partial, fences, and bumps
 // a counter; the block that sees count == expected - 1 is last, combines in a fixed order, and resets the counter to
@@ -103,35 +119,190 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
 }
 
 // ------------------------------------------------------------------------------------------ conversions
+// Every sum kernel writes its outputs through from_float (or, for exact sums, round_state), so that a NaN result is
+// always the canonical quiet NaN of the output dtype, whatever NaN the arithmetic produced (the GPU's 0x7FFFFFFF, a
+// NaN input's payload, a tensor core's): fp16 0x7E00, fp32 0x7FC00000, fp64 0x7FF8000000000000 (NumPy's np.nan bits;
+// the emulator canonicalises the same way, tcreduce/emulate/api.py).
+template <typename OutT> __device__ __forceinline__ OutT canonical_nan();
+template <> __device__ __forceinline__ float canonical_nan<float>() { return __uint_as_float(0x7FC00000u); }
+template <> __device__ __forceinline__ double canonical_nan<double>() {
+    return __longlong_as_double(0x7FF8000000000000LL);
+}
+template <> __device__ __forceinline__ __half canonical_nan<__half>() {
+    return __ushort_as_half((unsigned short)0x7E00u);
+}
+
 template <typename OutT> __device__ __forceinline__ OutT from_float(float v);
-template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ double from_float<double>(float v) { return (double)v; }
-template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v != v ? canonical_nan<float>() : v; }
+template <> __device__ __forceinline__ double from_float<double>(float v) {
+    return v != v ? canonical_nan<double>() : (double)v;
+}
+template <> __device__ __forceinline__ __half from_float<__half>(float v) {
+    return v != v ? canonical_nan<__half>() : __float2half_rn(v);
+}
 
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__nv_fp8_e4m3 v) { return float(v); }
+__device__ __forceinline__ float to_float(__nv_fp8_e5m2 v) { return float(v); }
+
+// ------------------------------------------------------------------------------------------ input formats
+// The input element types (kernels are templated on them; the data is read as raw bits):
+//   __half (fp16), __nv_bfloat16 (bf16), __nv_fp8_e4m3 / __nv_fp8_e5m2 (fp8, sm_89+), float.
+// Every format converts to fp32 exactly, and the fp8 formats to fp16 exactly (e5m2 is the top byte of an fp16;
+// e4m3's range 2^-9 .. 448 with 3 fraction bits lies inside fp16's).
+template <typename T> struct is_bf16 { static constexpr bool value = false; };
+template <> struct is_bf16<__nv_bfloat16> { static constexpr bool value = true; };
+template <typename T> struct is_fp8 { static constexpr bool value = false; };
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+
+// fp32 value of the element whose raw bits are the low sizeof(T) * 8 bits of w.
+template <typename T> __device__ __forceinline__ float bits_to_float(unsigned w);
+template <> __device__ __forceinline__ float bits_to_float<float>(unsigned w) { return __uint_as_float(w); }
+template <> __device__ __forceinline__ float bits_to_float<__half>(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+}
+template <> __device__ __forceinline__ float bits_to_float<__nv_bfloat16>(unsigned w) {
+    return __uint_as_float(w << 16);
+}
+template <> __device__ __forceinline__ float bits_to_float<__nv_fp8_e4m3>(unsigned w) {
+    return __half2float(__ushort_as_half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(w & 0xffu), __NV_E4M3).x));
+}
+template <> __device__ __forceinline__ float bits_to_float<__nv_fp8_e5m2>(unsigned w) {
+    return __half2float(__ushort_as_half((unsigned short)((w & 0xffu) << 8)));
+}
+
+// Two fp8 values (the low 16 bits of w: element 0 in bits 0..7) as an fp16x2 register (element 0 in the low half):
+// cvt.rn.f16x2.e4m3x2 (exact) for e4m3, a byte shuffle for e5m2.
+template <typename T> __device__ __forceinline__ unsigned fp8x2_to_half2(unsigned w);
+template <> __device__ __forceinline__ unsigned fp8x2_to_half2<__nv_fp8_e4m3>(unsigned w) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xffffu), __NV_E4M3);
+    return (unsigned)h.x | ((unsigned)h.y << 16);
+}
+template <> __device__ __forceinline__ unsigned fp8x2_to_half2<__nv_fp8_e5m2>(unsigned w) {
+    return __byte_perm(w, 0u, 0x1404);  // bytes (0, b0, 0, b1): each fp8 byte becomes the high byte of an fp16
+}
+
+// 8 consecutive elements as four 2-element registers in the tensor core's 16-bit input format (fp16 or bf16 as
+// stored; fp8 converted to fp16): one 16-byte load for 16-bit formats, one 8-byte load for fp8. p must be aligned
+// to 8 * sizeof(T) bytes. MODE as load16.
+// 8 consecutive elements as raw bits: a uint4 for 16-bit formats, a uint2 for fp8 (kept raw while loads are in
+// flight, converted by raw8_pairs just before the mma, so fp8 needs no more registers in flight than its bytes).
+template <bool B, typename A, typename C> struct pick_type { typedef A type; };
+template <typename A, typename C> struct pick_type<false, A, C> { typedef C type; };
+template <typename T> using raw8_t = typename pick_type<is_fp8<T>::value, uint2, uint4>::type;
+
+template <typename T>
+__device__ __forceinline__ raw8_t<T> raw8_zero() {
+    if constexpr (is_fp8<T>::value) return make_uint2(0u, 0u);
+    else return make_uint4(0u, 0u, 0u, 0u);
+}
+
+// One aligned load of p[0..8) (p aligned to 8 * sizeof(T) bytes). MODE as load16.
+template <typename T, int MODE>
+__device__ __forceinline__ raw8_t<T> load8_raw(const T* p) {
+    if constexpr (is_fp8<T>::value) {
+        if constexpr (MODE == 2) return __ldcs(reinterpret_cast<const uint2*>(p));
+        else return __ldg(reinterpret_cast<const uint2*>(p));
+    } else {
+        static_assert(sizeof(T) == 2, "16-bit formats");
+        return load16<MODE>(reinterpret_cast<const uint4*>(p));
+    }
+}
+
+// p[0..valid) one element at a time (valid < 8 allowed; absent elements are +0 bits).
+template <typename T>
+__device__ __forceinline__ raw8_t<T> load8_raw_masked(const T* p, i64 valid) {
+    constexpr int S = (int)sizeof(T);
+    unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        if (e < valid) {
+            const unsigned b = S == 1 ? (unsigned)*reinterpret_cast<const unsigned char*>(p + e)
+                                      : (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p + e));
+            w[(e * S) / 4] |= b << (8 * ((e * S) % 4));
+        }
+    }
+    if constexpr (is_fp8<T>::value) return make_uint2(w[0], w[1]);
+    else return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The 8 elements as four 2-element registers in the tensor core's 16-bit input format (fp16 or bf16 as stored, fp8
+// converted to fp16): element 2j in the low half of register j.
+template <typename T>
+__device__ __forceinline__ uint4 raw8_pairs(const raw8_t<T>& r) {
+    if constexpr (is_fp8<T>::value) {
+        return make_uint4(fp8x2_to_half2<T>(r.x), fp8x2_to_half2<T>(r.x >> 16), fp8x2_to_half2<T>(r.y),
+                          fp8x2_to_half2<T>(r.y >> 16));
+    } else {
+        return r;
+    }
+}
+
+// load8_raw then raw8_pairs.
+template <typename T, int MODE>
+__device__ __forceinline__ uint4 load8_as_pairs(const T* p) {
+    return raw8_pairs<T>(load8_raw<T, MODE>(p));
+}
+
+// The element at p as 16 bits of the tensor core's input format (fp8 converted to fp16).
+template <typename T>
+__device__ __forceinline__ unsigned short load1_as_bits16(const T* p) {
+    if constexpr (is_fp8<T>::value) {
+        const unsigned b = *reinterpret_cast<const unsigned char*>(p);
+        return (unsigned short)(fp8x2_to_half2<T>(b) & 0xffffu);
+    } else {
+        return __ldg(reinterpret_cast<const unsigned short*>(p));
+    }
+}
 
 // ------------------------------------------------------------------------------------------ tensor cores
 // 0x3C00 is 1.0 in binary16; one .f16x2 register of two ones.
-constexpr unsigned HALF2_ONES = 0x3C003C00u;
+inline constexpr unsigned HALF2_ONES = 0x3C003C00u;
+// 0x3F80 is 1.0 in bfloat16.
+inline constexpr unsigned BF16X2_ONES = 0x3F803F80u;
 
 // D = A * ones + C with mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (facts.md has the fragment layout).
 // a[0]: row g, cols 2t..2t+1; a[1]: row g+8, cols 2t..; a[2]: row g, cols 2t+8..; a[3]: row g+8, cols 2t+8..
 // c[0], c[1]: row g (cols 2t, 2t+1); c[2], c[3]: row g+8. With B all ones every column of a row holds its row sum.
+// T selects the instruction: .bf16.bf16 for __nv_bfloat16 (B = bf16 ones), .f16.f16 for every other format (fp8
+// arrives converted to fp16).
+template <typename T = __half>
 __device__ __forceinline__ void mma_rowsum(float c[4], const unsigned a[4]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(HALF2_ONES), "r"(HALF2_ONES));
+    if constexpr (is_bf16<T>::value) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(BF16X2_ONES), "r"(BF16X2_ONES));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(HALF2_ONES), "r"(HALF2_ONES));
+    }
 }
 
 // D = ones * B + C: the ones are the A operand, the data the B operand (b[0]: k = 2t..2t+1, b[1]: k = 2t+8..2t+9,
 // both in column n = g). Every row of D holds the 8 column sums: c[0] is column 2t, c[1] column 2t+1.
+template <typename T = __half>
 __device__ __forceinline__ void mma_colsum(float c[4], const unsigned b[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(b[0]), "r"(b[1]));
+    if constexpr (is_bf16<T>::value) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(b[0]), "r"(b[1]));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(b[0]), "r"(b[1]));
+    }
 }
 
 // Transposes an 8x8 b16 matrix held one .b32 per lane (row lane/4, cols 2(lane%4)..+1) across the warp.

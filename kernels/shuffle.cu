@@ -1,15 +1,16 @@
-// shuffle.cu: method "shuffle", the modern CUDA-core baseline (fp16 and fp32 input, fp32 accumulation).
+// shuffle.cu: method "shuffle", the modern CUDA-core baseline (fp16, bf16, fp8 e4m3/e5m2 and fp32 input, fp32
+// accumulation).
 //
 // Seeds: 003 v4-v6 (16-byte vector loads, __shfl_xor_sync warp reduction, one shared-memory hop per block), 001/004
 // reduce7 (many elements per thread, warp shuffle), CUB-like two-level combination made deterministic and single-pass
 // with the last-block-done pattern (cuda-samples threadFenceReduction) instead of v6's float atomics.
 //
 // Common to every kernel here:
-//   - VEC = 16 / sizeof(T) elements (8 halves or 4 floats) form a "chunk"; a chunk is read with one 16-byte load when
+//   - VEC = 16 / sizeof(T) elements (16 fp8, 8 fp16 or bf16, 4 floats) form a "chunk"; a chunk is read with one 16-byte load when
 //     the plan says the addresses allow it (ALIGNED) and the chunk is whole, else with VEC masked scalar loads. The
 //     order of additions never depends on how a chunk was loaded.
 //   - Every addition is a round-to-nearest fp32 add (no FMA contraction: there are no products; no fast-math).
-//     Elements are converted to fp32 exactly (__half2float). An accumulator starts at +0.0f and the elements of a
+//     Elements are converted to fp32 exactly (tcr::bits_to_float). An accumulator starts at +0.0f and the elements of a
 //     chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
 //     an accumulator that started at +0.0f, so "skipped" and "added as +0.0f" are the same bits.
 //   - UNROLL only decides how many chunks are in flight per thread; it never changes the order of additions.
@@ -30,9 +31,12 @@ struct Vec {
     static constexpr int N = 16 / (int)sizeof(T);
 };
 
-__device__ __forceinline__ unsigned load_bits(const float* p) { return __float_as_uint(__ldg(p)); }
-__device__ __forceinline__ unsigned load_bits(const __half* p) {
-    return (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p));
+// The raw bits of the element at p, in the low sizeof(T) * 8 bits.
+template <typename T>
+__device__ __forceinline__ unsigned load_bits(const T* p) {
+    if constexpr (sizeof(T) == 4) return __ldg(reinterpret_cast<const unsigned*>(p));
+    else if constexpr (sizeof(T) == 2) return (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p));
+    else return (unsigned)__ldg(reinterpret_cast<const unsigned char*>(p));
 }
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
@@ -40,63 +44,39 @@ __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 // The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1.
 template <typename T, bool VECTOR>
 __device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid) {
-    constexpr int N = Vec<T>::N;
+    constexpr int N = Vec<T>::N, S = (int)sizeof(T);
     if (VECTOR && valid >= N) return __ldg(reinterpret_cast<const uint4*>(p));
     unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-    for (int e = 0; e < N; ++e) {
-        if (e < valid) {
-            if constexpr (sizeof(T) == 4) {
-                w[e] = load_bits(p + e);
-            } else {
-                w[e >> 1] |= load_bits(p + e) << (16 * (e & 1));
-            }
-        }
-    }
+    for (int e = 0; e < N; ++e)
+        if (e < valid) w[(e * S) / 4] |= load_bits(p + e) << (8 * ((e * S) % 4));
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__device__ __forceinline__ float lo_half(unsigned w) {
-    return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
-}
-__device__ __forceinline__ float hi_half(unsigned w) {
-    return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+// Element e of a chunk, converted to fp32 exactly (e a compile-time constant after unrolling).
+template <typename T>
+__device__ __forceinline__ float chunk_elem(const uint4& v, int e) {
+    constexpr int S = (int)sizeof(T);
+    const unsigned w4[4] = {v.x, v.y, v.z, v.w};
+    return tcr::bits_to_float<T>(w4[(e * S) / 4] >> (8 * ((e * S) % 4)));
 }
 
 // acc += element 0, then element 1, ..., element VEC-1 of the chunk (increasing address order).
 template <typename T>
 __device__ __forceinline__ void add_chunk(float& acc, const uint4& v) {
-    if constexpr (sizeof(T) == 4) {
-        acc += __uint_as_float(v.x);
-        acc += __uint_as_float(v.y);
-        acc += __uint_as_float(v.z);
-        acc += __uint_as_float(v.w);
-    } else {
-        acc += lo_half(v.x); acc += hi_half(v.x);
-        acc += lo_half(v.y); acc += hi_half(v.y);
-        acc += lo_half(v.z); acc += hi_half(v.z);
-        acc += lo_half(v.w); acc += hi_half(v.w);
-    }
+#pragma unroll
+    for (int e = 0; e < Vec<T>::N; ++e) acc += chunk_elem<T>(v, e);
 }
 
 // acc[e] += element e of the chunk, for e = 0..VEC-1 (one accumulator per column).
 template <typename T>
 __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v) {
-    if constexpr (sizeof(T) == 4) {
-        acc[0] += __uint_as_float(v.x);
-        acc[1] += __uint_as_float(v.y);
-        acc[2] += __uint_as_float(v.z);
-        acc[3] += __uint_as_float(v.w);
-    } else {
-        acc[0] += lo_half(v.x); acc[1] += hi_half(v.x);
-        acc[2] += lo_half(v.y); acc[3] += hi_half(v.y);
-        acc[4] += lo_half(v.z); acc[5] += hi_half(v.z);
-        acc[6] += lo_half(v.w); acc[7] += hi_half(v.w);
-    }
+#pragma unroll
+    for (int e = 0; e < Vec<T>::N; ++e) acc[e] += chunk_elem<T>(v, e);
 }
 
 // Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte
-// aligned, scalar stores otherwise. Rounding to OutT is the same either way.
+// aligned, scalar stores otherwise. Rounding to OutT (tcr::from_float) is the same either way.
 template <typename OutT, int N>
 __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&v)[N], i64 valid) {
     constexpr int BYTES = N * (int)sizeof(OutT);
@@ -106,19 +86,22 @@ __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&
             if constexpr (sizeof(OutT) == 4) {
 #pragma unroll
                 for (int q = 0; q < N / 4; ++q)
-                    reinterpret_cast<float4*>(dst)[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+                    reinterpret_cast<float4*>(dst)[q] =
+                        make_float4(tcr::from_float<float>(v[4 * q]), tcr::from_float<float>(v[4 * q + 1]),
+                                    tcr::from_float<float>(v[4 * q + 2]), tcr::from_float<float>(v[4 * q + 3]));
             } else if constexpr (sizeof(OutT) == 8) {
 #pragma unroll
                 for (int q = 0; q < N / 2; ++q)
-                    reinterpret_cast<double2*>(dst)[q] = make_double2((double)v[2 * q], (double)v[2 * q + 1]);
+                    reinterpret_cast<double2*>(dst)[q] =
+                        make_double2(tcr::from_float<double>(v[2 * q]), tcr::from_float<double>(v[2 * q + 1]));
             } else {
 #pragma unroll
                 for (int q = 0; q < N / 8; ++q) {
                     unsigned w[4];
 #pragma unroll
                     for (int h = 0; h < 4; ++h)
-                        w[h] = tcr::pack_half2(__float2half_rn(v[8 * q + 2 * h]),
-                                               __float2half_rn(v[8 * q + 2 * h + 1]));
+                        w[h] = tcr::pack_half2(tcr::from_float<__half>(v[8 * q + 2 * h]),
+                                               tcr::from_float<__half>(v[8 * q + 2 * h + 1]));
                     reinterpret_cast<uint4*>(dst)[q] = make_uint4(w[0], w[1], w[2], w[3]);
                 }
             }
@@ -175,8 +158,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 
     float acc = 0.0f;
     if (g == 0) {
-        for (i64 e = 0; e < head; ++e) acc += tcr::to_float(x[e]);
-        for (i64 e = head + nv * N; e < n; ++e) acc += tcr::to_float(x[e]);
+        for (i64 e = 0; e < head; ++e) acc += tcr::bits_to_float<T>(load_bits(x + e));
+        for (i64 e = head + nv * N; e < n; ++e) acc += tcr::bits_to_float<T>(load_bits(x + e));
     }
     const i64 step = threads * UNROLL;
     i64 base = 0;

@@ -1,4 +1,12 @@
-// tensorcore.cu: fp16 sums on tensor cores with inline-PTX mma.sync.aligned.m16n8k16 (f32 += f16 * f16).
+// tensorcore.cu: fp16, bf16 and fp8 sums on tensor cores with inline-PTX mma.sync.aligned.m16n8k16 (f32 += f16 * f16,
+// or bf16 * bf16).
+//
+// Input formats (template parameter T): __half and __nv_bfloat16 go to the tensor core as stored (the .f16 or .bf16
+// instruction); __nv_fp8_e4m3 and __nv_fp8_e5m2 are converted to fp16 in registers (exact) and use the .f16
+// instruction. On Hopper that is what mma.sync.m16n8k32.e4m3 itself compiles to (F2FP conversions and two fp16
+// HMMA.16816: tcreduce/emulate/mma_model.py); doing it here lets every 16 values flush like fp16. Every kernel reads
+// 8 elements per lane where it reads 8 halves for fp16 (8-byte loads for fp8), so the order of additions, and the
+// emulator twin, are the fp16 ones on the converted values.
 //
 // The idea of Dakkak et al. (ICS 2019) and Navarro et al. (TPDS 2021): a sum is a product with a matrix of ones.
 // Unlike both, every partial sum here is fp32, and the tensor core's own accumulation (aligned, truncated, rounded
@@ -14,7 +22,7 @@ using namespace tcr;
 
 namespace {
 
-template <int CHAIN>
+template <typename T, int CHAIN>
 struct RowAccumulator {
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     float lo = 0.0f, hi = 0.0f;  // round-to-nearest sums of mma rows g and g + 8
@@ -28,7 +36,7 @@ struct RowAccumulator {
     }
     __device__ __forceinline__ void mma(unsigned a0, unsigned a1, unsigned a2, unsigned a3) {
         const unsigned a[4] = {a0, a1, a2, a3};
-        mma_rowsum(c, a);
+        mma_rowsum<T>(c, a);
         if (++pending == CHAIN) flush();
     }
     __device__ __forceinline__ void finish() {
@@ -36,31 +44,20 @@ struct RowAccumulator {
     }
 };
 
-__device__ __forceinline__ __half zero_half() { return __ushort_as_half((unsigned short)0); }
-
-// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
-// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
-struct SplitRange {
-    i64 begin, end, nchunks;
-};
-template <int CHUNK>
-__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
-    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
-    const i64 begin = split * per_split * CHUNK;
-    const i64 end = min(length, begin + per_split * CHUNK);
-    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
-}
-
-// VEC halves of one row starting at column col (masked: zero beyond cend or past the last row).
-template <int VEC, bool ALIGNED>
-__device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64 row, i64 m, i64 ld, i64 col,
-                                               i64 cend, unsigned (&w)[VEC / 2]) {
+// VEC elements of one row starting at column col as VEC/2 registers of 16-bit pairs (fp8 converted to fp16), masked:
+// zero beyond cend or past the last row. ALIGNED: the plan checked that VEC-element loads are aligned.
+template <typename T, int VEC, bool ALIGNED>
+__device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row, i64 m, i64 ld, i64 col, i64 cend,
+                                               unsigned (&w)[VEC / 2]) {
     const bool row_ok = row < m;
-    const __half* p = x + row * ld + col;
+    const T* p = x + row * ld + col;
     if (ALIGNED && row_ok && col + VEC <= cend) {
         if constexpr (VEC == 8) {
-            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+            const uint4 q = load8_as_pairs<T, 0>(p);
             w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+        } else if constexpr (is_fp8<T>::value) {
+            const unsigned q = __ldg(reinterpret_cast<const unsigned*>(p));
+            w[0] = fp8x2_to_half2<T>(q); w[1] = fp8x2_to_half2<T>(q >> 16);
         } else {
             const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
             w[0] = q.x; w[1] = q.y;
@@ -69,9 +66,9 @@ __device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64
     }
 #pragma unroll
     for (int e = 0; e < VEC; e += 2) {
-        const __half h0 = (row_ok && col + e < cend) ? __ldg(p + e) : zero_half();
-        const __half h1 = (row_ok && col + e + 1 < cend) ? __ldg(p + e + 1) : zero_half();
-        w[e / 2] = pack_half2(h0, h1);
+        const unsigned h0 = (row_ok && col + e < cend) ? load1_as_bits16(p + e) : 0u;
+        const unsigned h1 = (row_ok && col + e + 1 < cend) ? load1_as_bits16(p + e + 1) : 0u;
+        w[e / 2] = h0 | (h1 << 16);
     }
 }
 
@@ -89,39 +86,43 @@ __device__ __forceinline__ void load_row_piece(const __half* __restrict__ x, i64
 //     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does mmas in (it, u) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
-template <int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
 __global__ void __launch_bounds__(BLOCK, MINB)
-tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+    constexpr i64 VB = 8 * sizeof(T);  // bytes of one 8-element vector
     __shared__ float smem[32];
     const int lane = threadIdx.x & 31;
-    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15u);
-    const i64 head = min((i64)(((16 - misalign) & 15) >> 1), n);
+    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & (VB - 1));
+    const i64 head = min((i64)(((VB - misalign) & (VB - 1)) / (i64)sizeof(T)), n);
     const i64 nvec = (n - head) >> 3;
     const i64 tail = n - head - (nvec << 3);
-    const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x + head);
+    const T* __restrict__ v = x + head;
     const i64 nthreads = (i64)gridDim.x * BLOCK;
     const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
 
-    RowAccumulator<CHAIN> acc;
+    RowAccumulator<T, CHAIN> acc;
     if (blockIdx.x == 0 && threadIdx.x < 32 && head + tail > 0) {
-        __half h[8];
+        unsigned h[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const i64 j = (i64)lane * 8 + i;
-            h[i] = j < head ? x[j] : (j < head + tail ? x[n - tail + (j - head)] : zero_half());
+            h[i] = j < head ? load1_as_bits16(x + j) : (j < head + tail ? load1_as_bits16(x + n - tail + (j - head)) : 0u);
         }
-        acc.mma(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]), pack_half2(h[6], h[7]));
+        acc.mma(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
     }
     // warp-uniform loop bound: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
     for (i64 warp_base = tid - lane; warp_base < nvec; warp_base += nthreads * UNROLL) {
-        uint4 q[UNROLL];
+        raw8_t<T> q[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? load16<LOAD>(v + i) : make_uint4(0u, 0u, 0u, 0u);
+            q[u] = i < nvec ? load8_raw<T, LOAD>(v + 8 * i) : raw8_zero<T>();
         }
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) acc.mma(q[u].x, q[u].y, q[u].z, q[u].w);
+        for (int u = 0; u < UNROLL; ++u) {
+            const uint4 a = raw8_pairs<T>(q[u]);
+            acc.mma(a.x, a.y, a.z, a.w);
+        }
     }
     acc.finish();
     const float warp_total = warp_fold_rows(acc.lo + acc.hi);
@@ -150,9 +151,9 @@ tc_flat(const __half* __restrict__ x, i64 n, OutT* __restrict__ out, float* __re
 // step instead: the SHORT instantiation). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
 // (one warp: the value itself); with splits > 1 the per-split values go to ws[row * splits + s] and the last block of
 // the tile adds them in s order starting from 0.0f.
-template <int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, bool SHORT>
+template <typename T, int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, bool SHORT>
 __global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 2)
-tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
         unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 4 * VEC, W = VEC / 2;
     static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
@@ -165,7 +166,7 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     const i64 tile_step = (i64)gridDim.x * GROUPS;
 
-    auto mma_piece = [](RowAccumulator<CHAIN>& acc, const unsigned (&lo)[W], const unsigned (&hi)[W]) {
+    auto mma_piece = [](RowAccumulator<T, CHAIN>& acc, const unsigned (&lo)[W], const unsigned (&hi)[W]) {
         acc.mma(lo[0], hi[0], lo[1], hi[1]);
         if constexpr (VEC == 8) acc.mma(lo[2], hi[2], lo[3], hi[3]);
     };
@@ -216,14 +217,14 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 r = (tile0 + u * tile_step) * 16 + g;
-                load_row_piece<VEC, ALIGNED>(x, r, m, ld, c_begin + VEC * t, c_end, lo[u]);
-                load_row_piece<VEC, ALIGNED>(x, r + 8, m, ld, c_begin + VEC * t, c_end, hi[u]);
+                load_row_piece<T, VEC, ALIGNED>(x, r, m, ld, c_begin + VEC * t, c_end, lo[u]);
+                load_row_piece<T, VEC, ALIGNED>(x, r + 8, m, ld, c_begin + VEC * t, c_end, hi[u]);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 tile = tile0 + u * tile_step;
                 if (tile >= ntiles) break;  // warp-uniform
-                RowAccumulator<CHAIN> acc;
+                RowAccumulator<T, CHAIN> acc;
                 mma_piece(acc, lo[u], hi[u]);
                 acc.finish();
                 finish_tile(tile, acc.lo, acc.hi);
@@ -235,14 +236,14 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
     for (i64 tile_base = (i64)blockIdx.x * GROUPS; tile_base < ntiles; tile_base += tile_step) {
         const i64 tile = tile_base + group;
         const i64 r = tile * 16 + g;  // >= m for a tile past the end: loads are masked to zero
-        RowAccumulator<CHAIN> acc;
+        RowAccumulator<T, CHAIN> acc;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
             unsigned lo[UNROLL][W], hi[UNROLL][W];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + VEC * t;
-                load_row_piece<VEC, ALIGNED>(x, r, m, ld, col, c_end, lo[u]);
-                load_row_piece<VEC, ALIGNED>(x, r + 8, m, ld, col, c_end, hi[u]);
+                load_row_piece<T, VEC, ALIGNED>(x, r, m, ld, col, c_end, lo[u]);
+                load_row_piece<T, VEC, ALIGNED>(x, r + 8, m, ld, col, c_end, hi[u]);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
@@ -270,9 +271,9 @@ tc_rows(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ o
 // last block of the row adds them in s order from 0.0f.
 // CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
 // CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
-template <int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
+template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
-tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 256;
     static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
@@ -282,36 +283,34 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
     const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
-    // the 8 halves of a row at column col (zero past c_end) as one A fragment
-    auto load_piece = [&](const __half* __restrict__ xr, i64 col) -> uint4 {
-        if (col + 8 <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
-        __half h[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) h[e] = col + e < c_end ? xr[col + e] : zero_half();
-        return make_uint4(pack_half2(h[0], h[1]), pack_half2(h[2], h[3]), pack_half2(h[4], h[5]),
-                          pack_half2(h[6], h[7]));
+    // the 8 elements of a row at column col (zero past c_end), raw: raw8_pairs makes them one A fragment
+    auto load_piece = [&](const T* __restrict__ xr, i64 col) -> raw8_t<T> {
+        if (col + 8 <= c_end) return load8_raw<T, 2>(xr + col);
+        return load8_raw_masked<T>(xr + col, c_end - col);
     };
 
     if constexpr (CPR > 0) {
         static_assert(WPT == 1 && RIF >= 1, "the short-row path has one warp per row");
         const i64 step = (i64)gridDim.x * GROUPS;
         for (i64 row0 = (i64)blockIdx.x * GROUPS + group; row0 < m; row0 += step * RIF) {
-            uint4 v[RIF][CPR];
+            raw8_t<T> v[RIF][CPR];
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
                 const i64 row = row0 + u * step;
 #pragma unroll
                 for (int c = 0; c < CPR; ++c)
-                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + 8 * lane)
-                                      : make_uint4(0u, 0u, 0u, 0u);
+                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + 8 * lane) : raw8_zero<T>();
             }
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
                 const i64 row = row0 + u * step;
                 if (row >= m) break;  // warp-uniform
-                RowAccumulator<CHAIN> acc;
+                RowAccumulator<T, CHAIN> acc;
 #pragma unroll
-                for (int c = 0; c < CPR; ++c) acc.mma(v[u][c].x, v[u][c].y, v[u][c].z, v[u][c].w);
+                for (int c = 0; c < CPR; ++c) {
+                    const uint4 a = raw8_pairs<T>(v[u][c]);
+                    acc.mma(a.x, a.y, a.z, a.w);
+                }
                 acc.finish();
                 const float total = warp_fold_rows(acc.lo + acc.hi);
                 if (lane == 0) out[row] = from_float<OutT>(total);
@@ -321,18 +320,19 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
     // block-uniform row loop (the group combination synchronises the block)
     for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
         const i64 row = row_base + group;
-        RowAccumulator<CHAIN> acc;
+        RowAccumulator<T, CHAIN> acc;
         if (row < m) {  // warp-uniform
-            const __half* __restrict__ xr = x + row * ld;
+            const T* __restrict__ xr = x + row * ld;
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
-                uint4 v[UNROLL];
+                raw8_t<T> v[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u)
                     v[u] = load_piece(xr, c_begin + (ch + (i64)u * WPT) * CHUNK + 8 * lane);
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
-                    acc.mma(v[u].x, v[u].y, v[u].z, v[u].w);
+                    const uint4 a = raw8_pairs<T>(v[u]);
+                    acc.mma(a.x, a.y, a.z, a.w);
                 }
             }
         }
@@ -382,9 +382,9 @@ tc_rows_stream(const __half* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restr
 // split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip.
-template <int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL>
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL>
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
-tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
+tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS;
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
@@ -409,8 +409,8 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
                 const i64 strip = s0 + u;
                 const bool ok = strip < nstrips;
                 const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * 32 : 0;
-                load_row_piece<8, ALIGNED>(x + i * sa, g, r, sr, l0 + 8 * t, ok ? b : 0, lo[u]);
-                load_row_piece<8, ALIGNED>(x + i * sa, 8 + g, r, sr, l0 + 8 * t, ok ? b : 0, hi[u]);
+                load_row_piece<T, 8, ALIGNED>(x + i * sa, g, r, sr, l0 + 8 * t, ok ? b : 0, lo[u]);
+                load_row_piece<T, 8, ALIGNED>(x + i * sa, 8 + g, r, sr, l0 + 8 * t, ok ? b : 0, hi[u]);
             }
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
@@ -422,7 +422,7 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
                 for (int w = 0; w < 4; ++w) {
                     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                     const unsigned bf[2] = {movmatrix_trans(lo[u][w]), movmatrix_trans(hi[u][w])};
-                    mma_colsum(c, bf);
+                    mma_colsum<T>(c, bf);
                     acc[2 * w] = 0.0f + c[0];  // the flush of the general path: acc (0) += c
                     acc[2 * w + 1] = 0.0f + c[1];
                 }
@@ -443,7 +443,7 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
         const i64 i = strip_ok ? strip / strips_per_i : 0;
         const i64 l0 = strip_ok ? (strip % strips_per_i) * 32 : 0;
         const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
-        const __half* __restrict__ xs = x + i * sa;
+        const T* __restrict__ xs = x + i * sa;
         float c[4][4];
         float acc[8];
 #pragma unroll
@@ -453,12 +453,12 @@ tc_cols(const __half* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT*
             const i64 j0 = j_begin + ch * 16;
             unsigned lo[4], hi[4];
             // rows past j_end load zeros: treat them as rows past the end of a 0-column matrix
-            load_row_piece<8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo);
-            load_row_piece<8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi);
+            load_row_piece<T, 8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo);
+            load_row_piece<T, 8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi);
 #pragma unroll
             for (int w = 0; w < 4; ++w) {
                 const unsigned bf[2] = {movmatrix_trans(lo[w]), movmatrix_trans(hi[w])};
-                mma_colsum(c[w], bf);
+                mma_colsum<T>(c[w], bf);
             }
             if (++pending == CHAIN) {
 #pragma unroll

@@ -25,19 +25,8 @@ namespace tcr32 {
 
 using tcr::i64;
 using tcr::u64;
-
-// The part [begin, end) of `length` positions that split `split` of `splits` owns when the positions are cut into
-// chunks of CHUNK and the chunks into equal ranges (the last range may be short or empty), and its chunk count.
-struct SplitRange {
-    i64 begin, end, nchunks;
-};
-template <int CHUNK>
-__device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 split) {
-    const i64 per_split = ((length + CHUNK - 1) / CHUNK + splits - 1) / splits;
-    const i64 begin = split * per_split * CHUNK;
-    const i64 end = min(length, begin + per_split * CHUNK);
-    return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
-}
+using tcr::SplitRange;
+using tcr::split_range;
 
 __device__ __forceinline__ void unpack8(const uint4& a, const uint4& b, float (&v)[8]) {
     v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
@@ -435,7 +424,7 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int group = warp / WPT, q = warp % WPT;
     const i64 split = blockIdx.y;
-    const tcr32::SplitRange cols = tcr32::split_range<CHUNK>(k, splits, split);
+    const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     // the 4 floats of a row at column col (zero past c_end) as one vector
     auto load_vec = [&](const float* __restrict__ xr, i64 col) -> uint4 {

@@ -1,5 +1,9 @@
 """Accept CuPy arrays and any CUDA array (``__cuda_array_interface__`` or ``__dlpack__``, e.g. torch CUDA tensors);
-return results of the same kind."""
+return results of the same kind.
+
+bfloat16 and fp8 data has no CuPy dtype: it is viewed as its raw bits (uint16 / uint8) and its format travels beside
+it (``tcreduce.formats``). Torch tensors of those dtypes are recognised; raw CuPy arrays name their format with
+``format=``."""
 
 from __future__ import annotations
 
@@ -7,9 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["as_cupy", "DTYPE_NAMES"]
+__all__ = ["as_cupy", "as_cupy_input", "DTYPE_NAMES"]
 
 DTYPE_NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+_TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
 def _is_numpy_like(x: Any) -> bool:
@@ -35,8 +40,10 @@ def as_cupy(x: Any) -> tuple[Any, Callable[[Any], Any]]:
         if not x.is_cuda:
             raise TypeError("tcreduce.sum takes CUDA tensors; this torch tensor is on the CPU: use x.cuda(), or "
                             "tcreduce.emulate.sum(x.numpy(), ...)")
-        if x.dtype == torch.bfloat16:
-            raise TypeError("bfloat16 input is not supported yet; supported input dtypes: float16, float32")
+        raw = _TORCH_RAW.get(str(x.dtype).replace("torch.", ""))
+        if raw is not None:  # no CuPy dtype: its raw bits (as_cupy_input names the format)
+            bits = cupy.from_dlpack(x.view(getattr(torch, raw)))
+            return (bits.view(cupy.uint16) if raw == "int16" else bits), lambda r: torch.from_dlpack(r)
         return cupy.from_dlpack(x), lambda r: torch.from_dlpack(r)
     if hasattr(x, "__cuda_array_interface__"):
         return cupy.asarray(x), lambda r: r
@@ -44,3 +51,31 @@ def as_cupy(x: Any) -> tuple[Any, Callable[[Any], Any]]:
         return cupy.from_dlpack(x), lambda r: r
     raise TypeError(f"tcreduce.sum takes cupy.ndarray or CUDA arrays exposing __cuda_array_interface__ or "
                     f"__dlpack__, not {type(x).__name__}")
+
+
+def as_cupy_input(x: Any, fmt: Any = None) -> tuple[Any, Callable[[Any], Any], str]:
+    """(CuPy view of x, function turning a CuPy result back into x's kind, input format name).
+
+    The format is ``fmt`` when given (raw bits: a uint16 array for "bfloat16", uint8 for the fp8 formats; or the
+    array's own float16/float32 dtype), else the array's dtype (torch bfloat16 and fp8 tensors are recognised). Raises
+    TypeError when ``fmt`` does not fit the array."""
+    from .formats import get_format
+
+    torch_name = str(getattr(x, "dtype", "")).replace("torch.", "") if type(x).__module__.startswith("torch") else ""
+    xc, back = as_cupy(x)
+    if torch_name in _TORCH_RAW:
+        if fmt is not None and get_format(fmt).name != torch_name:
+            raise TypeError(f"format={fmt!r} does not match the tensor's dtype torch.{torch_name}")
+        return xc, back, torch_name
+    if fmt is None:
+        return xc, back, DTYPE_NAMES.get(xc.dtype, str(xc.dtype))
+    try:
+        f = get_format(fmt)
+    except ValueError as e:
+        raise TypeError(str(e)) from None
+    if xc.dtype == f.raw_dtype and f.name not in ("float16", "float32"):
+        return xc, back, f.name
+    if DTYPE_NAMES.get(xc.dtype) == f.name:
+        return xc, back, f.name
+    want = f"{f.raw_dtype} (its raw bits)" if f.name not in ("float16", "float32") else f.name
+    raise TypeError(f"format={f.name!r} needs a {want} array, got {xc.dtype}; e.g. x.view(cupy.{f.raw_dtype})")

@@ -1,21 +1,24 @@
-"""The rule behind ``method="auto"``: the fastest correct method for the dtype, axes and shape.
+"""``method="auto"``: the fastest eligible method measured for the dtype, form and size, looked up in the table that
+``scripts/derive_auto.py`` derives from the committed sweeps (``paper_figures/throughput.csv`` and
+``segments.csv``) and writes to :mod:`tcreduce._auto_table` (sources, measure, tie rule and exclusions are recorded
+there). ``tests/test_auto.py`` checks, for every swept point, that auto's pick is within 2% of the fastest eligible
+method measured there, and that the table is what the CSVs give.
 
-Backed by the H200 measurements committed in ``paper_figures/`` (throughput.csv, segments.csv; 512 MiB inputs,
-batched CUDA-event timing) and ``notes/performance.md``:
+Lookup:
 
-| input | form | measured (GB/s) | choice |
-|---|---|---|---|
-| fp16 | full sum, 2^28 | tensorcore 4281, shuffle 4312, torch 4032, CUB 1559 | tensorcore (tie within 1%) |
-| fp16 | last axis, n <= 32 | tensorcore 4142-4152, shuffle 4148-4207 | tensorcore (tie within 2%) |
-| fp16 | last axis, n >= 64 | shuffle 4026-4333, tensorcore 2358-3748 (tc_rows) | shuffle |
-| fp16 | other axes | shuffle 3174-4184, tensorcore 1672-3277 | shuffle |
-| fp32 | every form | shuffle (tensor-core methods take fp16 only) | shuffle |
+- form: "full" when every axis of size > 1 is reduced (length: the element count); "rows" when the reduced axes are
+  the trailing ones (length: the product of the reduced axes); "cols" otherwise (length: the same product).
+- bucket: log2 of the length, rounded to the nearest integer.
 
-Since that sweep, aligned rows of n >= 256 stream through tc_rows_stream and tie shuffle on an H100 (within 1.5%
-or ahead: notes/performance.md); the rule stays with shuffle there until the sweep is redone.
+Fallbacks (points outside the sweep, documented here and tested):
 
-Ties go to the tensor cores: one fused 16-term block per mma replaces 15 round-to-nearest additions, and its error
-bound is the smaller. Max and min use the shuffle max/min kernels.
+- a bucket below or above the swept range takes the nearest swept bucket (the smallest or largest);
+- a bucket inside the range that was not swept takes the nearest swept bucket (the smaller one on a tie);
+- a (dtype, form) the table lacks, a table method that is not registered or does not take the dtype, and every
+  reduction other than sum ("max", "min"): ``shuffle`` (it takes fp16 and fp32 in every form).
+
+The sweep holds the total input at 512 MiB for rows and columns; other totals use the same segment-length bucket. The
+table was measured on one GPU (see its sources) and is used for every device.
 """
 
 from __future__ import annotations
@@ -25,18 +28,51 @@ from typing import Any
 
 from ._plan import DeviceSpec
 
-__all__ = ["choose_method", "TENSORCORE_MAX_ROW"]
+__all__ = ["choose_method", "lookup", "form_of", "FALLBACK"]
 
-TENSORCORE_MAX_ROW = 32  # last-axis segments up to this length go to the tensor cores
+FALLBACK = "shuffle"
+# Formats the sweep has not measured yet borrow a measured one's rows: bf16 moves the same bytes with the same
+# instructions as fp16 (notes/formats.md: full sums and rows within 1% of fp16's on an H100). fp8: FALLBACK.
+MEASURED_AS = {"bfloat16": "float16"}
+
+
+def form_of(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[str, int]:
+    """(form, reduced length) of reducing ``axes`` of an array of ``shape`` (see the module docstring)."""
+    ndim = len(shape)
+    reduced = math.prod(shape[i] for i in axes)
+    if len(axes) == ndim or all(shape[i] == 1 for i in range(ndim) if i not in axes):
+        return "full", math.prod(shape)
+    if axes == tuple(range(ndim - len(axes), ndim)):
+        return "rows", reduced
+    return "cols", reduced
+
+
+def lookup(in_dtype: str, form: str, length: int) -> str:
+    """The table's method for a dtype, form and reduced length, with the fallbacks of the module docstring."""
+    from ._auto_table import TABLE
+
+    buckets = TABLE.get((in_dtype, form))
+    if not buckets:
+        return FALLBACK
+    b = 0 if length < 2 else int(math.floor(math.log2(length) + 0.5))
+    if b not in buckets:
+        b = min(buckets, key=lambda k: (abs(k - b), k))
+    name = buckets[b]
+    from . import registry
+
+    try:
+        m = registry.get(name)
+    except ValueError:
+        return FALLBACK
+    return name if in_dtype in m.dtypes else FALLBACK
 
 
 def choose_method(kind: str, x: Any, axes: tuple[int, ...], in_dtype: str, device: DeviceSpec) -> str:
-    if kind != "sum" or in_dtype != "float16":
-        return "shuffle"
-    ndim = len(x.shape)
-    if len(axes) == ndim or all(x.shape[i] == 1 for i in range(ndim) if i not in axes):
-        return "tensorcore"  # a full sum
-    reduced_last = axes == tuple(range(ndim - len(axes), ndim))
-    if reduced_last and math.prod(x.shape[i] for i in axes) <= TENSORCORE_MAX_ROW:
-        return "tensorcore"
-    return "shuffle"
+    """The method ``method="auto"`` runs for reduction ``kind`` of ``x`` (anything with a ``shape``) over ``axes``."""
+    if kind != "sum":
+        return FALLBACK
+    form, length = form_of(tuple(x.shape), tuple(axes))
+    name = lookup(MEASURED_AS.get(in_dtype, in_dtype), form, length)
+    from . import registry
+
+    return name if in_dtype in registry.get(name).dtypes else FALLBACK

@@ -1,17 +1,70 @@
 """Run a :class:`~tcreduce._plan.Plan` on the GPU: resolve its symbolic arguments and launch its kernels in order on
-CuPy's current stream, without synchronising the host."""
+CuPy's current stream, without synchronising the host.
+
+Per-call cost: a :class:`Launcher` looks its kernels up once; :meth:`Launcher.bind` turns every argument that does not
+change between calls (the workspace and counter addresses, the integers) into CuPy kernel-argument objects once, so
+that a call builds only the input and output addresses (:class:`BoundLaunch`). ``tcreduce.sum`` binds each launcher
+once per stream, to that stream's workspace and counters; a :func:`tcreduce.reducer` binds its own.
+
+Workspace and counters (``workspace_for``, ``counters_for``): one pool per (device, stream), allocated on first use
+and grown when a plan needs more. A pool that grows is replaced, never freed: launches bound to the old buffer (and
+CUDA graphs that captured them) keep valid memory. Allocating a pool while the stream captures a CUDA graph would
+bake a fresh allocation into the graph: that raises :class:`CaptureError` instead (warm up outside the capture).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from ._compile import get_function
 from ._plan import Buf, Plan
 
-__all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "launcher_for"]
+__all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "launcher_for", "kernel_arg",
+           "CaptureError", "is_capturing"]
 
-_COUNTERS: dict[tuple[int, int], object] = {}
-_WORKSPACES: dict[tuple[int, int], object] = {}
+try:  # an 8-byte kernel argument CuPy passes through as is (no conversion per launch)
+    from cupy.cuda.function import CIntptr as kernel_arg
+except ImportError:  # pragma: no cover - older CuPy: numpy scalars, converted by CuPy at every launch
+    kernel_arg = np.int64
+
+_COUNTERS: dict[tuple[int, int], Any] = {}
+_WORKSPACES: dict[tuple[int, int], Any] = {}
+_RETIRED: list = []  # pools replaced by larger ones: kept alive for launches and graphs bound to them
+
+
+class CaptureError(RuntimeError):
+    """Something tcreduce would have to allocate or free is needed while the stream is capturing a CUDA graph."""
+
+
+def is_capturing(stream_ptr: int) -> bool:
+    """Whether the stream (a raw handle) is capturing a CUDA graph (False for the legacy and per-thread default
+    streams, which cannot capture)."""
+    if stream_ptr in (0, 1, 2):
+        return False
+    import cupy
+
+    try:
+        return bool(cupy.cuda.runtime.streamIsCapturing(stream_ptr))
+    except Exception:  # an illegal query counts as capturing: the caller then refuses to allocate
+        return True
+
+
+def _pool(pools: dict, device_id: int, stream_ptr: int, size: int, what: str, make):
+    key = (device_id, stream_ptr)
+    buf = pools.get(key)
+    if buf is None or buf.size < size:
+        if is_capturing(stream_ptr):
+            raise CaptureError(
+                f"tcreduce needs {size} {what} on this stream and allocates them on first use; the stream is "
+                "capturing a CUDA graph, where that would be unsafe. Call tcreduce.sum once with the same shapes "
+                "on this stream before the capture (a warm-up), or capture a tcreduce.reducer built beforehand.")
+        if buf is not None:
+            _RETIRED.append(buf)
+            size = max(size, 2 * buf.size)
+        buf = pools[key] = make(size)
+    return buf
 
 
 def counters_for(device_id: int, stream_ptr: int, count: int):
@@ -19,12 +72,8 @@ def counters_for(device_id: int, stream_ptr: int, count: int):
     they use before they exit, so the pool stays zero between launches; launches on one stream never overlap."""
     import cupy
 
-    key = (device_id, stream_ptr)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.size < count:
-        buf = cupy.zeros(max(count, 1024), dtype=np.uint32)
-        _COUNTERS[key] = buf
-    return buf
+    return _pool(_COUNTERS, device_id, stream_ptr, count, "counters",
+                 lambda n: cupy.zeros(max(n, 1024), dtype=np.uint32))
 
 
 def workspace_for(device_id: int, stream_ptr: int, floats: int):
@@ -33,24 +82,64 @@ def workspace_for(device_id: int, stream_ptr: int, floats: int):
     call's kernels start."""
     import cupy
 
-    key = (device_id, stream_ptr)
-    buf = _WORKSPACES.get(key)
-    if buf is None or buf.size < floats:
-        buf = cupy.empty(max(floats, 1 << 16), dtype=np.float32)
-        _WORKSPACES[key] = buf
-    return buf
+    return _pool(_WORKSPACES, device_id, stream_ptr, floats, "workspace floats",
+                 lambda n: cupy.empty(max(n, 1 << 16), dtype=np.float32))
+
+
+class BoundLaunch:
+    """A plan's launches with every argument but the input and output addresses converted once (the workspace and
+    counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``."""
+
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr")
+
+    def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
+        self.workspace_ptr = workspace_ptr
+        self.counters_ptr = counters_ptr
+        steps = []
+        for fn, grid, block, shared, coop, template in launcher.steps:
+            const: list = []
+            xs, outs = [], []
+            for i, a in enumerate(template):
+                if isinstance(a, tuple):
+                    name, byte_offset = a
+                    if name == "x":
+                        xs.append(i)
+                        const.append(None)
+                    elif name == "out":
+                        outs.append(i)
+                        const.append(None)
+                    elif name == "ws":
+                        const.append(kernel_arg(workspace_ptr + byte_offset))
+                    else:
+                        const.append(kernel_arg(counters_ptr + byte_offset))
+                else:
+                    const.append(kernel_arg(int(a)))
+            steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs)))
+        self.steps = tuple(steps)
+
+    def __call__(self, x_ptr: int, out_ptr: int, stream) -> None:
+        xa = kernel_arg(x_ptr)
+        oa = kernel_arg(out_ptr)
+        for fn, grid, block, shared, coop, const, xs, outs in self.steps:
+            args = list(const)
+            for i in xs:
+                args[i] = xa
+            for i in outs:
+                args[i] = oa
+            fn(grid, block, args, shared, stream, coop)
 
 
 class Launcher:
-    """A plan bound to one device: kernels compiled and looked up once, arguments pre-converted, so that a call
-    costs a few microseconds of Python."""
+    """A plan bound to one device: kernels compiled and looked up once, arguments pre-converted per stream (see the
+    module docstring), so that a call costs a few microseconds of Python."""
 
     def __init__(self, plan: Plan, device_id: int):
         self.plan = plan
         self.device_id = device_id
         self.steps = []
+        self._bound: dict[int, BoundLaunch] = {}
         for ln in plan.launches:
-            template = []
+            template: list = []
             for a in ln.args:
                 if isinstance(a, Buf):
                     if a.name not in ("x", "out", "ws", "counters"):
@@ -59,20 +148,30 @@ class Launcher:
                         raise ValueError(f"offsets are only supported into ws and counters, not {a.name}")
                     template.append((a.name, 4 * a.offset))
                 else:
-                    template.append(np.int64(a))
+                    template.append(int(a))
             fn = get_function(ln.source, ln.kernel, device_id, plan.device.arch)
-            self.steps.append((fn, ln.grid, ln.block, ln.shared_bytes, ln.cooperative, template))
+            self.steps.append((fn, ln.grid, ln.block, ln.shared_bytes, ln.cooperative, tuple(template)))
+
+    def bind(self, workspace_ptr: int, counters_ptr: int) -> BoundLaunch:
+        """The launches with this workspace and these counters (which the caller keeps alive)."""
+        return BoundLaunch(self, workspace_ptr, counters_ptr)
+
+    def bound_for(self, stream_ptr: int) -> BoundLaunch:
+        """The launches bound to the workspace and counter pools of ``stream_ptr`` (bound once per stream)."""
+        b = self._bound.get(stream_ptr)
+        if b is None:
+            plan = self.plan
+            ws = workspace_for(self.device_id, stream_ptr, plan.workspace_floats).data.ptr \
+                if plan.workspace_floats else 0
+            ctr = counters_for(self.device_id, stream_ptr, plan.counters).data.ptr if plan.counters else 0
+            b = self._bound[stream_ptr] = self.bind(ws, ctr)
+        return b
 
     def __call__(self, x_ptr: int, out_ptr: int, stream) -> None:
-        plan = self.plan
-        base = {"x": x_ptr, "out": out_ptr, "ws": 0, "counters": 0}
-        if plan.workspace_floats:
-            base["ws"] = workspace_for(self.device_id, stream.ptr, plan.workspace_floats).data.ptr
-        if plan.counters:
-            base["counters"] = counters_for(self.device_id, stream.ptr, plan.counters).data.ptr
-        for fn, grid, block, shared, coop, template in self.steps:
-            args = tuple(np.uint64(base[a[0]] + a[1]) if isinstance(a, tuple) else a for a in template)
-            fn(grid, block, args, shared, stream, coop)
+        b = self._bound.get(stream.ptr)
+        if b is None:
+            b = self.bound_for(stream.ptr)
+        b(x_ptr, out_ptr, stream)
 
 
 _LAUNCHERS: dict[tuple[Plan, int], Launcher] = {}

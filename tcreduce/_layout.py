@@ -189,17 +189,42 @@ def plan_layout(shape: Sequence[int], strides: Sequence[int], axes: tuple[int, .
     return copy()
 
 
-def host_align(x) -> int:
-    """Byte offset mod 16 of a NumPy view's first element from the start of its owning array: the alignment the
-    same view of a freshly allocated (256-byte aligned) GPU array would have."""
+def _owner(x):
+    """The NumPy array whose contiguous memory holds the view ``x``, or None when no such array exists (memory owned
+    by another library, a torch tensor's say, seen through a non-contiguous view)."""
     import numpy as np
 
     owner = x
     while isinstance(getattr(owner, "base", None), np.ndarray):
         owner = owner.base
+    return owner if owner.flags.c_contiguous or owner.flags.f_contiguous else None
+
+
+def host_align(x) -> int:
+    """Byte offset mod 16 of a NumPy view's first element from the start of its owning array: the alignment the
+    same view of a freshly allocated (256-byte aligned) GPU array would have. Without an owning NumPy array, the
+    address itself mod 16."""
     if x.size == 0:
         return 0
-    return (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) % 16
+    owner = _owner(x)
+    base = owner.__array_interface__["data"][0] if owner is not None else 0
+    return (x.__array_interface__["data"][0] - base) % 16
+
+
+def _span(x):
+    """A 1-D raw-byte NumPy view of the memory the view ``x`` spans (from its lowest to its highest element), and
+    the byte offset of ``x``'s first element in it."""
+    import numpy as np
+
+    lo = sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st < 0)
+    hi = sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st > 0) + x.itemsize
+
+    class _Bytes:
+        __array_interface__ = {"data": (x.__array_interface__["data"][0] + lo, True), "shape": (hi - lo,),
+                               "typestr": "|u1", "version": 3}
+
+    view = np.asarray(_Bytes())
+    return view, -lo
 
 
 def host_layout(x, axis) -> tuple[Layout | None, tuple[int, ...]]:
@@ -223,16 +248,21 @@ def host_problem_data(x, layout: Layout):
     if layout.copy_order is not None:
         memory, start = np.ascontiguousarray(x.transpose(layout.copy_order)).reshape(-1), 0
     else:
-        owner = x
-        while isinstance(getattr(owner, "base", None), np.ndarray):
-            owner = owner.base
-        memory = owner.reshape(-1, order="A").view(np.uint8).view(x.dtype)
-        start = (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // x.itemsize
+        owner = _owner(x)
+        if owner is not None:
+            memory = owner.reshape(-1, order="A").view(np.uint8).view(x.dtype)
+            start = (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // x.itemsize
+        else:  # no NumPy array owns the memory: address the span of the view itself
+            raw, offset = _span(x)
+            raw = raw[:len(raw) - len(raw) % x.itemsize] if offset % x.itemsize == 0 else raw
+            memory, start = raw.view(x.dtype), offset // x.itemsize
         start += layout.base_offset
     isz = x.itemsize
-    origin = memory[start:]
     if isinstance(p, Flat):
         return memory[start:start + p.n]
+    origin = memory[start:].view(f"u{isz}")  # as_strided cannot describe the ml_dtypes formats: stride the raw bits
     if isinstance(p, Rows):
-        return as_strided(origin, shape=(p.m, p.k), strides=(p.ld * isz, isz), writeable=False)
-    return as_strided(origin, shape=(p.a, p.r, p.b), strides=(p.sa * isz, p.sr * isz, isz), writeable=False)
+        view = as_strided(origin, shape=(p.m, p.k), strides=(p.ld * isz, isz), writeable=False)
+    else:
+        view = as_strided(origin, shape=(p.a, p.r, p.b), strides=(p.sa * isz, p.sr * isz, isz), writeable=False)
+    return view.view(x.dtype)

@@ -15,8 +15,27 @@ conversion to a float16 output adds its own rounding (2^-11 relative). Methods w
 to the order-free bound (every value through at most n - 1 operations, each counted as a fused block), which is valid
 for any summation order but loose.
 
+Methods with other bounds:
+
+- ``exact``: the result is the exact sum rounded once to the output dtype, so ``|error| <= ulp(result) / 2``
+  (:func:`exact_bound`; not of the ``c * sum|x|`` form).
+- ``kahan`` and ``tensorcore_kahan`` (:func:`kahan_factor`): per thread, Kahan's compensated sum (s, c) of n values.
+  Writing each step's roundings as y = (x - c)(1 + d1), t = (s + y)(1 + d2), w = (t - s)(1 + d3),
+  c' = (w - y)(1 + d4) gives exactly (s' - c') - (s - c) = x + d1 (x - c) - d3 (t - s) - d4 (w - y), where
+  |t - s| <= (1 + u)|y| + u|s|, |w - y| <= u (|s + y| + |t - s|)(1 + u) and |c| <= 2u(1 + u)(|s| + |y|). Summed over
+  the chain (n u <= 2^-8, so every (1 + O(n u)) factor is below 1.01, and the constants are doubled for margin):
+  ``|(s - c) - sum x| <= (2u + 16 (n + 1) u^2) sum|x|``: the literature's 2u + O(n u^2) (Knuth; Goldberg 1991,
+  Theorem 8; Higham 2002, eq. 4.9; 2u because t - s is not exact when |y| > 2|s|, u otherwise). The pairs
+  (s, -c) are combined by double-word additions (TwoSum is exact; the only rounding is of e + (a.lo + b.lo)), each
+  with error at most 3 u^2 (|a| + |b|) once pairs are TwoSum-normalised (|lo| <= u |hi|) and 9.3 u^2 at the first
+  level (a Kahan |c| reaches about 4.1 u of its chain's sum|x|), at most L levels: (6 L + 10) u^2 sum|x| in all. The
+  output hi + lo is one more rounding: u |result|. So c = u + (1 + u)(2u + 16 (n + 1) u^2 + (6 L + 10) u^2); for
+  tensorcore_kahan the Kahan chains add mma outputs, each carrying its fused block's error (at most u_mma of its
+  terms' magnitudes): c = u + (1 + u)(u_mma + (1 + u_mma)(2u + ...)). n and L come from the plan
+  (plans/kahan.py chain_lengths). Beyond n u > 2^-8 the order-free bound is used.
+
 float32 input on tensor cores (kernels/tensorcore_fp32.cu, kernels/tensorcore_tf32.cu) has bounds of its own,
-:func:`split_bound_factor` and :func:`tf32_bound_factor` (registered in :data:`FLOAT32_FACTORS`), derived in their
+:func:`split_bound_factor` and :func:`tf32_bound_factor` (registered in :data:`FACTORS`), derived in their
 docstrings: "tensorcore" splits every value exactly and sums its pieces in exact blocks and compensated (TwoSum) pairs,
 so its bound is about 2u sum|x| at every length (the split's wide path, taken only next to values >= 2^112 or
 infinities, adds the blocks' truncation); "tensorcore_tf32" rounds every value to tf32 first (2^-11 relative).
@@ -29,6 +48,9 @@ emulated method at n = 2^16, 2^20, 2^22 and 2^24 (at 2^24: tensorcore 6.1, tenso
 shuffle 12.2, ladder rungs 5.4 to 27.2; the trees of the early rungs lose at one level of their log2(n) and sit at
 about log2(n)). The GPU check at 2^24 (NVIDIA H100 80GB HBM3) gave the same ratios, no bound exceeded for any method,
 and 15.5 / 4.4 for the two atomic rungs; cub's order-free bound was 2.8e14 times its error, i.e. vacuous in practice.
+Issue 11's methods at 2^24 (emulator, scripts/bound_tightness.py): exact 1.0, kahan 3.0, tensorcore_kahan 1.5 (its
+fused blocks' truncation, u_mma, is nearly reached by big_every_32); notes/accuracy.md says which term keeps the
+others loose.
 """
 
 from __future__ import annotations
@@ -44,8 +66,8 @@ from ._plan import DeviceSpec, Plan, param_dict
 from .plans._common import cdiv as _cdiv
 from .plans._common import ceil_log2 as _log2
 
-__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "U_RN",
-           "mma_unit_roundoff", "split_bound_factor", "tf32_bound_factor", "FLOAT32_FACTORS"]
+__all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "FACTORS", "U_RN",
+           "mma_unit_roundoff", "exact_bound", "kahan_factor", "split_bound_factor", "tf32_bound_factor"]
 
 U_RN = 2.0 ** -24
 OUT_ROUNDING = {"float16": 2.0 ** -11, "float32": 0.0, "float64": 0.0}
@@ -131,12 +153,17 @@ def _wmma_depth(plan: Plan) -> Depth:
       and rides through at most ceil(splits / threads) - 1 rounding additions, then the warp fold (5 levels) and
       block_combine, whose warp fold over ``warps`` totals padded with +0 rounds in log2(warps) levels only.
 
-    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3) and one RN
-    step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of their sum of
-    magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the products'
-    error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings (ldexpf) are
-    exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
-    far from fp32's subnormals, and far below its overflow)."""
+    HANDOFF: three chained products (lo, mid, hi parts with P^T: a value's parts ride through at most 3), plus, for
+    fp16 input, one RN step for the split: it is exact to 2^-39 of the row's largest value (16 values: < 2^-35 of
+    their sum of magnitudes), and the parts' magnitudes exceed the value's by at most 2^-9 relative, which scales the
+    products' error by (1 + 2^-9): < 2^-27 more in all; together below one 2^-24 step. The power-of-two scalings
+    (ldexpf) are exact for every partial sum of fp16 data (nonzero scaled and unscaled values stay above 2^-100,
+    far from fp32's subnormals, and far below its overflow). For bf16 input the hand-off adds no step of its own:
+    its split is exact for every multiple of 2^-133, and every partial sum of bf16 data is one (bf16 values are, and
+    a tensor-core result or fp32 addition of such multiples rounds onto a power-of-two grid: a coarser grid keeps
+    them multiples, a finer one leaves them unchanged), and the parts are truncations sharing the value's sign, so
+    |hi| + |mid| + |lo| = |v| and the three products' error is measured against exactly the values' magnitudes
+    (kernels/wmma.cu, HANDOFF)."""
     p = param_dict(plan)
     blocks = _mma_blocks(plan.device.name)
     k = p["rows"].k
@@ -153,7 +180,8 @@ def _wmma_depth(plan: Plan) -> Depth:
             rn += _cdiv(splits, threads) - 1 + 5 + _log2(warps)
     else:
         raise ValueError(f"wmma: unknown variant {variant!r}")
-    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + handoffs)
+    split_rn = handoffs if plan.in_dtype == "float16" else 0  # the bf16 split is exact (docstring)
+    return Depth((max(chain, 1) + 3 * handoffs) * blocks, rn + split_rn)
 
 
 STRUCTURES: dict[str, Callable[[Plan], Depth]] = {
@@ -173,6 +201,38 @@ def _register_cuda_core_methods() -> None:
 
 
 _register_cuda_core_methods()
+
+
+def kahan_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
+    """c in ``|error| <= c * sum|x|`` for a kahan or tensorcore_kahan plan (module docstring), the output's own
+    rounding to fp32 included."""
+    from .plans.kahan import chain_lengths
+
+    ch = chain_lengths(plan)
+    n, levels = ch["n"], ch["levels"]
+    u = U_RN
+    if n * u > 2.0 ** -8:  # outside the analysis' range: the order-free bound
+        return math.expm1(max(plan.problem.length - 1, 1) * math.log1p(mma_unit_roundoff(plan.device if gpu is None
+                                                                                             else gpu)))
+    inner = 2 * u + 16 * (n + 1) * u * u + (6 * levels + 10) * u * u
+    if ch["mma"]:
+        u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
+        inner = u_mma + (1 + u_mma) * inner
+    return u + (1 + u) * inner
+
+
+
+
+def exact_bound(x: np.ndarray, axis=None, *, dtype: str | None = None, keepdims: bool = False) -> np.ndarray:
+    """Half an ulp (of the output dtype, float32 by default) of the result of method "exact": its only error is the
+    one rounding of the exact sum. float64, shaped like the result (NaN where the result is NaN or infinite)."""
+    from .emulate import sum as emulated_sum
+
+    out_dtype = dtype or "float32"
+    r = np.asarray(emulated_sum(x, axis, out_dtype, keepdims, method="exact"))
+    with np.errstate(invalid="ignore"):
+        return 0.5 * np.spacing(np.abs(r)).astype(np.float64)  # the ulp above |r|: the larger at a power of two
+
 
 
 # ------------------------------------------------------------------------------------ float32 on tensor cores
@@ -280,9 +340,11 @@ def _split_may_widen(x: np.ndarray | None) -> bool:
     return x is None or x.size == 0 or not bool(np.all(np.abs(x) < SPLIT_WIDE_MIN))
 
 
-# (method, in_dtype) -> factor(plan, gpu, x) for bounds that are not a plain Depth; x (NumPy, or None when no data is
-# given) may tighten the factor. Consulted before STRUCTURES.
-FLOAT32_FACTORS: dict[tuple[str, str], Callable[..., float]] = {
+# (method, in_dtype or None for every dtype) -> factor(plan, gpu, x) for bounds that are not a plain Depth; x (NumPy,
+# or None when no data is given) may tighten the factor. Consulted before STRUCTURES.
+FACTORS: dict[tuple[str, str | None], Callable[..., float]] = {
+    ("kahan", None): lambda plan, gpu, x=None: kahan_factor(plan, gpu),
+    ("tensorcore_kahan", None): lambda plan, gpu, x=None: kahan_factor(plan, gpu),
     ("tensorcore", "float32"): lambda plan, gpu, x=None: split_bound_factor(plan, gpu, wide=_split_may_widen(x)),
     ("tensorcore_tf32", "float32"): lambda plan, gpu, x=None: tf32_bound_factor(plan, gpu),
 }
@@ -301,12 +363,17 @@ def library_bound_factor(n: int) -> float:
     return k / (1 - k) if k < 1 else math.inf
 
 
+def _factor_fn(plan: Plan) -> Callable[..., float] | None:
+    """The :data:`FACTORS` entry of a plan's method and input dtype, if any."""
+    return FACTORS.get((plan.method, plan.in_dtype)) or FACTORS.get((plan.method, None))
+
+
 def error_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None) -> float:
     """c in ``|error| <= c * sum|x|`` for every output of ``plan`` (before the final output rounding), with the
     tensor-core model of ``gpu`` (default: the GPU the plan was made for)."""
-    f32 = FLOAT32_FACTORS.get((plan.method, plan.in_dtype))
-    if f32 is not None:
-        return f32(plan, plan.device if gpu is None else gpu)
+    factor = _factor_fn(plan)
+    if factor is not None:
+        return factor(plan, plan.device if gpu is None else gpu)
     u_mma = mma_unit_roundoff(plan.device if gpu is None else gpu)
     fn = STRUCTURES.get(plan.method)
     if fn is None:
@@ -320,13 +387,15 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
                 keepdims: bool = False) -> np.ndarray:
     """Absolute a-priori bound on |computed - exact| per output of ``tcreduce.sum(x, axis, dtype, method=method)``
     on ``gpu``, including the final rounding to ``dtype`` (float32 by default). Returns float64, shaped like the
-    result. ``x`` is a NumPy array (float16 or float32)."""
+    result. ``x`` is a NumPy array of an input format (float16, float32, or ml_dtypes' bfloat16 and fp8)."""
     from ._api import get_plan
     from ._device import named_device
     from .registry import get
 
     x = np.asarray(x)
     out_dtype = dtype or "float32"
+    if method == "exact":
+        return exact_bound(x, axis, dtype=out_dtype, keepdims=keepdims)
     layout, axes = host_layout(x, axis)
     abs_sum = np.sum(np.abs(x, dtype=np.float64), axis=axes, keepdims=keepdims)
     if x.size == 0 or layout is None:
@@ -337,8 +406,8 @@ def error_bound(x: np.ndarray, axis=None, *, method: str, gpu: str = "H100", dty
     else:
         in_dtype = str(x.dtype)
         plan = get_plan(method, layout.problem, in_dtype, out_dtype, named_device(gpu))
-        f32 = FLOAT32_FACTORS.get((plan.method, in_dtype))
-        c = error_bound_factor(plan, gpu) if f32 is None else f32(plan, gpu, x)
+        factor = _factor_fn(plan)
+        c = error_bound_factor(plan, gpu) if factor is None else factor(plan, gpu, x)
     b = c * abs_sum
     tiny = _TINY_TERMS.get((method, str(x.dtype)))
     if tiny is not None and tiny[1](x):

@@ -13,10 +13,11 @@ from ._plan import DeviceSpec, Plan
 __all__ = ["Method", "register", "get", "names", "methods", "UnsupportedDtype"]
 
 Planner = Callable[[Problem, str, str, DeviceSpec], Plan]
+FP8_CC = (8, 9)  # cvt.rn.f16x2.e4m3x2 / e5m2x2 and fp8 mma.sync: Ada (sm_89) and Hopper
 
 
 class UnsupportedDtype(NotImplementedError, TypeError):
-    """A method does not take an input dtype that other methods take (float32 on the fp16 tensor-core methods).
+    """A method does not take an input dtype that other methods take (fp8 on the wmma method, say).
     Both a NotImplementedError and a TypeError; the message names the methods that do take it."""
 
 
@@ -58,10 +59,16 @@ class Method:
             raise UnsupportedDtype(
                 f"{self.kind} method {self.name!r} takes {', '.join(self.dtypes)} input, not {in_dtype}; "
                 + (f"methods that take {in_dtype}: {', '.join(others)}" if others
-                   else f"no tcreduce method takes {in_dtype} (supported input dtypes: float16, float32)"))
+                   else f"no tcreduce method takes {in_dtype} (supported input dtypes: "
+                        f"{', '.join(sorted({d for m in methods(self.kind) for d in m.dtypes}))})"))
 
     def plan(self, problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
         self.check_dtype(in_dtype)
+        if in_dtype.startswith("float8") and device.cc < FP8_CC:
+            raise ValueError(f"{in_dtype} input needs compute capability {FP8_CC[0]}.{FP8_CC[1]} or newer (the fp8 "
+                             f"conversion instructions of Ada and Hopper); {device.name} is {device.cc[0]}."
+                             f"{device.cc[1]}, where no tcreduce method takes fp8: convert to float16 first "
+                             "(exact for both fp8 formats)")
         if device.cc < self.requires_cc:
             need = f"{self.requires_cc[0]}.{self.requires_cc[1]}"
             raise ValueError(f"method {self.name!r} needs compute capability {need}"

@@ -10,14 +10,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for",
-           "assert_compiles_clean", "run_mma_probe", "MMA_PROBE_INDEX"]
+__all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "format_adversarial_inputs",
+           "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean",
+           "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
                  low: float = -0.25, high: float = 0.75) -> np.ndarray:
-    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype``."""
-    x = rng.uniform(low, high, size=shape).astype(dtype)
+    """Fresh uniform random data in [low, high), never all zeros, as a NumPy array of ``dtype`` (a format name:
+    bfloat16 and fp8 give ml_dtypes arrays)."""
+    from .formats import numpy_dtype
+
+    x = rng.uniform(low, high, size=shape).astype(numpy_dtype(dtype))
     if x.size and not np.any(x):
         x.flat[0] = 1
     return x
@@ -68,6 +72,48 @@ def adversarial_inputs(rng: np.random.Generator, n: int, dtype: str = "float16")
     return out
 
 
+def format_adversarial_inputs(rng: np.random.Generator, n: int, fmt: str) -> dict[str, np.ndarray]:
+    """The same-sign adversarial family for another input format (an ml_dtypes array each, by name).
+
+    bfloat16 and float8_e5m2 hold every value of :func:`adversarial_inputs` exactly or nearly (rounded once to the
+    format). float8_e4m3fn cannot (1024 is beyond its 448): its values have 4 significant bits, so sums of values of
+    one scale are exact in fp32 for long; its family mixes scales instead: ``wide_positive`` (2^U(-9, 8.8)) and
+    ``big_first_1/2^j_wide`` / ``big_every_32_wide`` (448 among values 2^U(-9, -2)), whose low bits every fp32 partial
+    sum must round away. The fp8 formats get the wide family too.
+
+    Rounded to bf16, the small values of :func:`adversarial_inputs` become powers of two (2^-14, 2^-13) that lose
+    less: bfloat16 also gets the family's shapes with the largest bf16 values below them (``*_bf16``: 1024 among
+    2^-14 (1 - 2^-8), which every round-to-nearest addition to 1024 rounds away, or among 2^-13 (1 - 2^-8), which a
+    tensor-core block aligned to 1024 truncates away)."""
+    from .formats import numpy_dtype
+
+    dt = numpy_dtype(fmt)
+    out: dict[str, np.ndarray] = {}
+    if fmt != "float8_e4m3fn":
+        out.update({name: x.astype(np.float32).astype(dt) for name, x in adversarial_inputs(rng, n).items()})
+    if fmt == "bfloat16":
+        below_half_ulp, below_2m13 = np.ldexp(1 - 2.0 ** -8, -14), np.ldexp(1 - 2.0 ** -8, -13)  # exact in bf16
+
+        def big_among(small: float, big_at: slice) -> np.ndarray:
+            x = np.full(n, small, dt)
+            x[big_at] = 1024
+            return x
+
+        out.update({f"big_first_1/{1 << j}_bf16": big_among(below_half_ulp, slice(0, max(1, n >> j)))
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_bf16"] = big_among(below_half_ulp, slice(None, None, 32))
+        out["big_then_trunc_bf16"] = big_among(below_2m13, slice(0, 1))
+        out["big_every_256_trunc_bf16"] = big_among(below_2m13, slice(None, None, 256))
+    if fmt.startswith("float8"):
+        idx = np.arange(n)
+        small = np.exp2(rng.uniform(-9, -2, n))
+        out["wide_positive"] = np.exp2(rng.uniform(-9, 8.8, n)).astype(dt)
+        out.update({f"big_first_1/{1 << j}_wide": np.where(idx < max(1, n >> j), 448.0, small).astype(dt)
+                    for j in (3, 7, 11, 13, 15, 17)})
+        out["big_every_32_wide"] = np.where(idx % 32 == 0, 448.0, small).astype(dt)
+    return out
+
+
 # float32: just below half an fp32 ulp of 1024 and bf16/tf32-exact (8 significant bits): added to a running fp32 sum
 # of 1024 or more it rounds away; 16 of them (a bf16 mma row) or 8 (a tf32 row) stay below half an ulp of 16 * 1024
 # or 8 * 1024, so row sums added to such accumulators round away too.
@@ -114,6 +160,20 @@ def mixed_sign_inputs(rng: np.random.Generator, n: int, dtype: str = "float16") 
         "cancellation": (rng.standard_normal(n) * 100).astype(np.float16),
         "wide_range": (rng.lognormal(0, 3, n) * rng.choice([-1, 1], n)).clip(-6e4, 6e4).astype(np.float16),
     }
+
+
+def to_device(xh: np.ndarray) -> tuple[Any, dict]:
+    """(CuPy array, keyword arguments for tcreduce.sum) holding a NumPy array of any input format: bfloat16 and fp8
+    travel as their raw bits with ``format=``; float16 and float32 as themselves. Views of the returned array address
+    the same elements as the same views of ``xh``."""
+    import cupy
+
+    from .formats import format_of_dtype
+
+    f = format_of_dtype(xh.dtype)
+    if f is None or f.name in ("float16", "float32"):
+        return cupy.asarray(xh), {}
+    return cupy.asarray(xh.view(f.raw_dtype)), {"format": f.name}
 
 
 def poisoned(shape: tuple[int, ...], dtype: str):

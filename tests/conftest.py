@@ -11,13 +11,27 @@ def _gpu() -> bool:
     return gpu_available()
 
 
+def _torch_gpus() -> int:
+    """torch.cuda.device_count(), 0 without torch (imported only when a multigpu test is collected)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
+
+
 def pytest_collection_modifyitems(config, items):
-    if _gpu():
-        return
+    gpu = _gpu()
     skip = pytest.mark.skip(reason="no CUDA GPU visible to CuPy")
+    torch_gpus = None
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords and not gpu:
             item.add_marker(skip)
+        elif "multigpu" in item.keywords:
+            if torch_gpus is None:
+                torch_gpus = _torch_gpus()
+            if torch_gpus < 2:
+                item.add_marker(pytest.mark.skip(reason=f"needs 2 GPUs (torch.cuda.device_count() = {torch_gpus})"))
 
 
 @pytest.fixture

@@ -29,13 +29,26 @@ def test_numpy_input_names_the_ways_out():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.bool_, np.complex64, np.float64, np.uint16])
 def test_unsupported_input_dtypes(dtype):
-    with pytest.raises(TypeError, match="supported input dtypes: float16, float32"):
+    with pytest.raises(TypeError, match="supported input dtypes: float16, bfloat16, float8_e4m3fn, float8_e5m2, "
+                                        "float32") as e:
         validate("sum", (4,), dtype, None, None, "tensorcore")
+    if dtype in (np.uint16, np.int8):
+        assert "format=" in str(e.value)  # raw bf16 / fp8 bits: the message says how to name the format
 
 
 def test_float64_message_says_no_method_takes_it():
     with pytest.raises(TypeError, match="shuffle included"):
         validate("sum", (4,), np.float64, None, None, "shuffle")
+
+
+def test_a_dtype_a_method_lacks_is_not_implemented_and_names_alternatives():
+    import ml_dtypes
+
+    with pytest.raises(NotImplementedError, match="shuffle") as e:
+        validate("sum", (4,), np.float32, None, None, "wmma")
+    assert isinstance(e.value, TypeError)
+    with pytest.raises(NotImplementedError, match="tensorcore"):
+        validate("sum", (4,), ml_dtypes.float8_e5m2, None, None, "wmma")
 
 
 def test_float32_on_fp16_only_methods_is_not_implemented_and_names_alternatives():
@@ -92,17 +105,22 @@ def test_auto_rule():
     def pick(shape, axes, dtype="float16", kind="sum"):
         return choose_method(kind, SimpleNamespace(shape=shape), axes, dtype, h100)
 
-    assert pick((1 << 20,), (0,)) == "tensorcore"
-    assert pick((4, 1, 8), (0, 2)) == "tensorcore"  # kept axes of size 1: a full sum
-    assert pick((1 << 20, 16), (1,)) == "tensorcore"
-    assert pick((1 << 20, 64), (1,)) == "shuffle"
-    assert pick((16, 1 << 20), (0,)) == "shuffle"
+    from tcreduce._auto import lookup  # the table derived from the sweeps (tests/test_auto.py checks it)
+
+    assert pick((1 << 20,), (0,)) == lookup("float16", "full", 1 << 20)
+    assert pick((4, 1, 8), (0, 2)) == lookup("float16", "full", 32)  # kept axes of size 1: a full sum
+    assert pick((1 << 20, 16), (1,)) == lookup("float16", "rows", 16)
+    assert pick((1 << 20, 64), (1,)) == lookup("float16", "rows", 64)
+    assert pick((16, 1 << 20), (0,)) == lookup("float16", "cols", 16)
     assert pick((1 << 20,), (0,), "float32") == "shuffle"
     assert pick((1 << 20,), (0,), kind="max") == "shuffle"
+    assert pick((1 << 28,), (0,)) == "tensorcore" and pick((1 << 20, 64), (1,)) == "shuffle"  # the sweep's picks
 
 
 def test_emulated_auto_matches_the_named_method(rng):
     x = rng.uniform(-1, 1, (64, 16)).astype(np.float16)
+    from tcreduce._auto import lookup
+
     auto = tcreduce.emulate.sum(x, axis=1, method="auto")
-    named = tcreduce.emulate.sum(x, axis=1, method="tensorcore")
+    named = tcreduce.emulate.sum(x, axis=1, method=lookup("float16", "rows", 16))
     assert np.array_equal(auto.view(np.uint32), named.view(np.uint32))

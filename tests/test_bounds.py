@@ -65,7 +65,7 @@ def test_library_bound_is_order_free_gamma():
 
 
 def test_rows_and_cols_bounds_hold(rng):
-    for method in ("tensorcore", "shuffle", "wmma"):
+    for method in ("tensorcore", "shuffle", "wmma", "kahan", "exact"):
         for shape, axis in [((300, 77), 1), ((77, 300), 0), ((5, 40, 33), (0, 2)), ((40, 3000), 1), ((3, 1 << 16), 1)]:
             x = adversarial_inputs(rng, int(np.prod(shape)))["high_mantissa"].reshape(shape)
             got = tcreduce.emulate.sum(x, axis=axis, method=method).astype(np.float64)
@@ -77,3 +77,31 @@ def test_vacuous_library_bound_is_inf_not_nan():
     x = np.ones((1 << 24) + 1, np.float16)
     for dtype in ("float32", "float16", "float64"):
         assert error_bound(x, method="cub", dtype=dtype) == np.inf
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_new_formats_bounds_hold_and_are_within_100x(fmt):
+    """bf16 and fp8 inputs: every emulated method that takes them stays within its bound on the format's adversarial
+    family (tcreduce.testing.format_adversarial_inputs) at n = 2^20, and the bound at the worst input is at most 100
+    times the error there (printed: ``pytest -s``)."""
+    from tcreduce.testing import format_adversarial_inputs
+
+    methods = [m.name for m in tcreduce.methods() if fmt in m.dtypes and m.name in EMULATED]
+    assert "tensorcore" in methods and "shuffle" in methods
+    worst = {m: (0.0, np.inf, "") for m in methods}
+    for name, x in format_adversarial_inputs(np.random.default_rng(2), 1 << 20, fmt).items():
+        exact = float(exact_sum(x))
+        for method in methods:
+            err = abs(float(tcreduce.emulate.sum(x, method=method)) - exact)
+            bound = float(error_bound(x, method=method))
+            assert err <= bound, (fmt, method, name)
+            if err > worst[method][0]:
+                worst[method] = (err, bound, name)
+    print(f"\n{fmt}: bound / worst error:", {m: f"{b / e:.1f} ({nm})" for m, (e, b, nm) in worst.items() if e})
+    # Not asserted within 100x: tensorcore_chained on e4m3. Its bound charges every chained block the truncation
+    # of 2^-25 of the running accumulator's size, which e4m3 data cannot realise at this length: each row's chain
+    # holds at most ~2^14, so the truncation grid (2^-11) lies below e4m3's smallest value (2^-9); at 2^24 the
+    # ratio is larger still (963 on wide_positive, notes/accuracy.md). Its bound still holds (asserted above).
+    exempt = {"tensorcore_chained"} if fmt == "float8_e4m3fn" else set()
+    loose = {m: (e, b, nm) for m, (e, b, nm) in worst.items() if m not in exempt and not (e > 0 and b / e <= 100)}
+    assert not loose, loose

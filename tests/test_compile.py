@@ -84,7 +84,7 @@ def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch)
         shutil.copy(kernel_dir() / f, tmp_path / f)
     monkeypatch.setattr(c, "kernel_dir", lambda: tmp_path)
     monkeypatch.setenv("TCREDUCE_CACHE_DIR", str(tmp_path / "cache"))
-    name = "tc_flat<256, 2, 1, float, 2, 6>"
+    name = "tc_flat<__half, 256, 2, 1, float, 2, 6>"
     before = c.compile_kernel("tensorcore.cu", name, "sm_90")
     assert c.compile_kernel("tensorcore.cu", name, "sm_90").key == before.key  # cached: same key
     header = tmp_path / "common.cuh"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tcreduce
-from tcreduce.testing import random_input, to_numpy
+from tcreduce.formats import numpy_dtype
+from tcreduce.testing import random_input, to_device, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -26,10 +27,8 @@ def _emulated(dtype: str) -> list[str]:
     return [n for n in tcreduce.emulate.emulated_methods() if n in avail and dtype in avail[n].dtypes]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32"])
 def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
-    import cupy
-
     from tcreduce._device import current_device
 
     device = current_device()[1]
@@ -41,14 +40,18 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
                 if dist == "uniform":
                     xh = random_input(rng, shape, dtype)
                 elif dist == "lognormal":
-                    xh = (rng.lognormal(0, 3, shape) * rng.choice([-1, 1], shape)).clip(-6e4, 6e4).astype(dtype)
+                    xh = (rng.lognormal(0, 3, shape) * rng.choice([-1, 1], shape)).clip(-6e4, 6e4)
+                    xh = xh.clip(-400, 400).astype(numpy_dtype(dtype)) if "e4m3" in dtype else \
+                        xh.astype(numpy_dtype(dtype))
                 else:
-                    xh = (rng.standard_normal(shape) * 10.0 ** rng.integers(-4, 4, shape)).astype(dtype)
+                    xh = rng.standard_normal(shape) * 10.0 ** rng.integers(-4, 4, shape)
+                    xh = xh.clip(-400, 400) if "e4m3" in dtype else xh  # e4m3fn has no inf: beyond 448 is NaN
+                    xh = xh.astype(numpy_dtype(dtype))
                 for view in (None, "misaligned"):
                     xv = xh if view is None else xh.reshape(-1)[1:] if axis is None else xh[..., 1:]
                     if xv.size == 0:
                         continue
-                    xd = cupy.asarray(xh)
+                    xd, kw = to_device(xh)
                     xdv = xd if view is None else xd.reshape(-1)[1:] if axis is None else xd[..., 1:]
                     try:
                         want = tcreduce.emulate.sum(xv, axis=axis, method=method, gpu=device)
@@ -56,9 +59,9 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
                         if "axis=None" not in str(e):
                             raise
                         with pytest.raises(ValueError, match="axis=None"):  # ... and so must the GPU path
-                            tcreduce.sum(xdv, axis=axis, method=method)
+                            tcreduce.sum(xdv, axis=axis, method=method, **kw)
                         continue
-                    got = to_numpy(tcreduce.sum(xdv, axis=axis, method=method))
+                    got = to_numpy(tcreduce.sum(xdv, axis=axis, method=method, **kw))
                     same = np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
                     c = counts.setdefault(method, [0, 0])
                     c[0] += int(same)
@@ -66,4 +69,49 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
                     if not same:
                         mismatches.append((method, shape, axis, dist, view, got.reshape(-1)[:3], want.reshape(-1)[:3]))
     print("\nGPU == emulator (matching calls / calls):", {m: f"{a}/{b}" for m, (a, b) in counts.items()})
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
+    """With Inf and NaN among the inputs every emulated method returns the same bits on the GPU and in the emulator:
+    the infinities where they do not cancel, and one canonical NaN (fp16 0x7E00, fp32 0x7FC00000, fp64
+    0x7FF8000000000000) whatever NaN the arithmetic made (tcr::from_float, tcreduce.emulate.api.canonical_nan)."""
+    import cupy
+
+    specials = {"nan": [np.nan], "-nan": [-np.nan], "inf": [np.inf], "-inf": [-np.inf], "inf-inf": [np.inf, -np.inf],
+                "nan+inf": [np.nan, np.inf], "many": [np.nan, np.inf, -np.inf, np.inf, np.nan]}
+    cases = [((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), ((64, 257), -1), ((300, 520), -1),
+             ((16, 1000), 0), ((5, 17, 40), 1)]
+    mismatches, count = [], 0
+    for method in _emulated(dtype):
+        for shape, axis in cases:
+            for name, vals in specials.items():
+                xh = random_input(rng, shape, dtype)
+                flat = xh.reshape(-1)
+                flat[rng.choice(flat.size, len(vals), replace=False)] = vals
+                if axis is not None:  # a special in every output of a few rows/columns too
+                    idx = [slice(None)] * len(shape)
+                    idx[axis if isinstance(axis, int) else axis[0]] = 0
+                    xh[tuple(idx)] = vals[0]
+                xd = cupy.asarray(xh)
+                outs = ("float32", "float16", "float64") if xh.size < 100_000 else ("float32",)  # emulator time
+                for out in outs:
+                    try:
+                        want = tcreduce.emulate.sum(xh, axis=axis, method=method, dtype=out)
+                    except ValueError as e:  # full-sum-only methods
+                        if "axis=None" not in str(e):
+                            raise
+                        continue
+                    got = to_numpy(tcreduce.sum(xd, axis=axis, method=method, dtype=out))
+                    count += 1
+                    if not np.array_equal(got.view(UINT[out]), np.asarray(want).view(UINT[out])):
+                        mismatches.append((method, shape, axis, name, out, got.reshape(-1)[:3],
+                                           np.asarray(want).reshape(-1)[:3]))
+                    nan = np.isnan(np.asarray(want, np.float64))
+                    assert np.all(np.asarray(want).view(UINT[out])[nan] == np.array(np.nan, out).view(UINT[out]))
+    print(f"\nGPU == emulator with Inf/NaN: {count - len(mismatches)}/{count}")
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"

@@ -23,7 +23,7 @@ def test_non_editable_install_finds_its_kernels(tmp_path):
         "import tcreduce, tcreduce._compile as c\n"
         "d = c.kernel_dir()\n"
         "assert str(d).startswith(%r), d\n"
-        "ck = c.compile_kernel('tensorcore.cu', 'tc_flat<256, 2, 1, float, 2, 6>', 'sm_90', use_cache=False)\n"
+        "ck = c.compile_kernel('tensorcore.cu', 'tc_flat<__half, 256, 2, 1, float, 2, 6>', 'sm_90', use_cache=False)\n"
         "assert 'mma.sync' in ck.ptx\n"
         "print(len(tcreduce.methods()))\n" % str(target)
     )

@@ -100,3 +100,29 @@ def test_negative_strides_are_flipped():
 def test_plan_layout_broadcast_copies():
     lay = plan_layout((4, 5), (0, 1), (0,), 4, 0)
     assert lay.copy_order is not None
+
+
+def test_emulator_reads_views_of_memory_no_numpy_array_owns():
+    """A strided view whose memory belongs to another library (torch.from_numpy(a)[:, 1:].numpy(), say) has no
+    NumPy owner: the emulator must read the view's own span, not a contiguous copy of it."""
+    import tcreduce
+
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (64, 257)).astype(np.float16)
+
+    def foreign(v):
+        class Foreign:
+            pass
+
+        o = Foreign()
+        o.keep, o.__array_interface__ = v, dict(v.__array_interface__)
+        return np.asarray(o)
+
+    for view, axis in [(lambda z: z[:, 1:], 0), (lambda z: z[:, 1:], 1), (lambda z: z[::-1, 3:], 0),
+                       (lambda z: z.T[1:], 1), (lambda z: z[:, ::2], None)]:
+        v = view(a)
+        fv = foreign(v)
+        assert not isinstance(fv.base, np.ndarray) and fv.strides == v.strides
+        want = tcreduce.emulate.sum(v, axis=axis, method="shuffle")
+        got = tcreduce.emulate.sum(fv, axis=axis, method="shuffle")
+        assert np.array_equal(want.view(np.uint32), got.view(np.uint32))

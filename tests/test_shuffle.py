@@ -55,7 +55,7 @@ def problem_elements(xh: np.ndarray, layout: Layout) -> np.ndarray:
 # ============================================================================================== CPU: registration
 def test_registered():
     m = registry.get("shuffle")
-    assert m.dtypes == ("float16", "float32")
+    assert m.dtypes == ("float16", "float32", "bfloat16", "float8_e4m3fn", "float8_e5m2")
     assert m.deterministic and m.emulated and m.runner is None
     assert "seed 003" in m.reference and "reduce7" in m.reference
 
@@ -279,6 +279,31 @@ inline __half __float2half_rn(float v) { _Float16 f = (_Float16)v; __half h; std
 inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
 inline unsigned short __half_as_ushort(__half h) { return h.x; }
 """
+# bf16 / fp8 types of common.cuh: declared so the header compiles (the SIMT cases are fp16 and fp32)
+_SIMT_BF16 = r"""#pragma once
+#include <cstring>
+struct __nv_bfloat16 { unsigned short x; };
+inline float __bfloat162float(__nv_bfloat16 h) { unsigned u = (unsigned)h.x << 16; float f; std::memcpy(&f, &u, 4);
+                                                  return f; }
+"""
+_SIMT_FP8 = r"""#pragma once
+#include <cstdlib>
+typedef unsigned char __nv_fp8_storage_t;
+typedef unsigned short __nv_fp8x2_storage_t;
+enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
+struct __half_raw { unsigned short x; };
+struct __half2_raw { unsigned short x, y; };
+inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
+inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
+struct __nv_fp8_e4m3 { unsigned char x; explicit operator float() const { std::abort(); } };
+struct __nv_fp8_e5m2 { unsigned char x; explicit operator float() const { std::abort(); } };
+inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s) {
+    const unsigned long long v = ((unsigned long long)b << 32) | a;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+    return r;
+}
+"""
 _SIMT_SHIM = r"""#pragma once
 #include <atomic>
 #include <barrier>
@@ -303,6 +328,7 @@ struct uint2 { unsigned x, y; };
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return uint2{a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return double2{a, b}; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -396,6 +422,8 @@ def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
     if gxx is None:
         pytest.skip("g++ not found")
     (tmp_path / "cuda_fp16.h").write_text(_SIMT_FP16)
+    (tmp_path / "cuda_bf16.h").write_text(_SIMT_BF16)
+    (tmp_path / "cuda_fp8.h").write_text(_SIMT_FP8)
     (tmp_path / "shim.h").write_text(_SIMT_SHIM)
     (tmp_path / "kernel.cu").write_text(load_source("shuffle.cu"))
     jobs = []

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tcreduce
-from tcreduce.testing import check_sum, poisoned, random_input, to_numpy
+from tcreduce.formats import get_format
+from tcreduce.testing import check_sum, poisoned, random_input, to_device, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -20,7 +21,10 @@ def _methods(dtype: str) -> list[str]:
 
 
 def _params():
-    return [pytest.param(m, d, id=f"{m}-{d}") for d in ("float16", "float32") for m in _methods(d)]
+    return [pytest.param(m, d, id=f"{m}-{d}") for d in FORMATS for m in _methods(d)]
+
+
+FORMATS = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
 
 
 FULL_SIZES = [1, 2, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
@@ -49,10 +53,8 @@ CASES = [
 
 
 def _device_input(xh: np.ndarray, view):
-    import cupy
-
-    xd = cupy.asarray(xh)
-    return (view(xd), view(xh)) if view else (xd, xh)
+    xd, kw = to_device(xh)
+    return ((view(xd), view(xh)) if view else (xd, xh)), kw
 
 
 @pytest.mark.parametrize("method,dtype", _params())
@@ -60,11 +62,11 @@ def _device_input(xh: np.ndarray, view):
 def test_full_sum(method, dtype, n, rng):
     xh = random_input(rng, n, dtype)
     for view in (None, lambda x: x[1:]):
-        xd, xv = _device_input(xh, view)
+        (xd, xv), kw = _device_input(xh, view)
         if xv.size == 0:
             continue
         out = poisoned((), "float32")
-        res = tcreduce.sum(xd, method=method, out=out)
+        res = tcreduce.sum(xd, method=method, out=out, **kw)
         assert res is out
         check_sum(res, xv, None, method=method)
 
@@ -74,13 +76,13 @@ def test_full_sum(method, dtype, n, rng):
                                                         enumerate(CASES)])
 def test_axis_sum(method, dtype, shape, axis, view, rng):
     xh = random_input(rng, shape, dtype)
-    xd, xv = _device_input(xh, view)
-    expected_shape = np.sum(xv, axis=axis).shape
+    (xd, xv), kw = _device_input(xh, view)
+    expected_shape = np.sum(xv.astype(np.float32), axis=axis).shape
     out = poisoned(expected_shape, "float32")
-    res = tcreduce.sum(xd, axis=axis, method=method, out=out)
+    res = tcreduce.sum(xd, axis=axis, method=method, out=out, **kw)
     check_sum(res, xv, axis, method=method)
-    kd = tcreduce.sum(xd, axis=axis, method=method, keepdims=True)
-    assert kd.shape == np.sum(xv, axis=axis, keepdims=True).shape
+    kd = tcreduce.sum(xd, axis=axis, method=method, keepdims=True, **kw)
+    assert kd.shape == np.sum(xv.astype(np.float32), axis=axis, keepdims=True).shape
     np.testing.assert_array_equal(to_numpy(kd).reshape(expected_shape), to_numpy(res))
 
 
@@ -88,13 +90,11 @@ def test_axis_sum(method, dtype, shape, axis, view, rng):
 @pytest.mark.parametrize("out_dtype", ["float16", "float64"])
 def test_output_dtypes(method, dtype, out_dtype, rng):
     xh = random_input(rng, (300, 200), dtype)
-    import cupy
-
-    xd = cupy.asarray(xh)
-    res = tcreduce.sum(xd, axis=1, dtype=out_dtype, method=method)
+    xd, kw = to_device(xh)
+    res = tcreduce.sum(xd, axis=1, dtype=out_dtype, method=method, **kw)
     assert res.dtype == np.dtype(out_dtype)
     check_sum(res, xh, 1, method=method, out_dtype=out_dtype)
-    ref32 = to_numpy(tcreduce.sum(xd, axis=1, method=method))
+    ref32 = to_numpy(tcreduce.sum(xd, axis=1, method=method, **kw))
     np.testing.assert_array_equal(to_numpy(res), ref32.astype(out_dtype))  # one rounding of the fp32 result
 
 
@@ -102,8 +102,11 @@ def test_output_dtypes(method, dtype, out_dtype, rng):
 def test_empty(method, dtype):
     import cupy
 
+    f = get_format(dtype)
+    raw = f.name not in ("float16", "float32")
+    kw = {"format": f.name} if raw else {}
     for shape, axis, expect in [((0,), None, ()), ((0, 5), 0, (5,)), ((5, 0), 1, (5,)), ((5, 0), 0, (0,))]:
-        res = tcreduce.sum(cupy.zeros(shape, dtype), axis=axis, method=method)
+        res = tcreduce.sum(cupy.zeros(shape, f.raw_dtype if raw else dtype), axis=axis, method=method, **kw)
         assert res.shape == expect and res.dtype == np.float32
         assert not cupy.any(res)
 
@@ -114,14 +117,17 @@ def test_nan_inf_propagate(method, dtype, rng):
 
     xh = random_input(rng, (8, 300), dtype)
     xh[1, 5] = np.nan
-    xh[2, 7] = np.inf
-    xh[3, 9] = -np.inf
-    xh[4, 1], xh[4, 2] = np.inf, -np.inf
-    res = to_numpy(tcreduce.sum(cupy.asarray(xh), axis=1, method=method))
+    has_inf = get_format(dtype).has_inf  # float8_e4m3fn has no infinity
+    if has_inf:
+        xh[2, 7] = np.inf
+        xh[3, 9] = -np.inf
+        xh[4, 1], xh[4, 2] = np.inf, -np.inf
+    xd, kw = to_device(xh)
+    res = to_numpy(tcreduce.sum(xd, axis=1, method=method, **kw))
     ref = xh.astype(np.float64).sum(axis=1)
     np.testing.assert_array_equal(np.isnan(res), np.isnan(ref))
     np.testing.assert_array_equal(res[[2, 3]], ref[[2, 3]])
-    full = to_numpy(tcreduce.sum(cupy.asarray(xh[2:4, :]), method=method))
+    full = to_numpy(tcreduce.sum(xd[2:4, :] if has_inf else xd[1:3, :], method=method, **kw))
     assert np.isnan(full)
 
 
@@ -131,19 +137,22 @@ def test_deterministic_and_input_untouched(method, dtype, rng):
 
     for shape, axis in [((1 << 22) + 5, None), ((1 << 16, 64), -1), ((64, 1 << 16), 0), ((256, 1 << 14), -1)]:
         xh = random_input(rng, shape, dtype)
-        xd = cupy.asarray(xh)
-        first = to_numpy(tcreduce.sum(xd, axis=axis, method=method))
+        xd, kw = to_device(xh)
+        first = to_numpy(tcreduce.sum(xd, axis=axis, method=method, **kw))
         for _ in range(9):
-            again = to_numpy(tcreduce.sum(xd, axis=axis, method=method))
+            again = to_numpy(tcreduce.sum(xd, axis=axis, method=method, **kw))
             assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
-        assert np.array_equal(xd.get(), xh), "input was modified"
+        assert np.array_equal(xd.get(), xh.view(xd.dtype)), "input was modified"
 
 
 @pytest.mark.parametrize("method,dtype", _params())
 def test_torch_in_torch_out(method, dtype, rng):
     torch = pytest.importorskip("torch")
     xh = random_input(rng, (123, 77), dtype)
-    xt = torch.from_numpy(xh).cuda()
+    raw = get_format(dtype).raw_dtype
+    tdt = getattr(torch, dtype)
+    xt = (torch.from_numpy(xh.view(raw).astype(np.int16 if raw == np.uint16 else raw)).view(tdt).cuda()
+          if dtype not in ("float16", "float32") else torch.from_numpy(xh).cuda())
     res = tcreduce.sum(xt, axis=0, method=method)
     assert isinstance(res, torch.Tensor) and res.is_cuda and res.dtype == torch.float32
     check_sum(res, xh, 0, method=method)
@@ -190,3 +199,22 @@ def test_more_than_2_31_elements():
         assert abs(res - ref) <= bound, (method, res, ref, bound)
         res_view = float(tcreduce.sum(x[1:], method=method))
         assert abs(res_view - (ref - float(x[0]))) <= bound, (method, "misaligned view")
+
+
+def test_format_argument(rng):
+    import cupy
+
+    xh = random_input(rng, 1000, "bfloat16")
+    raw = cupy.asarray(xh.view(np.uint16))
+    check_sum(tcreduce.sum(raw, format="bfloat16"), xh, None, method="tensorcore")
+    check_sum(tcreduce.sum(raw, format="bf16", method="shuffle"), xh, None, method="shuffle")
+    with pytest.raises(TypeError, match="format="):  # raw bits without a format
+        tcreduce.sum(raw)
+    with pytest.raises(TypeError, match="uint8"):  # fp8 needs 8-bit raw data
+        tcreduce.sum(raw, format="float8_e4m3fn")
+    with pytest.raises(TypeError, match="unknown input format"):
+        tcreduce.sum(raw, format="float4")
+    with pytest.raises(TypeError, match="format"):  # a float16 array is not bf16 bits
+        tcreduce.sum(cupy.ones(8, cupy.float16), format="bfloat16")
+    assert float(tcreduce.sum(cupy.ones(8, cupy.float16), format="float16")) == 8.0
+    assert float(tcreduce.mean(raw, format="bfloat16")) == pytest.approx(float(xh.astype(np.float64).mean()), rel=1e-5)

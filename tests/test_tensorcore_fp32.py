@@ -225,7 +225,7 @@ ACCURACY_DISTS = ("uniform", "normal", "mixed", "lognormal")
 
 @pytest.mark.parametrize("dist", ACCURACY_DISTS)
 def test_accuracy_goal_error_at_most_twice_shuffles_plus_one_ulp(dist):
-    from experiments.common import case_seed, make_input
+    from experiments.inputs import case_seed, make_input
 
     for k in range(10, 21, 2):
         n = 1 << k
@@ -280,7 +280,7 @@ def test_planner_refuses_what_it_does_not_take():
         plan_tensorcore_fp32(Flat(100, 0), "float32", "float32", H100, chain=16)
     with pytest.raises(UnsupportedDtype):
         get("tensorcore_chained").plan(Flat(100, 0), "float32", "float32", H100)
-    assert get(METHOD).dtypes == ("float16", "float32") and get(METHOD).emulated
+    assert {"float16", "float32"} <= set(get(METHOD).dtypes) and get(METHOD).emulated
 
 
 # ------------------------------------------------------------------------------------------------ GPU

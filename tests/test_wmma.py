@@ -1,10 +1,12 @@
-"""Tests of method "wmma" (Dakkak et al. on nvcuda::wmma; kernels/wmma.cu, tcreduce/plans/wmma.py).
+"""Tests of method "wmma" (Dakkak et al. on nvcuda::wmma; kernels/wmma.cu, tcreduce/plans/wmma.py), fp16 and bf16.
 
-CPU: the planner (variant choice, splits, workspace, counters, arguments), the exactness of the fp32 -> 3 x fp16
-hand-off split, and every kernel instantiation the planner can produce compiled for sm_80 and sm_90 (no warnings, no
-spills, wmma.mma in the PTX). GPU (``-m gpu``): full, last-axis and other-axis sums over awkward sizes, every variant
-forced, misaligned and non-contiguous views, keepdims and out=, outputs poisoned with NaN, bitwise repeatability,
-NaN/Inf propagation, against references with a tolerance from the plan's error bound.
+CPU: the planner (variant choice, splits, workspace, counters, arguments, both input formats), the exactness of the
+fp32 -> 3 x fp16 hand-off split (the bf16 split: tests/test_emulate_wmma.py), and every kernel instantiation the
+planner can produce compiled for sm_80 and sm_90 (no warnings, no spills, wmma.mma in the PTX with the format's
+types). GPU (``-m gpu``), for fp16 and for bf16 (raw uint16 bits with ``format="bfloat16"``): full, last-axis and
+other-axis sums over awkward sizes, every variant forced, misaligned and non-contiguous views, keepdims and out=,
+outputs poisoned with NaN, bitwise repeatability, NaN/Inf propagation, against exact references with a tolerance from
+the plan's error bound; and every variant bit for bit against the emulator twin on data that stresses the hand-off.
 
 The tolerance (see ``_bound``): every input value reaches its output through at most ``d_mma`` tensor-core products
 (the chain of products into one accumulator, plus 3 per fp32 -> fp16 hand-off) and ``d_rn`` fp32 round-to-nearest
@@ -34,6 +36,8 @@ from tcreduce.plans import wmma as W
 
 H100 = KNOWN_GPUS["H100"]
 A100 = KNOWN_GPUS["A100"]
+FMTS = W.DTYPES  # ("float16", "bfloat16")
+CT = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
 
 # ==================================================================================================== CPU: planner
 PROBLEMS = (
@@ -52,10 +56,11 @@ PROBLEMS = (
 
 
 def _plans():
-    for dev, out, prob, variant in itertools.product((H100, A100), W.OUT_TYPES, PROBLEMS, ("auto",) + W.VARIANTS):
+    for fmt, dev, out, prob, variant in itertools.product(FMTS, (H100, A100), W.OUT_TYPES, PROBLEMS,
+                                                          ("auto",) + W.VARIANTS):
         if variant in ("r16n", "r256n") and prob.length > 1 << 22:
             continue  # forced warp-per-segment variants on huge rows: legal but not worth planning here
-        yield W.plan_wmma(prob, "float16", out, dev, variant=variant)
+        yield W.plan_wmma(prob, fmt, out, dev, variant=variant)
 
 
 ALL_PLANS = list(_plans())
@@ -63,7 +68,7 @@ ALL_PLANS = list(_plans())
 
 def test_registered():
     m = registry.get("wmma")
-    assert m.dtypes == ("float16",)
+    assert m.dtypes == ("float16", "bfloat16")
     assert "Dakkak" in m.reference and "ICS 2019" in m.reference and "tcu_scope" in m.reference
     assert m.description and m.deterministic
 
@@ -72,8 +77,27 @@ def test_float32_rejected_with_the_methods_that_take_it():
     with pytest.raises(TypeError, match="float32") as e:
         registry.get("wmma").plan(Flat(100), "float32", "float32", H100)
     assert isinstance(e.value, registry.UnsupportedDtype)
-    with pytest.raises(TypeError):
-        W.plan_wmma(Rows(4, 4, 4), "float32", "float32", H100)
+    for dt in ("float32", "float8_e4m3fn", "float8_e5m2"):
+        with pytest.raises(TypeError, match="float16 and bfloat16"):
+            W.plan_wmma(Rows(4, 4, 4), dt, "float32", H100)
+
+
+def test_bf16_plans_are_fp16_plans_with_bf16_kernels():
+    """Same bytes per element, same schedule: a bf16 plan differs from the fp16 plan of the same problem only in the
+    kernels' input type (the transposing copy is shared)."""
+    for prob, dev in itertools.product(PROBLEMS[::3], (H100, A100)):
+        for variant in ("auto",) + W.VARIANTS:
+            if variant in ("r16n", "r256n") and prob.length > 1 << 22:
+                continue
+            a = W.plan_wmma(prob, "float16", "float32", dev, variant=variant)
+            b = W.plan_wmma(prob, "bfloat16", "float32", dev, variant=variant)
+            assert b.in_dtype == "bfloat16" and a.params == b.params
+            assert (a.workspace_floats, a.counters) == (b.workspace_floats, b.counters)
+            for la, lb in zip(a.launches, b.launches, strict=True):
+                assert (la.grid, la.block, la.args) == (lb.grid, lb.block, lb.args)
+                want = la.kernel.replace("<__half,", "<__nv_bfloat16,") if la.kernel.startswith("wmma_rows") \
+                    else la.kernel
+                assert lb.kernel == want
 
 
 def test_bad_variant_and_empty_problems():
@@ -110,7 +134,8 @@ def test_plan_invariants(plan):
         assert all(isinstance(a, (Buf, int)) for a in ln.args)
     main = plan.launches[-1]
     out_t = {"float16": "__half", "float32": "float", "float64": "double"}[plan.out_dtype]
-    assert main.kernel.startswith("wmma_rows") and f"<{out_t}, {str(p['vec']).lower()}," in main.kernel
+    assert main.kernel.startswith("wmma_rows")
+    assert f"<{CT[plan.in_dtype]}, {out_t}, {str(p['vec']).lower()}," in main.kernel
     assert main.block == (p["block"], 1, 1) and p["block"] == 32 * p["warps"]
     assert main.args[1:4] == (rows.m, rows.k, rows.ld)
     assert main.args[4] == Buf("out") and main.args[6] == Buf("counters")
@@ -147,8 +172,8 @@ def test_plan_invariants(plan):
 def test_auto_chains_are_short():
     """The default choices never chain more than CHAIN (BLOCK_CHAIN in the block variant) products into one fp32
     accumulator."""
-    for dev, prob in itertools.product((H100, A100), PROBLEMS):
-        auto = W.plan_wmma(prob, "float16", "float32", dev)
+    for fmt, dev, prob in itertools.product(FMTS, (H100, A100), PROBLEMS):
+        auto = W.plan_wmma(prob, fmt, "float32", dev)
         p = param_dict(auto)
         assert p["chain"] <= (W.BLOCK_CHAIN if p["variant"] == "block" else W.CHAIN), auto.describe()
 
@@ -176,6 +201,11 @@ def test_depth():
     # block: the warp chain and two hand-offs; the splits: serial ceil(splits / 256) - 1 (the first add to 0 is
     # exact), warp_fold (5) and block_combine (log2 8 = 3)
     assert (d.mma, d.rn) == (W.BLOCK_CHAIN + 6, 2 + (splits // 256 - 1) + 5 + 3)
+    # bf16: the same products, and no rounding step for the hand-offs (their split is exact)
+    d = depth(W.plan_wmma(Flat(1 << 28), "bfloat16", "float32", H100))
+    assert (d.mma, d.rn) == (W.BLOCK_CHAIN + 6, (splits // 256 - 1) + 5 + 3)
+    d = depth(W.plan_wmma(Rows(1 << 16, 4000, 4000), "bfloat16", "float32", H100))
+    assert (d.mma, d.rn) == (16 + 3, 0)
 
 
 # ------------------------------------------------------------------------------------- CPU: the hand-off arithmetic
@@ -231,11 +261,19 @@ def test_planner_uses_only_listed_kernels():
     used = {ln.kernel for plan in ALL_PLANS for ln in plan.launches}
     assert used <= names
     assert used == names  # and every listed instantiation is reachable
+    for fmt in FMTS:
+        used = {ln.kernel for plan in ALL_PLANS if plan.in_dtype == fmt for ln in plan.launches}
+        assert used == set(W.kernel_names((fmt,)))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", W.kernel_names())
 def test_compiles_for_sm80_and_sm90(kernel):
+    """Every instantiation: no warnings, no spills, and the wmma products in the PTX with the format's types
+    (m16n16k16, fp32 accumulator: ``.m16n16k16.f32.bf16.bf16.f32`` for bf16, ``.m16n16k16.f32.f32`` for fp16, whose
+    PTX form leaves the f16 operand types implicit), the operands loaded as that format."""
+    import re
+
     from tcreduce.testing import assert_compiles_clean
 
     for arch in ("sm_80", "sm_90"):
@@ -243,6 +281,13 @@ def test_compiles_for_sm80_and_sm90(kernel):
         ck = assert_compiles_clean("wmma.cu", kernel, arch, needle="wmma.mma.sync" if rows else None)
         if not rows:  # the transposing copy does no arithmetic
             assert "wmma.mma" not in ck.ptx
+            continue
+        bf16 = "__nv_bfloat16" in kernel
+        mmas = set(re.findall(r"wmma\.mma\.sync\.aligned\.\S+", ck.ptx))
+        assert mmas == {"wmma.mma.sync.aligned.row.row.m16n16k16." + ("f32.bf16.bf16.f32" if bf16 else "f32.f32")}, \
+            (kernel, arch, mmas)
+        loads = set(re.findall(r"wmma\.load\.[ab]\.sync\.aligned\.\S+", ck.ptx))
+        assert loads and all(m.endswith(".bf16" if bf16 else ".f16") for m in loads), (kernel, arch, loads)
 
 
 # ===================================================================================================== GPU tests
@@ -255,7 +300,22 @@ def _gpu_name() -> str:
         return "V100"  # unknown GPU: the most pessimistic tensor-core model (no extra alignment bits)
 
 
-def _reference(xv_host: np.ndarray | None, xd, axis):
+def _np_dtype(fmt: str):
+    from tcreduce.formats import numpy_dtype
+
+    return numpy_dtype(fmt)
+
+
+def _device_f32(xd, fmt: str):
+    """The device data as float32 values (exact): fp16 as is (CuPy widens it), bf16 raw bits shifted into place."""
+    import cupy
+
+    if fmt == "float16":
+        return xd
+    return (xd.astype(cupy.uint32) << 16).view(cupy.float32)
+
+
+def _reference(xv_host: np.ndarray | None, xd, axis, fmt: str = "float16"):
     """(float64 reference, its own error bound, sum|x|) per output. Up to 2^25 elements: the exact sum, correctly
     rounded to float64 (error <= 2^-53 |sum|). Larger: CuPy's float64 sum on the GPU (error <= n 2^-52 sum|x|)."""
     import cupy
@@ -263,11 +323,13 @@ def _reference(xv_host: np.ndarray | None, xd, axis):
     if xv_host is not None and xv_host.size <= 1 << 25:
         from tcreduce.reference import exact_sum
 
-        ref = np.asarray(exact_sum(xv_host, axis=axis), dtype=np.float64)
-        abs_sum = np.sum(np.abs(xv_host.astype(np.float64)), axis=axis)
+        x32 = xv_host.astype(np.float32)  # exact for fp16 and bf16; the fast exact path
+        ref = np.asarray(exact_sum(x32, axis=axis), dtype=np.float64)
+        abs_sum = np.sum(np.abs(x32.astype(np.float64)), axis=axis)
         return ref, 2.0 ** -53 * np.abs(ref), abs_sum
-    ref = cupy.sum(xd, axis=axis, dtype=cupy.float64).get()
-    abs_sum = cupy.sum(cupy.abs(xd), axis=axis, dtype=cupy.float64).get()
+    xf = _device_f32(xd, fmt)
+    ref = cupy.sum(xf, axis=axis, dtype=cupy.float64).get()
+    abs_sum = cupy.sum(cupy.abs(xf), axis=axis, dtype=cupy.float64).get()
     n = xd.size // max(ref.size, 1)
     return ref, n * 2.0 ** -52 * abs_sum, abs_sum
 
@@ -280,9 +342,9 @@ def _bound(plan, abs_sum: np.ndarray, out_dtype: str) -> np.ndarray:
     return b + OUT_ROUNDING[out_dtype] * (abs_sum + b) + (2.0 ** -24 if out_dtype == "float16" else 0.0)
 
 
-def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32"):
-    """Run the wmma plan (a forced variant) as tcreduce.sum would, into a NaN-poisoned output. Returns (result as
-    NumPy, plan)."""
+def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32", fmt: str = "float16"):
+    """Run the wmma plan (a forced variant) for ``fmt`` data (bf16: a uint16 CuPy array of raw bits) as
+    tcreduce.sum would, into a NaN-poisoned output. Returns (result as NumPy, plan)."""
     import cupy
 
     from tcreduce._device import current_device
@@ -290,6 +352,7 @@ def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32"):
     from tcreduce._layout import normalize_axes, plan_layout
     from tcreduce.testing import poisoned
 
+    assert xd.dtype.itemsize == 2 and (fmt == "float16") == (xd.dtype == cupy.float16)
     axes = normalize_axes(axis, xd.ndim)
     out_shape = tuple(s for i, s in enumerate(xd.shape) if i not in axes)
     strides = tuple(s // 2 for s in xd.strides)
@@ -301,7 +364,7 @@ def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32"):
         src = xd
         ptr = xd.data.ptr + layout.base_offset * 2
     dev_id, dev = current_device()
-    plan = W.plan_wmma(layout.problem, "float16", out_dtype, dev, variant=variant)
+    plan = W.plan_wmma(layout.problem, fmt, out_dtype, dev, variant=variant)
     res = poisoned(out_shape, out_dtype)
     run_plan(plan, ptr, res.data.ptr, dev_id)
     cupy.cuda.get_current_stream().synchronize()
@@ -309,8 +372,8 @@ def _run(xd, axis, variant: str = "auto", out_dtype: str = "float32"):
     return res.get(), plan
 
 
-def _check(got: np.ndarray, xv_host, xd, axis, plan, out_dtype="float32") -> None:
-    ref, ref_err, abs_sum = _reference(xv_host, xd, axis)
+def _check(got: np.ndarray, xv_host, xd, axis, plan, out_dtype="float32", fmt="float16") -> None:
+    ref, ref_err, abs_sum = _reference(xv_host, xd, axis, fmt)
     got = np.asarray(got)
     assert got.shape == ref.shape and got.dtype == np.dtype(out_dtype)
     assert not np.any(np.isnan(got)), "an output was not written (still NaN from the poisoned buffer)"
@@ -324,14 +387,19 @@ def _check(got: np.ndarray, xv_host, xd, axis, plan, out_dtype="float32") -> Non
                              + plan.describe())
 
 
-def _data(rng, shape, dtype=np.float16):
-    """Fresh uniform data in [-0.25, 0.75) (never zeros), host and device."""
+def _to_gpu(xh: np.ndarray):
+    """The device copy: fp16 as is, bf16 as its raw uint16 bits (views of it address the same elements)."""
     import cupy
 
-    xh = rng.uniform(-0.25, 0.75, size=shape).astype(dtype)
+    return cupy.asarray(xh if xh.dtype == np.float16 else xh.view(np.uint16))
+
+
+def _data(rng, shape, fmt: str = "float16"):
+    """Fresh uniform data in [-0.25, 0.75) (never zeros) of format ``fmt``, host (NumPy / ml_dtypes) and device."""
+    xh = rng.uniform(-0.25, 0.75, size=shape).astype(_np_dtype(fmt))
     if not np.any(xh):
         xh.flat[0] = 1
-    return xh, cupy.asarray(xh)
+    return xh, _to_gpu(xh)
 
 
 AWKWARD_N = [1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 32767, 32768, 32769, 65535, 65537,
@@ -340,18 +408,19 @@ OFFSETS = [0, 1, 3, 8]  # x[o:]: 16-byte aligned for 0 and 8, misaligned (scalar
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("n", AWKWARD_N)
-def test_full_sum_awkward_sizes(n, rng):
-    xh, xd = _data(rng, n + 8)
+def test_full_sum_awkward_sizes(n, fmt, rng):
+    xh, xd = _data(rng, n + 8, fmt)
     for off in OFFSETS:
         xv, dv = xh[off:off + n], xd[off:off + n]
         if xv.size == 0:
             continue
         variants = ["auto"] + (["r256n", "r16n"] if n <= 65537 else [])
         for variant in variants:
-            got, plan = _run(dv, None, variant)
+            got, plan = _run(dv, None, variant, fmt=fmt)
             assert param_dict(plan)["vec"] == (off % 8 == 0)
-            _check(got, xv, dv, None, plan)
+            _check(got, xv, dv, None, plan, fmt=fmt)
 
 
 ROW_KS = [1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 65537]
@@ -359,29 +428,31 @@ ROW_MS = [1, 15, 17, 33]
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("k", ROW_KS)
 @pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
-def test_rows_every_variant(k, variant, rng):
+def test_rows_every_variant(k, variant, fmt, rng):
     for m in ROW_MS:
-        xh, xd = _data(rng, (m, k + 9))
+        xh, xd = _data(rng, (m, k + 9), fmt)
         views = [(xh[:, :k], xd[:, :k]),            # ld = k + 9: not a multiple of 8 -> scalar loads
                  (xh[:, 1:k + 1], xd[:, 1:k + 1]),  # misaligned base
                  (xh[:, 8:k + 8], xd[:, 8:k + 8])]  # aligned base, odd ld
-        xc_h, xc_d = _data(rng, (m, k))           # contiguous (vector loads when k % 8 == 0)
+        xc_h, xc_d = _data(rng, (m, k), fmt)      # contiguous (vector loads when k % 8 == 0)
         views.append((xc_h, xc_d))
         for xv, dv in views:
-            got, plan = _run(dv, -1, variant)
-            _check(got, xv, dv, -1, plan)
+            got, plan = _run(dv, -1, variant, fmt=fmt)
+            _check(got, xv, dv, -1, plan, fmt=fmt)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("shape,variant", [((1 << 20, 16), "auto"), ((1 << 20, 16), "r256n"),
                                            ((1 << 16, 4096), "auto"), ((1 << 16, 4096), "block"),
                                            ((16, 1 << 20), "auto"), ((3, (1 << 22) + 1), "auto")])
-def test_rows_large(shape, variant, rng):
-    xh, xd = _data(rng, shape)
-    got, plan = _run(xd, -1, variant)
-    _check(got, xh if xh.size <= 1 << 25 else None, xd, -1, plan)
+def test_rows_large(shape, variant, fmt, rng):
+    xh, xd = _data(rng, shape, fmt)
+    got, plan = _run(xd, -1, variant, fmt=fmt)
+    _check(got, xh if xh.size <= 1 << 25 else None, xd, -1, plan, fmt=fmt)
 
 
 COL_CASES = [
@@ -395,99 +466,170 @@ COL_CASES = [
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("shape,axis,view", COL_CASES, ids=[f"{s}-{a}-{i}" for i, (s, a, _) in enumerate(COL_CASES)])
 @pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
-def test_other_axes(shape, axis, view, variant, rng):
+def test_other_axes(shape, axis, view, variant, fmt, rng):
     if variant != "auto" and math.prod(shape) > 1 << 22:
         pytest.skip("forced variants on the small cases only")
-    xh, xd = _data(rng, shape)
+    xh, xd = _data(rng, shape, fmt)
     xv, dv = (view(xh), view(xd)) if view else (xh, xd)
-    got, plan = _run(dv, axis, variant)
-    _check(got, xv if xv.size <= 1 << 25 else None, dv, axis, plan)
+    got, plan = _run(dv, axis, variant, fmt=fmt)
+    _check(got, xv if xv.size <= 1 << 25 else None, dv, axis, plan, fmt=fmt)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((300, 200), 1), ((300, 200), 0), ((7, 50, 9), (0, 2))])
-def test_api_keepdims_and_out(shape, axis, rng):
+def test_api_keepdims_and_out(shape, axis, fmt, rng):
+    """Through tcreduce.sum (bf16: raw bits with format="bfloat16")."""
     import tcreduce
-    from tcreduce.testing import poisoned
+    from tcreduce.testing import check_sum, poisoned, to_device
 
-    xh, xd = _data(rng, shape)
-    expect_shape = np.sum(xh, axis=axis, keepdims=True).shape
+    xh, _ = _data(rng, shape, fmt)
+    xd, kw = to_device(xh)
+    assert kw == ({} if fmt == "float16" else {"format": "bfloat16"})
+    expect_shape = np.sum(xh.astype(np.float32), axis=axis, keepdims=True).shape
     out = poisoned(expect_shape, "float32")
-    res = tcreduce.sum(xd, axis=axis, keepdims=True, method="wmma", out=out)
+    res = tcreduce.sum(xd, axis=axis, keepdims=True, method="wmma", out=out, **kw)
     assert res is out and out.shape == expect_shape
     got = out.get()
     assert not np.any(np.isnan(got))
-    plain = tcreduce.sum(xd, axis=axis, method="wmma").get()
+    plain = tcreduce.sum(xd, axis=axis, method="wmma", **kw).get()
     np.testing.assert_array_equal(got.reshape(plain.shape), plain)
-    from tcreduce.testing import check_sum
-
     check_sum(res, xh, axis, method="wmma", keepdims=True)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("out_dtype", ["float16", "float64"])
 @pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
-def test_output_dtypes(out_dtype, variant, rng):
-    xh, xd = _data(rng, (300, 1000))
-    got, plan = _run(xd, 1, variant, out_dtype)
-    _check(got, xh, xd, 1, plan, out_dtype)
-    got32, _ = _run(xd, 1, variant, "float32")
+def test_output_dtypes(out_dtype, variant, fmt, rng):
+    xh, xd = _data(rng, (300, 1000), fmt)
+    got, plan = _run(xd, 1, variant, out_dtype, fmt)
+    _check(got, xh, xd, 1, plan, out_dtype, fmt)
+    got32, _ = _run(xd, 1, variant, "float32", fmt)
     np.testing.assert_array_equal(got, got32.astype(out_dtype))  # one rounding of the fp32 result
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("shape,axis,variant", [((1 << 22) + 5, None, "auto"), ((16, 1 << 20), -1, "block"),
                                                 ((1 << 16, 64), -1, "r16n"), ((1 << 14, 1000), -1, "r256n"),
                                                 ((64, 1 << 16), 0, "auto"), ((3, 5000, 33), 1, "block")])
-def test_repeated_calls_bitwise_equal(shape, axis, variant, rng):
-    xh, xd = _data(rng, shape)
-    first, plan = _run(xd, axis, variant)
+def test_repeated_calls_bitwise_equal(shape, axis, variant, fmt, rng):
+    xh, xd = _data(rng, shape, fmt)
+    first, plan = _run(xd, axis, variant, fmt=fmt)
     for _ in range(9):
-        again, _ = _run(xd, axis, variant)
+        again, _ = _run(xd, axis, variant, fmt=fmt)
         assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
-    assert np.array_equal(xd.get(), xh), "the input was modified"
+    assert np.array_equal(xd.get(), xh.view(np.uint16 if fmt == "bfloat16" else np.float16)), \
+        "the input was modified"
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("variant", ("auto",) + W.VARIANTS)
 @pytest.mark.parametrize("k", [16, 300, 5000])
-def test_nan_inf_propagate(variant, k, rng):
+def test_nan_inf_propagate(variant, k, fmt, rng):
     import cupy
 
-    xh, _ = _data(rng, (8, k))
+    xh, _ = _data(rng, (8, k), fmt)
     xh[1, 5] = np.nan
     xh[2, k - 1] = np.inf
     xh[3, k // 2] = -np.inf
     xh[4, 1], xh[4, k - 2] = np.inf, -np.inf
-    xh[5, 0] = 60000.0  # large but finite: must not overflow through the hand-off
-    xd = cupy.asarray(xh)
+    # large but finite: must not overflow through the hand-off (fp16: near its largest; bf16: near FLT_MAX, where
+    # the unscaled hand-off's parts and the tensor core's sums must stay finite)
+    xh[5, 0] = 60000.0 if fmt == "float16" else 3.0e38
+    xd = _to_gpu(xh)
     ref = xh.astype(np.float64).sum(axis=1)
     for axis, data, r in ((1, xd, ref), (0, cupy.ascontiguousarray(xd.T), ref)):
-        got, plan = _run(data, axis, variant)
+        got, plan = _run(data, axis, variant, fmt=fmt)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(r), err_msg=plan.describe())
         np.testing.assert_array_equal(got[[2, 3]], r[[2, 3]])
         assert np.all(np.isfinite(got[[0, 5, 6, 7]]))
+        finite = [0, 5, 6, 7]
+        _check(got[finite], xh[finite], None, 1, plan, fmt=fmt)  # the finite rows within the bound, row 5 included
     for rows, expect in (((2,), np.inf), ((3,), -np.inf), ((2, 3), None), ((1,), None)):
-        got, _ = _run(xd[list(rows)], None, variant)
+        got, _ = _run(xd[list(rows)], None, variant, fmt=fmt)
         if expect is None:
             assert np.isnan(got)
         else:
             assert got == expect
 
 
+def _stress(rng, shape, kind: str, fmt: str) -> np.ndarray:
+    """Data that exercises the hand-off: ``wide`` (signs and exponents mixed over much of the format's range; bf16:
+    2^-135 .. 2^100, subnormals included), ``tiny`` (bf16: around and below 2^-126, the 2^-133 floor of its split;
+    fp16: subnormals), ``big`` (fp16: near 65504; bf16: about 2^100, far beyond fp16)."""
+    dt = _np_dtype(fmt)
+    sign = rng.choice([-1.0, 1.0], shape, p=[0.3, 0.7])
+    if kind == "wide":
+        e = rng.integers(-135, 100, shape) if fmt == "bfloat16" else rng.integers(-20, 12, shape)
+        return np.clip(rng.standard_normal(shape) * 2.0 ** e, -6e4, 6e4).astype(dt) if fmt == "float16" else \
+            (rng.standard_normal(shape) * 2.0 ** e).astype(dt)
+    if kind == "tiny":
+        e = rng.integers(-134, -118, shape) if fmt == "bfloat16" else rng.integers(-24, -12, shape)
+        return (sign * rng.uniform(0.5, 1, shape) * 2.0 ** e).astype(dt)
+    if kind == "big":
+        scale = 2.0 ** rng.integers(95, 104, shape) if fmt == "bfloat16" else rng.uniform(3e4, 6e4, shape)
+        return (sign * scale).astype(dt)
+    raise ValueError(kind)
+
+
+EMU_CASES = [((4097,), None), (((1 << 16) + 3,), None), ((33, 255), -1), ((17, 1000), -1), ((3, 4097), -1),
+             ((2, 70_001), -1), ((40, 33), 0), ((5, 17, 40), 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("variant", W.VARIANTS)
+def test_every_variant_equals_the_emulator(variant, fmt, rng):
+    """Every forced variant, bit for bit against the emulator twin (tcreduce/emulate/wmma.py) on the same plan, for
+    data that drives the hand-off over the format's range (and, for bf16, into the subnormals where its split's
+    exactness rests on partial sums being multiples of 2^-133), aligned and misaligned."""
+    from tcreduce._device import current_device, named_device
+    from tcreduce._layout import host_layout, host_problem_data
+    from tcreduce.emulate import wmma as EW
+
+    try:
+        model = named_device(current_device()[1].name).name
+    except ValueError:
+        pytest.skip("no tensor-core model for this GPU")
+    mismatches = []
+    for shape, axis in EMU_CASES:
+        for kind in ("wide", "tiny", "big"):
+            xh = _stress(rng, shape, kind, fmt)
+            xd = _to_gpu(xh)
+            for name, xv, dv in (("whole", xh, xd), ("misaligned", xh[..., 1:], xd[..., 1:])):
+                got, plan = _run(dv, axis, variant, fmt=fmt)
+                layout, _ = host_layout(xv, axis)
+                assert layout.problem.length == plan.problem.length
+                want = EW.emulate(plan, host_problem_data(xv, layout), model).reshape(got.shape)
+                if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                    mismatches.append((shape, axis, kind, name, got.reshape(-1)[:2], want.reshape(-1)[:2]))
+                _check(got, xv, dv, axis, plan, fmt=fmt)
+    assert not mismatches, f"{len(mismatches)} GPU != emulator, first: {mismatches[:3]}"
+
+
 @pytest.mark.gpu
 @pytest.mark.large
 @pytest.mark.slow
-def test_full_sum_beyond_2_31(rng):
-    """64-bit indexing: 2^31 + 3 fp16 elements (4 GiB), aligned and misaligned."""
+@pytest.mark.parametrize("fmt", FMTS)
+def test_full_sum_beyond_2_31(fmt, rng):
+    """64-bit indexing: 2^31 + 3 elements (4 GiB), aligned and misaligned."""
     import cupy
 
     n = (1 << 31) + 3
     gen = cupy.random.default_rng(7)
-    xd = (gen.random(n + 1, dtype=cupy.float32) - 0.25).astype(cupy.float16)
+    xf = gen.random(n + 1, dtype=cupy.float32) - 0.25
+    if fmt == "float16":
+        xd = xf.astype(cupy.float16)
+    else:  # bf16 bits: the top half of each fp32 (truncation: still a value in [-0.25, 0.75))
+        xd = (xf.view(cupy.uint32) >> 16).astype(cupy.uint16)
+    del xf
     for dv in (xd[:n], xd[1:]):
-        got, plan = _run(dv, None, "auto")
+        got, plan = _run(dv, None, "auto", fmt=fmt)
         assert param_dict(plan)["splits"] == math.ceil(math.ceil(n / 256) / (8 * W.BLOCK_CHAIN))
-        _check(got, None, dv, None, plan)
+        _check(got, None, dv, None, plan, fmt=fmt)

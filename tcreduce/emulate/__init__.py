@@ -17,6 +17,12 @@ shuffle (fp32); 33 of 33 full sums for each of the 12 deterministic ladder rungs
 ``axis``). On an NVIDIA H200, with the first 20 shapes: 117 of 117 for each of the first five. The tensor-core model
 alone: see :mod:`tcreduce.emulate.mma_model`.
 
+The twins of issue 11 (``exact``: the exact sum, which does not depend on the GPU; ``kahan`` and
+``tensorcore_kahan``: their kernels' order replayed) are validated on the CPU only so far (tests/test_exact_host.py
+compiles exact's arithmetic as C++; tests/test_kahan.py replays both Kahan kernels literally); their GPU check is
+tests/test_emulate_gpu.py, tests/test_exact.py and tests/test_kahan.py. Every twin's NaN is the canonical quiet NaN
+of the output dtype, as the GPU writes it.
+
 Not emulated: ``cub`` (its order of additions is CUB's and CuPy's internal tuning, which changes with their versions;
 its error bound is the order-free one) and the two atomic ladder rungs (the order of their atomics is the hardware's,
 different run to run); ``sum`` raises ValueError for them.

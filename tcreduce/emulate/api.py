@@ -17,10 +17,13 @@ from .._device import named_device
 from .._layout import host_layout, host_problem_data
 from .._plan import DeviceSpec, Plan
 
-__all__ = ["sum", "EMULATORS", "emulated_methods"]
+__all__ = ["sum", "EMULATORS", "FINAL", "emulated_methods", "canonical_nan"]
 
-# method name -> fn(plan, problem data, model name) -> fp32 outputs (flattened)
+# method name -> fn(plan, problem data, model name) -> fp32 outputs (flattened), rounded once to the output dtype by
+# sum() as from_float<OutT> does; the twins in FINAL return their outputs in the plan's output dtype already (exact:
+# its one rounding goes straight from the exact sum to the output format).
 EMULATORS: dict[str, Callable[[Plan, np.ndarray, str], np.ndarray]] = {}
+FINAL: set[str] = set()
 
 
 def _register_defaults() -> None:
@@ -37,7 +40,8 @@ def _register_defaults() -> None:
     from .tensorcore_tf32 import emulate_tensorcore_tf32
 
     EMULATORS["tensorcore_tf32"] = emulate_tensorcore_tf32
-    for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",)), ("ladder", ladder_rungs)):
+    for module, names in (("shuffle", ("shuffle",)), ("wmma", ("wmma",)), ("ladder", ladder_rungs),
+                          ("exact", ("exact",)), ("kahan", ("kahan", "tensorcore_kahan"))):
         try:
             mod = __import__(f"tcreduce.emulate.{module}", fromlist=["emulate"])
         except ModuleNotFoundError as e:
@@ -46,6 +50,7 @@ def _register_defaults() -> None:
             continue
         for name in names:
             EMULATORS[name] = mod.emulate
+    FINAL.add("exact")
 
 
 def emulated_methods() -> list[str]:
@@ -81,12 +86,25 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, 
         raise ValueError(f"method {method!r} has no emulator{why}; emulated methods: "
                          f"{', '.join(emulated_methods())}")
     if math.prod(x.shape[i] for i in call.axes) == 0 or math.prod(call.out_shape) == 0:
-        res = np.zeros(call.out_shape, np.float32)
+        res = np.zeros(call.out_shape, call.out_dtype)
     else:
         layout, _ = host_layout(x, call.axes)
         plan = get_plan(method, layout.problem, call.in_dtype, call.out_dtype, device)
         model = named_device(device.name).name  # the tensor-core model of the GPU family (ValueError if unknown)
         data = host_problem_data(x, layout)
-        res = np.asarray(EMULATORS[method](plan, data, model), np.float32).reshape(call.out_shape)
-    res = res.astype(call.out_dtype)  # from_float<OutT>: one round-to-nearest conversion (or exact to float64)
+        res = EMULATORS[method](plan, data, model)
+        if method in FINAL:
+            res = np.asarray(res).astype(call.out_dtype, copy=False).reshape(call.out_shape)
+        else:  # from_float<OutT>: one round-to-nearest conversion (or exact to float64)
+            res = np.asarray(res, np.float32).reshape(call.out_shape).astype(call.out_dtype)
+    res = canonical_nan(res)
     return res.reshape(call.keep_shape) if keepdims else res
+
+
+def canonical_nan(res: np.ndarray) -> np.ndarray:
+    """Every NaN of ``res`` replaced by its dtype's canonical quiet NaN (fp16 0x7E00, fp32 0x7FC00000, fp64
+    0x7FF8000000000000, NumPy's ``np.nan``): what every GPU sum kernel writes (tcr::from_float in common.cuh)."""
+    nan = np.isnan(res)
+    if not nan.any():
+        return res
+    return np.where(nan, np.array(np.nan, res.dtype), res)

@@ -1,4 +1,4 @@
-"""Emulator twin of ``kernels/tensorcore.cu`` (methods "tensorcore" and "tensorcore_chained").
+"""Emulator twin of ``kernels/tensorcore.cu`` (methods "tensorcore" and "tensorcore_chained"; fp16, bf16, fp8).
 
 Replays the plan's order of additions exactly: every mma through :func:`~tcreduce.emulate.mma_model.fused_rowsum`
 (the tensor-core model), every CUDA-core addition as an IEEE fp32 round-to-nearest NumPy addition, the warp folds and
@@ -34,7 +34,7 @@ class _Chain:
         self.model = model
 
     def mma(self, rows: np.ndarray, active: np.ndarray | bool = True) -> None:
-        """rows: float16 [..., 16] (one mma row per accumulator); active: which accumulators run this mma."""
+        """rows: float16 or bfloat16 [..., 16] (one mma row per accumulator); active: which accumulators run it."""
         d = fused_rowsum(rows, self.c, model=self.model)
         active = np.broadcast_to(active, self.c.shape)
         self.c = np.where(active, d, self.c)
@@ -72,12 +72,12 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     mmas = iters * unroll
     chain = _Chain((warps, 16), p["chain"], model)
     if head + tail:
-        extras = np.zeros(256, np.float16)
+        extras = np.zeros(256, data.dtype)
         extras[:head + tail] = np.concatenate([data[:head], data[n - tail:]])
-        rows = np.zeros((warps, 16, 16), np.float16)
+        rows = np.zeros((warps, 16, 16), data.dtype)
         rows[0] = _fragment_rows(extras.reshape(32, 8))
         chain.mma(rows, (w == 0)[:, None])
-    body = np.concatenate([data[head:head + 8 * nvec].reshape(nvec, 8), np.zeros((1, 8), np.float16)])
+    body = np.concatenate([data[head:head + 8 * nvec].reshape(nvec, 8), np.zeros((1, 8), data.dtype)])
     lane = np.arange(32)
     for m in range(int(mmas.max(initial=0))):
         it, u = divmod(m, unroll)
@@ -107,8 +107,8 @@ def _segments(values: np.ndarray, chunk: int, mma_rows: Callable[[np.ndarray], l
     nchunks = -(-length // chunk)
     per_split = -(-nchunks // splits)
     per_warp = -(-per_split // warps)
-    grid = np.zeros((s_count, splits * per_split, chunk), np.float16)
-    flat = np.zeros((s_count, nchunks * chunk), np.float16)
+    grid = np.zeros((s_count, splits * per_split, chunk), values.dtype)
+    flat = np.zeros((s_count, nchunks * chunk), values.dtype)
     flat[:, :length] = values
     grid[:, :nchunks] = flat.reshape(s_count, nchunks, chunk)
     valid_chunk = np.arange(splits * per_split) < nchunks  # chunks past the end do not run (empty split tails)
@@ -152,11 +152,14 @@ def _cols(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
 
 
 def emulate_tensorcore(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    """fp32 outputs of the plan (flattened problem outputs) for the problem's data (see host_problem_data)."""
+    """fp32 outputs of the plan (flattened problem outputs) for the problem's data (see host_problem_data). fp8 data
+    goes through the fp16 arithmetic, converted exactly, as the kernels convert it in registers."""
     if plan.in_dtype == "float32":  # three bf16 pieces per value: tcreduce/emulate/tensorcore_fp32.py
         from .tensorcore_fp32 import emulate_tensorcore_fp32
         return emulate_tensorcore_fp32(plan, data, model)
     prob = plan.problem
+    if plan.in_dtype.startswith("float8"):
+        data = np.asarray(data).astype(np.float16)
     if isinstance(prob, Flat):
         return _flat(plan, data, model)
     if isinstance(prob, Rows):

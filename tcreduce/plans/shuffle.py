@@ -1,4 +1,4 @@
-"""Method "shuffle": the modern CUDA-core baseline for fp16 and fp32 sums (fp32 round-to-nearest accumulation).
+"""Method "shuffle": the modern CUDA-core baseline for fp16, bf16, fp8 and fp32 sums (fp32 round-to-nearest accumulation).
 
 Kernels: ``kernels/shuffle.cu`` (``shuffle_flat``, ``shuffle_rows``, ``shuffle_cols``), whose header comments pin
 the order of every addition; this module chooses their template arguments, grids and splits, and records in
@@ -51,8 +51,9 @@ BLOCKS_PER_SM = {"rows": 4, "cols": 3}
 # Full sums: (UNROLL, blocks per SM) per input dtype, from the H200 sweep of benchmarks/tune_flat.py
 # (notes/performance.md: at N = 2^28, fp32 unroll 8 at 4 blocks/SM: 4242 GB/s; fp16 unroll 2 at 8 blocks/SM:
 # 3982 GB/s).
-FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4)}
-ITEMSIZE = {"float16": 2, "float32": 4}
+FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8_e4m3fn": (2, 8),
+               "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
+ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
 SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this fraction of the best
@@ -180,7 +181,7 @@ def plan_shuffle(problem: Problem, in_dtype: str, out_dtype: str, device: Device
     (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups combined through shared
     memory), splits, strips, cvecs (column chunks per row of the output)."""
     if in_dtype not in ITEMSIZE:
-        raise UnsupportedDtype(f"method 'shuffle' sums float16 and float32 input, not {in_dtype}")
+        raise UnsupportedDtype(f"method 'shuffle' sums {', '.join(ITEMSIZE)} input, not {in_dtype}")
     if out_dtype not in ("float16", "float32", "float64"):
         raise TypeError(f"method 'shuffle' writes float16, float32 or float64 results, not {out_dtype}")
     if isinstance(problem, Flat):
@@ -252,7 +253,7 @@ register(Method(
     description="CUDA-core baseline: 16-byte loads, fp32 register sums, __shfl_xor_sync warp folds, one smem hop per "
                 "block, single-pass deterministic grid combination (last block done); full, last-axis and "
                 "other-axis kernels",
-    dtypes=("float16", "float32"),
+    dtypes=tuple(ITEMSIZE),
     reference="modern CUDA-core baseline: seed 003 v5-v6, seed 001/004 reduce7 (warp shuffle), CUB-like "
               "deterministic two-level combination",
     planner=plan_shuffle,

@@ -1,5 +1,5 @@
-"""Method "tensorcore" (and "tensorcore_chained"): fp16 sums on tensor cores with mma.sync.m16n8k16 against an
-all-ones operand, fp32 accumulation. Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows_stream, tc_cols,
+"""Method "tensorcore" (and "tensorcore_chained"): fp16, bf16 and fp8 sums on tensor cores with mma.sync.m16n8k16
+against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registers, exactly). Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows_stream, tc_cols,
 whose comments pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
@@ -14,6 +14,7 @@ from __future__ import annotations
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
+from ..formats import get_format
 from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work
 
 SOURCE = "tensorcore.cu"
@@ -29,6 +30,7 @@ STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (row
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
+TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
 
@@ -51,20 +53,22 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     if in_dtype == "float32":  # three bf16 pieces per value: tcreduce/plans/tensorcore_fp32.py
         from .tensorcore_fp32 import plan_tensorcore_fp32
         return plan_tensorcore_fp32(problem, in_dtype, out_dtype, device, chain)
-    out_t = ctype(out_dtype)
+    out_t, in_t = ctype(out_dtype), ctype(in_dtype)
+    isz = get_format(in_dtype).itemsize  # every kernel reads 8 elements (8 * isz bytes) where fp16 reads 8 halves
     common = dict(method="tensorcore" if chain == 1 else "tensorcore_chained", problem=problem, in_dtype=in_dtype,
                   out_dtype=out_dtype, device=device)
     if isinstance(problem, Flat):
-        head = min(((16 - problem.align) % 16) // 2, problem.n)
+        head = min(((8 * isz - problem.align % (8 * isz)) % (8 * isz)) // isz, problem.n)
         nvec = (problem.n - head) // 8
         grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
-        name = f"tc_flat<{BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
+        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
                     params=tuple(sorted(params.items())))
-    if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * 2,), 16):
+    if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
+                                                                               8 * isz):
         chunks = cdiv(problem.k, 256)
         work = split_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
         if work.splits > 1:  # few long rows, one per block: enough splits for several waves of blocks
@@ -73,14 +77,14 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
         rif = max(1, 8 // cpr) if cpr else 1
-        name = (f"tc_rows_stream<{BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
+        name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
                 f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                            dict(stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
                                 chunks_per_row=cpr, rows_in_flight=rif))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
-        aligned = is_aligned(problem.align, (problem.ld * 2,), 2 * vec)
+        aligned = is_aligned(problem.align, (problem.ld * isz,), isz * vec)
         chunk = 4 * vec
         tiles = cdiv(problem.m, 16)
         work = split_work(tiles, cdiv(problem.k, chunk), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
@@ -88,19 +92,19 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
             work = split_work(tiles, 1, BLOCK // 32, device, 4)
         unroll = ROWS_UNROLL_SHORT[vec] if short else ROWS_UNROLL_LONG
-        name = (f"tc_rows<{BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
+        name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
                 f"{out_t}, {str(short).lower()}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile))
     if isinstance(problem, Cols):
-        aligned = is_aligned(problem.align, (problem.sa * 2, problem.sr * 2), 16)
+        aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
         strips = problem.a * cdiv(problem.b, 32)
         work = split_work(strips, cdiv(problem.r, 16), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
         short = 0
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-        name = f"tc_cols<{BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
+        name = f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips, 32,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short))
     raise TypeError(f"unknown problem {problem!r}")
@@ -111,7 +115,7 @@ register(Method(
     description="mma.sync m16n8k16 with fp16 data against all-ones, fp32 accumulators flushed after every mma "
                 "(round-to-nearest register sums); full, last-axis (rows as A) and other-axis (ones as A) kernels; "
                 "float32 data as three exact bf16 pieces per value (m16n8k16.bf16, tensorcore_fp32.py)",
-    dtypes=("float16", "float32"),
+    dtypes=TENSORCORE_DTYPES + ("float32",),
     reference="Dakkak et al., ICS 2019 (sum = product with ones), on PTX mma.sync with fp32 accumulation",
     planner=plan_tensorcore,
 ))
@@ -120,7 +124,7 @@ register(Method(
     name="tensorcore_chained",
     description="as tensorcore, but every warp keeps one tensor-core accumulator for its whole share (no flushes): "
                 "the truncating, round-toward-zero accumulation of Navarro et al. and of the prototype, for contrast",
-    dtypes=("float16",),
+    dtypes=TENSORCORE_DTYPES,
     reference="Navarro et al., TPDS 2021 (chained MMA accumulation), with an fp32 accumulator",
     planner=lambda p, i, o, d: plan_tensorcore(p, i, o, d, chain=NO_FLUSH),
 ))

@@ -1,6 +1,7 @@
 """Method "wmma": the tensor-core reductions of Dakkak et al. (ICS 2019, c3sr/tcu_scope) on ``nvcuda::wmma``
-16x16x16 fragments, half inputs and fp32 accumulators. Kernels: ``kernels/wmma.cu`` (its comments pin the order of
-every addition); emulator twin: ``tcreduce/emulate/wmma.py``.
+16x16x16 fragments, fp16 or bf16 inputs (:data:`DTYPES`; the kernels are templated on the input type) and fp32
+accumulators. Kernels: ``kernels/wmma.cu`` (its comments pin the order of every addition); emulator twin:
+``tcreduce/emulate/wmma.py``.
 
 Variants (``params["variant"]``), all reading ``Rows(m, k, ld)``; a full sum is ``Rows(1, n, n)``:
 
@@ -16,15 +17,19 @@ Variants (``params["variant"]``), all reading ``Rows(m, k, ld)``; a full sum is 
   (``tcr::arrive_last`` + ``tcr::combine_partials``: deterministic, one launch). The default for full sums and for
   long rows. Each warp chains at most :data:`BLOCK_CHAIN` products.
 - other axes (``Cols``): the paper has no column kernel, so the plan first launches ``wmma_transpose``, a tiled
-  transposing copy of the fp16 data into the workspace in the rows layout (row ``i*b + l`` holds the r reduced
-  values, rows padded to a multiple of 8 halves so that they are 16-byte aligned), then the rows kernel reads
-  ``Rows(a*b, r, ldw)`` from the workspace. Two launches; the copy costs one extra read and write of the input.
+  transposing copy of the 16-bit data into the workspace in the rows layout (row ``i*b + l`` holds the r reduced
+  values, rows padded to a multiple of 8 elements so that they are 16-byte aligned; a bit copy, one kernel for both
+  formats), then the rows kernel reads ``Rows(a*b, r, ldw)`` from the workspace. Two launches; the copy costs one
+  extra read and write of the input.
 
-The fp32-through-fp16 hand-off: where the paper stores an accumulator and loads it back as a half operand, each fp32
-value is scaled by a power of two (the row's largest finite value into [2^14, 2^15)) and split exactly into three
-halves (hi + mid + lo: 11 + 11 + 2 significant bits); three chained products with P^T (lo, mid, hi) sum the 48 parts
-in the tensor core and the result is scaled back. The split is exact down to 2^-39 of the row's largest value, so
-the hand-off costs three tensor-core accumulation steps and nothing else (the paper's half partials lost 2^-11).
+The fp32 hand-off: where the paper stores an accumulator and loads it back as a half operand, each fp32 value is
+split into three parts of the input format, hi + mid + lo, and three chained products with P^T (lo, mid, hi) sum the
+48 parts in the tensor core. fp16: each row is first scaled by a power of two (its largest finite value into
+[2^14, 2^15)), split with round-to-nearest (11 + 11 + 2 significant bits) and the result scaled back; exact down to
+2^-39 of the row's largest value. bf16 (fp32's exponent range, 8 significant bits): no scaling, three truncations
+(8 + 8 + 8 bits, from the fp32 encoding), exact for every multiple of 2^-133, which every partial sum of bf16 data
+is. Either way the hand-off's error is that of three tensor-core accumulation steps (fp16: plus at most 2^-39 of
+the row's largest value per part; bf16: nothing more), where the paper's half partials lost 2^-11.
 
 Misaligned views (x[1:]) and row strides that are not multiples of 8 halves use masked scalar loads; aligned data
 uses 16-byte loads. Every tail (k or n not a multiple of 16/256) is masked with zeros. Deterministic, 64-bit indexing.
@@ -38,7 +43,7 @@ from ..registry import Method, UnsupportedDtype, register
 from ._common import cdiv, ctype, is_aligned
 
 __all__ = ["plan_wmma", "choose_variant", "block_split", "kernel_names", "VARIANTS", "CHAIN",
-           "BLOCK_CHAIN", "TILE"]
+           "BLOCK_CHAIN", "TILE", "DTYPES"]
 
 SOURCE = "wmma.cu"
 TILE = 256  # elements per 16x16 tile
@@ -54,6 +59,7 @@ BLOCK_CHAIN = 32  # most tiles chained per warp in the block variant (H200: 2^28
 STAGE = 4  # tiles staged per warp per batch (kernels/wmma.cu STAGE)
 MAX_GRID = (1 << 31) - 1
 OUT_TYPES = ("float16", "float32", "float64")
+DTYPES = ("float16", "bfloat16")  # input formats: the wmma fragment types __half and __nv_bfloat16 (sm_80+)
 
 
 def _vec(rows: Rows) -> bool:
@@ -70,18 +76,20 @@ def choose_variant(rows: Rows, device: DeviceSpec) -> str:
     return "block"
 
 
-def _name(kernel: str, out_t: str, vec: bool, warps: int) -> str:
-    return f"{kernel}<{out_t}, {str(vec).lower()}, {warps}>"
+def _name(kernel: str, in_t: str, out_t: str, vec: bool, warps: int) -> str:
+    return f"{kernel}<{in_t}, {out_t}, {str(vec).lower()}, {warps}>"
 
 
-def kernel_names() -> list[str]:
-    """Every kernel name expression the planner can produce (for compile checks)."""
+def kernel_names(in_dtypes: tuple[str, ...] = DTYPES) -> list[str]:
+    """Every kernel name expression the planner can produce for the input dtypes ``in_dtypes`` (for compile checks);
+    the transposing copy is one kernel for every 16-bit format."""
     names = []
-    for out in OUT_TYPES:
-        for vec in (False, True):
-            names.append(_name("wmma_rows16", ctype(out), vec, WARP_KERNEL_WARPS))
-            names.append(_name("wmma_rows256n", ctype(out), vec, WARP_KERNEL_WARPS))
-            names.append(_name("wmma_rows_block", ctype(out), vec, BLOCK_WARPS))
+    for in_dtype in in_dtypes:
+        for out in OUT_TYPES:
+            for vec in (False, True):
+                names.append(_name("wmma_rows16", ctype(in_dtype), ctype(out), vec, WARP_KERNEL_WARPS))
+                names.append(_name("wmma_rows256n", ctype(in_dtype), ctype(out), vec, WARP_KERNEL_WARPS))
+                names.append(_name("wmma_rows_block", ctype(in_dtype), ctype(out), vec, BLOCK_WARPS))
     names += [f"wmma_transpose<{tj}>" for tj in (16, 32)]
     return names
 
@@ -98,24 +106,24 @@ def block_split(rows: Rows, device: DeviceSpec) -> tuple[int, int]:
     return cdiv(tiles, tpb), tpb
 
 
-def _rows_plan(rows: Rows, out_dtype: str, device: DeviceSpec, variant: str, x: Buf,
+def _rows_plan(rows: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec, variant: str, x: Buf,
                ws_offset: int) -> tuple[list[KernelLaunch], int, int, dict]:
     """Launch, workspace floats beyond ws_offset, counters and params of one rows problem."""
-    out_t = ctype(out_dtype)
+    in_t, out_t = ctype(in_dtype), ctype(out_dtype)
     vec = _vec(rows)
     m, k = rows.m, rows.k
     args: tuple[Arg, ...] = (x, m, k, rows.ld, Buf("out"), Buf("ws", ws_offset), Buf("counters"))
     if variant == "r16n":
         groups = cdiv(m, 16)
         grid = max(1, min(cdiv(groups, WARP_KERNEL_WARPS), device.sm_count * WARP_KERNEL_BLOCKS_PER_SM))
-        launch = KernelLaunch(SOURCE, _name("wmma_rows16", out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
+        launch = KernelLaunch(SOURCE, _name("wmma_rows16", in_t, out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
                               (WARP_KERNEL_WARPS * 32, 1, 1), args + (1,))
         params = dict(variant=variant, warps=WARP_KERNEL_WARPS, block=WARP_KERNEL_WARPS * 32, grid=grid, vec=vec,
                       tiles=cdiv(k, 16), chain=cdiv(k, 16), splits=1, stage=STAGE)
         return [launch], 0, 0, params
     if variant == "r256n":
         grid = max(1, min(cdiv(m, WARP_KERNEL_WARPS), device.sm_count * WARP_KERNEL_BLOCKS_PER_SM))
-        launch = KernelLaunch(SOURCE, _name("wmma_rows256n", out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
+        launch = KernelLaunch(SOURCE, _name("wmma_rows256n", in_t, out_t, vec, WARP_KERNEL_WARPS), (grid, 1, 1),
                               (WARP_KERNEL_WARPS * 32, 1, 1), args + (1,))
         params = dict(variant=variant, warps=WARP_KERNEL_WARPS, block=WARP_KERNEL_WARPS * 32, grid=grid, vec=vec,
                       tiles=cdiv(k, TILE), chain=cdiv(k, TILE), splits=1, stage=STAGE)
@@ -125,7 +133,7 @@ def _rows_plan(rows: Rows, out_dtype: str, device: DeviceSpec, variant: str, x: 
         grid = m * splits
         if grid > MAX_GRID or splits >= 1 << 32:
             raise ValueError(f"wmma: {m} rows x {splits} splits exceed the grid limit")
-        launch = KernelLaunch(SOURCE, _name("wmma_rows_block", out_t, vec, BLOCK_WARPS), (grid, 1, 1),
+        launch = KernelLaunch(SOURCE, _name("wmma_rows_block", in_t, out_t, vec, BLOCK_WARPS), (grid, 1, 1),
                               (BLOCK_WARPS * 32, 1, 1), args + (splits, tpb))
         params = dict(variant=variant, warps=BLOCK_WARPS, block=BLOCK_WARPS * 32, grid=grid, vec=vec,
                       tiles=cdiv(k, TILE), chain=cdiv(tpb, BLOCK_WARPS), splits=splits, tpb=tpb, stage=STAGE)
@@ -138,8 +146,8 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
     """The launch plan of method "wmma" for a canonical problem. ``variant``: "auto" (the default rule,
     :func:`choose_variant`) or one of :data:`VARIANTS` to force a kernel (tests, experiments); every variant takes
     every problem."""
-    if in_dtype != "float16":
-        raise UnsupportedDtype(f"method 'wmma' sums float16 input, not {in_dtype}")
+    if in_dtype not in DTYPES:
+        raise UnsupportedDtype(f"method 'wmma' sums {' and '.join(DTYPES)} input, not {in_dtype}")
     if out_dtype not in OUT_TYPES:
         raise ValueError(f"wmma: output dtype {out_dtype!r} not in {OUT_TYPES}")
     if variant != "auto" and variant not in VARIANTS:
@@ -151,7 +159,7 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
             raise ValueError(f"wmma: empty problem {problem!r} (the API returns zeros without launching)")
         if variant == "auto":
             variant = "block" if isinstance(problem, Flat) else choose_variant(rows, device)
-        launches, ws, counters, params = _rows_plan(rows, out_dtype, device, variant, Buf("x"), 0)
+        launches, ws, counters, params = _rows_plan(rows, in_dtype, out_dtype, device, variant, Buf("x"), 0)
         params["rows"] = rows
         return Plan(**common, launches=tuple(launches), workspace_floats=ws, counters=counters,
                     params=tuple(sorted(params.items())))
@@ -161,7 +169,7 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
             raise ValueError(f"wmma: empty problem {problem!r} (the API returns zeros without launching)")
         ldw = cdiv(r, 8) * 8
         rows = Rows(a * b, r, ldw, 0)
-        ws_off = cdiv(cdiv(rows.m * ldw, 2), 64) * 64  # the fp16 copy, in floats, rounded to 256 bytes
+        ws_off = cdiv(cdiv(rows.m * ldw, 2), 64) * 64  # the 16-bit copy, in floats, rounded to 256 bytes
         tj = 16 if r <= 16 else 32  # transpose tile: tj (reduced axis) x 2048/tj (kept contiguous axis)
         tgrid = a * cdiv(r, tj) * cdiv(b, 2048 // tj)
         if tgrid > MAX_GRID:
@@ -170,7 +178,7 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
                                  (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("ws"), ldw))
         if variant == "auto":
             variant = choose_variant(rows, device)
-        launches, ws, counters, params = _rows_plan(rows, out_dtype, device, variant, Buf("ws"), ws_off)
+        launches, ws, counters, params = _rows_plan(rows, in_dtype, out_dtype, device, variant, Buf("ws"), ws_off)
         params.update(rows=rows, transpose_ld=ldw, transpose_tile=tj, transpose_grid=tgrid, ws_offset=ws_off)
         return Plan(**common, launches=(transpose, *launches), workspace_floats=ws_off + ws, counters=counters,
                     params=tuple(sorted(params.items())))
@@ -178,11 +186,11 @@ def plan_wmma(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpe
 
 register(Method(
     name="wmma",
-    description="Dakkak et al.'s WMMA kernels with fp32 accumulators: Reduction16/16n (A*P), Reduction256/256n "
-                "(P*A*P^T, fp32 partials handed back to the tensor core as exact hi/mid/lo fp16 splits), the block "
-                "variant with a last-block grid combination for full sums and long rows; other axes through a "
-                "transposing copy",
-    dtypes=("float16",),
+    description="Dakkak et al.'s WMMA kernels with fp32 accumulators (fp16 or bf16 fragments): Reduction16/16n "
+                "(A*P), Reduction256/256n (P*A*P^T, fp32 partials handed back to the tensor core as exact hi/mid/lo "
+                "splits in the input format), the block variant with a last-block grid combination for full sums and "
+                "long rows; other axes through a transposing copy",
+    dtypes=DTYPES,
     reference="Dakkak et al., Accelerating Reduction and Scan Using Tensor Core Units, ICS 2019 (c3sr/tcu_scope)",
     planner=plan_wmma,
 ))

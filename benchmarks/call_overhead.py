@@ -1,0 +1,202 @@
+"""Per-call cost of a small reduction (default: a full sum of 2^16 fp16 values), back to back, on one GPU:
+``tcreduce.sum``, the build-once handle (``tcreduce.reducer``), CUDA graph replay, ``torch.sum`` and ``cupy.sum``,
+and an empty CuPy kernel launch (the launch floor).
+
+    python3 benchmarks/call_overhead.py [--n 65536] [--dtype float16] [--calls 1000] [--reps 21] [--out DIR]
+    python3 benchmarks/call_overhead.py --cpu      # no GPU: the Python cost with fake launches (tcreduce.fake_gpu)
+
+GPU mode: everything runs on one non-blocking CuPy stream (torch through an ExternalStream on it). Per sample,
+``--calls`` back-to-back calls are bracketed by two CUDA events; ``us_per_call`` is the median over ``--reps``
+samples of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost
+and the GPU's work), ``host_us`` the host time spent issuing them. "graph replay (1 call)": one captured handle call
+per ``graph.launch``; "graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without
+host dispatch). The number to look at: ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against
+``torch.sum`` (target: the handle's host cost <= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
+
+CPU mode: host microseconds per call with the kernels and allocations faked (what tcreduce's Python costs before
+CuPy's launch), and what CuPy's argument conversion costs for 5 pre-converted arguments (``CIntptr``, what tcreduce
+passes now) against 5 numpy scalars (what it passed before).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _gpu(args) -> list[dict]:
+    import cupy
+
+    import tcreduce
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    rows: list[dict] = []
+    with s:
+        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, args.n, dtype=cupy.float32).astype(args.dtype)
+        out = cupy.empty((), dtype=cupy.float32)
+        r = tcreduce.reducer(like=x)
+        tcreduce.sum(x)
+        tcreduce.sum(x, out=out)
+        cases = [("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
+                 ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
+                 ("reducer(x)", lambda: r(x)),
+                 ("reducer(x, out=out)", lambda: r(x, out=out))]
+        g1 = _graph(s, lambda: r(x, out=out), 1)
+        g100 = _graph(s, lambda: r(x, out=out), 100)
+        cases += [("graph replay (1 call)", lambda: g1.launch(s)), ("graph replay (100 calls)", lambda: g100.launch(s))]
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.set_stream(torch.cuda.ExternalStream(s.ptr))  # torch launches on our stream from here on
+                t = torch.from_dlpack(x)
+                cases.append(("torch.sum(t, dtype=float32)", lambda: torch.sum(t, dtype=torch.float32)))
+        except ImportError:
+            print("torch not installed: torch.sum not measured", file=sys.stderr)
+        cases.append(("cupy.sum(x, dtype=float32)", lambda: cupy.sum(x, dtype=cupy.float32)))
+        empty = cupy.RawKernel(r'extern "C" __global__ void tcr_empty() {}', "tcr_empty")
+        cases.append(("empty CuPy kernel launch", lambda: empty((1,), (32,), ())))
+        for label, fn in cases:
+            per = 100 if "100 calls" in label else 1
+            gpu_us, host_us = _time(s, fn, args.calls // per, args.reps)
+            rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=args.n, dtype=args.dtype))
+        # correctness of what was timed: the handle, the graph and tcreduce.sum agree bit for bit
+        want = tcreduce.sum(x)
+        g1.launch(s)
+        s.synchronize()
+        assert cupy.array_equal(want.view(cupy.uint32), out.view(cupy.uint32)), "graph replay differs"
+        assert cupy.array_equal(want.view(cupy.uint32), r(x).view(cupy.uint32)), "handle differs"
+    return rows
+
+
+def _graph(s, fn, calls: int):
+    s.synchronize()
+    s.begin_capture()
+    try:
+        for _ in range(calls):
+            fn()
+    finally:
+        graph = s.end_capture()
+    return graph
+
+
+def _time(s, fn, calls: int, reps: int) -> tuple[float, float]:
+    import cupy
+
+    for _ in range(50):
+        fn()
+    s.synchronize()
+    gpu, host = [], []
+    e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+    for _ in range(reps):
+        e0.record(s)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        e1.record(s)
+        e1.synchronize()
+        gpu.append(cupy.cuda.get_elapsed_time(e0, e1) * 1e3 / calls)
+        host.append((t1 - t0) * 1e6 / calls)
+    return statistics.median(gpu), statistics.median(host)
+
+
+def _cpu(args) -> list[dict]:
+    import tcreduce
+    from tcreduce.fake_gpu import fake_gpu
+
+    def best(fn, n=20000, reps=9) -> float:
+        t = timeit.Timer(fn, timer=time.process_time)
+        return min(t.timeit(number=n) / n for _ in range(reps)) * 1e6
+
+    rows = []
+    with fake_gpu(record=False) as gpu:
+        import cupy
+
+        x = gpu.array((args.n,), args.dtype)
+        out = gpu.array((), "float32")
+        r = tcreduce.reducer(like=x)
+        tcreduce.sum(x)
+        for label, fn in [("(fake allocation of the result)", lambda: cupy.ndarray((), np.float32)),
+                          ("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
+                          ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
+                          ("reducer(x)", lambda: r(x)), ("reducer(x, out=out)", lambda: r(x, out=out))]:
+            rows.append(dict(case=label, host_us=best(fn), n=args.n, dtype=args.dtype))
+    rows += _conversion_cost()
+    return rows
+
+
+def _conversion_cost() -> list[dict]:
+    """CuPy's conversion of 5 kernel arguments (a real cupy Function whose launch fails at the context check on a
+    machine without a GPU, after converting the arguments), minus the same call with no arguments."""
+    from cupy.cuda import function as F
+
+    fn = F.Function.__new__(F.Function)
+
+    class _S:
+        ptr = 0
+
+    stream = _S()
+
+    def call(a):
+        try:
+            fn((1, 1, 1), (256, 1, 1), a, 0, stream, False)
+        except Exception:
+            pass
+
+    def best(a) -> float:
+        t = timeit.Timer(lambda: call(a), timer=time.process_time)
+        return min(t.timeit(number=20000) / 20000 for _ in range(9)) * 1e6
+
+    base = best(())
+    rows = []
+    cintptr = getattr(F, "CIntptr", None)
+    for label, a in [("5 args as CIntptr (now)", tuple(cintptr(7 + i) for i in range(5)) if cintptr else None),
+                     ("5 args as numpy uint64/int64 (before)",
+                      (np.uint64(1), np.int64(2), np.uint64(3), np.uint64(4), np.int64(5)))]:
+        if a is not None:
+            rows.append(dict(case=f"CuPy argument conversion: {label}", host_us=best(a) - base))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1 << 16)
+    ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--cpu", action="store_true", help="no GPU: the Python cost with fake launches")
+    ap.add_argument("--out", default=None, help="folder for call_overhead.csv (default: print only)")
+    args = ap.parse_args()
+    rows = _cpu(args) if args.cpu else _gpu(args)
+    from experiments.env import device_info, git_info
+
+    meta = {"mode": "cpu (fake GPU)" if args.cpu else "gpu", "device": device_info() if not args.cpu else {},
+            "commit": git_info().get("commit"), "command": " ".join(sys.argv)}
+    print(json.dumps(meta))
+    print(f"{'case':45s} {'us/call':>9s} {'host us':>9s}")
+    for row in rows:
+        us = row.get("us_per_call")
+        print(f"{row['case']:45s} {us if us is not None else float('nan'):9.2f} {row['host_us']:9.2f}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "call_overhead.csv", "w", newline="") as f:
+            f.write("# " + json.dumps(meta, default=str) + "\n")
+            w = csv.DictWriter(f, fieldnames=["case", "us_per_call", "host_us", "n", "dtype"], extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

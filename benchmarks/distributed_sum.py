@@ -1,0 +1,142 @@
+"""Benchmark of tcreduce.distributed.sum: a global fp16 sum of WORLD x 2^30 values on WORLD GPUs (one shard of
+2^30 per GPU) against tcreduce.sum of 2^30 values on one GPU, and the collectives' share of the time.
+
+    torchrun --standalone --nproc_per_node=2 benchmarks/distributed_sum.py [--log2n 30] [--iters 30] \
+        [--method auto] [--out DIR]
+
+(--nproc_per_node=1 runs the same code on one GPU.) NVLink multicast stays off: NCCL_NVLS_ENABLE=0,
+TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are forced before torch starts.
+
+Every timed call is preceded by a barrier and a device synchronisation (all ranks start together), timed with CUDA
+events on the current stream of each rank; the medians over ``--iters`` calls are reported, the slowest rank's for
+each. Rows (milliseconds):
+
+- local: tcreduce.sum of this rank's 2^30 shard (the one-GPU baseline, no communication).
+- distributed: tcreduce.distributed.sum of the global array (local partial + metadata check + partial all_gather
+  + rank-order fold).
+- metadata: the metadata all_gather alone (one int64 row a rank, read on the host), as sum() issues it.
+- partials: the all_gather of one fp32 partial a rank alone, as sum() issues it, plus the fold.
+- collective share = (metadata + partials) / distributed; overhead = distributed - local.
+
+Writes distributed_sum.json (numbers and metadata) under --out on rank 0.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _k, _v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
+    os.environ[_k] = _v  # forced (never enable NVLink multicast on the shared machines), before torch loads NCCL
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _time(fn, iters: int, warmup: int = 3) -> tuple[float, object]:
+    """Median milliseconds of ``fn()`` over ``iters`` calls, each started together on every rank."""
+    import torch
+    import torch.distributed as dist
+
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    torch.cuda.synchronize()
+    times = []
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start.record()
+        out = fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return float(np.median(times)), out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log2n", type=int, default=30, help="log2 of the values per GPU (default 30)")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--method", default="auto")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args()
+
+    from datetime import timedelta
+
+    import cupy
+    import torch
+    import torch.distributed as dist
+
+    import tcreduce
+    from tcreduce import distributed as D
+    from tcreduce._dist import encode_row, fold_ranks
+
+    rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    cupy.cuda.Device(local).use()
+    dist.init_process_group("nccl", timeout=timedelta(seconds=300), device_id=torch.device("cuda", local))
+    group = dist.group.WORLD
+    n = 1 << args.log2n
+    rng = cupy.random.default_rng(100 + rank)
+    x = torch.from_dlpack(rng.uniform(-0.25, 0.75, n, dtype=cupy.float32).astype(cupy.float16))
+    cupy.get_default_memory_pool().free_all_blocks()
+
+    t_local, s_local = _time(lambda: tcreduce.sum(x, method=args.method), args.iters)
+    t_dist, s_dist = _time(lambda: tcreduce.distributed.sum(x, method=args.method), args.iters)
+    row = encode_row(rank=rank, in_dtype="float16", out_dtype="float32", method=args.method, axes=(0,),
+                     shard_axis=0, shape=(n,))
+    t_meta, _ = _time(lambda: D._exchange_rows(torch, dist, row, group, world, True, local), args.iters)
+    part = cupy.from_dlpack(s_local)
+
+    def partials():
+        g = D._gather_cupy(torch, dist, part, group, world, True, local)
+        return fold_ranks([g[r] for r in range(world)])
+
+    t_part, _ = _time(partials, args.iters)
+
+    mine = [t_local, t_dist, t_meta, t_part]
+    every = [None] * world
+    dist.all_gather_object(every, mine)
+    sums = [None] * world
+    dist.all_gather_object(sums, (float(s_dist), int(s_dist.float().view(torch.int32).item())))
+    dist.destroy_process_group()
+    if rank != 0:
+        return 0
+    worst = np.max(np.asarray(every), axis=0)  # the slowest rank sets the pace
+    t_local, t_dist, t_meta, t_part = (float(v) for v in worst)
+    gib = world * n * 2 / 2 ** 30
+    res = dict(world=world, values_per_gpu=n, method=args.method, local_ms=t_local, distributed_ms=t_dist,
+               metadata_ms=t_meta, partials_ms=t_part, collective_share=(t_meta + t_part) / t_dist,
+               overhead_ms=t_dist - t_local, distributed_gbps=world * n * 2 / (t_dist * 1e-3) / 1e9,
+               local_gbps=n * 2 / (t_local * 1e-3) / 1e9, per_rank_ms=every,
+               same_bits_on_every_rank=len({b for _, b in sums}) == 1, global_sum=sums[0][0])
+    res["meta"] = dict(device=torch.cuda.get_device_name(local), torch=torch.__version__, cupy=cupy.__version__,
+                       nccl=str(torch.cuda.nccl.version()),
+                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                       command=" ".join(sys.argv), env={k: os.environ[k] for k in (
+                           "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")})
+    print(f"{res['meta']['device']} x {world}, fp16, method {args.method}, medians of {args.iters} (slowest rank)")
+    print(f"  local        tcreduce.sum of 2^{args.log2n} on one GPU      {t_local:8.3f} ms  "
+          f"({res['local_gbps']:7.1f} GB/s)")
+    print(f"  distributed  {world} x 2^{args.log2n} ({gib:.0f} GiB) on {world} GPUs      {t_dist:8.3f} ms  "
+          f"({res['distributed_gbps']:7.1f} GB/s in all)")
+    print(f"  metadata     all_gather of the check row          {t_meta:8.3f} ms")
+    print(f"  partials     all_gather of the fp32 partials+fold {t_part:8.3f} ms")
+    print(f"  collective share {res['collective_share']:.1%}, overhead over one GPU {res['overhead_ms']:.3f} ms; "
+          f"bitwise equal on every rank: {res['same_bits_on_every_rank']}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "distributed_sum.json").write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

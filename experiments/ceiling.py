@@ -1,0 +1,116 @@
+"""The bandwidth ceiling, measured in the same run as the methods: a device-to-device copy (counting bytes read plus
+bytes written) and the plain read kernel of ``kernels/bandwidth.cu`` (its best launch configuration);
+``ceiling_gbs`` is the larger of the two."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .env import device_info
+from .inputs import random_pool
+from .timing import Timing, TimingConfig, time_gpu
+
+__all__ = ["READ_CONFIGS", "read_launcher", "time_read_kernel", "time_copy", "Ceiling", "measure_ceiling"]
+
+# Read-kernel launch configurations tried for the ceiling: (loads in flight per thread, ld.global.cs, blocks per SM).
+READ_CONFIGS = ((4, True, 4), (8, True, 4), (8, False, 4), (4, True, 8), (8, True, 2), (16, True, 2))
+
+
+def _read_fn(unroll: int, stream: bool):
+    from tcreduce._compile import get_function
+    from tcreduce._device import current_device
+
+    dev_id, spec = current_device()
+    return get_function("bandwidth.cu", f"tcr_bw::read16<{unroll}, {'true' if stream else 'false'}>", dev_id,
+                        spec.arch)
+
+
+@functools.lru_cache(maxsize=1)
+def _sink():
+    import cupy
+
+    return cupy.zeros(4, dtype=np.uint32)
+
+
+def read_launcher(config: tuple[int, bool, int]) -> Callable[[Any], None]:
+    """A function launching the read kernel over one CuPy array (its whole 16-byte words)."""
+    import cupy
+
+    unroll, stream, bps = config
+    fn = _read_fn(unroll, stream)
+    sms = device_info().get("sm_count", 132)
+    sink = _sink()
+
+    def launch(x) -> None:
+        n16 = x.nbytes // 16
+        grid = int(max(1, min(sms * bps, -(-n16 // 256))))
+        fn((grid, 1, 1), (256, 1, 1), (np.uint64(x.data.ptr), np.int64(n16), np.uint64(sink.data.ptr)), 0,
+           cupy.cuda.get_current_stream(), False)
+
+    return launch
+
+
+def time_read_kernel(inputs: Sequence[Any], cfg: TimingConfig, config: Optional[tuple[int, bool, int]] = None
+                     ) -> tuple[Timing, tuple[int, bool, int]]:
+    """(timing, config) of the read kernel over ``inputs``: the given config, or the best of :data:`READ_CONFIGS`."""
+    configs = [config] if config is not None else list(READ_CONFIGS)
+    best = None
+    for c in configs:
+        t = time_gpu(read_launcher(c), inputs, cfg)
+        if best is None or t.median_s < best[0].median_s:
+            best = (t, c)
+    assert best is not None
+    return best
+
+
+def time_copy(nbytes: int, cfg: TimingConfig) -> Timing:
+    """Timing of a device-to-device copy of ``nbytes`` (cudaMemcpyAsync) between two random buffers."""
+    import cupy
+
+    n = nbytes // 4
+    src = random_pool("float32", n, seed=7)
+    dst = cupy.empty_like(src)
+    rt = cupy.cuda.runtime
+
+    def copy(_):
+        rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice,
+                       cupy.cuda.get_current_stream().ptr)
+
+    return time_gpu(copy, [None], cfg)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The bandwidth ceiling measured in this run."""
+
+    read_gbs: float
+    copy_gbs: float
+    bytes: int
+    read_config: tuple[int, bool, int]
+
+    @property
+    def gbs(self) -> float:
+        return max(self.read_gbs, self.copy_gbs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ceiling_gbs": self.gbs, "read_kernel_gbs": self.read_gbs, "copy_gbs": self.copy_gbs,
+                "ceiling_bytes": self.bytes, "read_kernel_config": "unroll=%d stream=%s blocks_per_sm=%d"
+                % self.read_config}
+
+
+def measure_ceiling(nbytes: int, cfg: TimingConfig) -> Ceiling:
+    """The read kernel (best configuration) over a random buffer of ``nbytes`` and a device-to-device copy of
+    ``nbytes`` (counting read + written bytes)."""
+    import cupy
+
+    x = random_pool("float32", nbytes // 4, seed=3)
+    t_read, config = time_read_kernel([x], cfg)
+    del x
+    cupy.get_default_memory_pool().free_all_blocks()
+    t_copy = time_copy(nbytes, cfg)
+    cupy.get_default_memory_pool().free_all_blocks()
+    return Ceiling(nbytes / t_read.median_s / 1e9, 2 * nbytes / t_copy.median_s / 1e9, nbytes, config)

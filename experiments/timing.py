@@ -1,0 +1,197 @@
+"""GPU timing of one call.
+
+:func:`time_gpu`: CUDA events on CuPy's current stream; warm-up calls first; then many samples, each a batch of
+back-to-back calls bracketed by two events (batches of up to 64 calls while one call takes under 0.2 ms, so launch
+gaps overlap with the previous call's work); the median sample over the batch size is the time of one call. Small
+inputs rotate among several buffers (:func:`experiments.inputs.rotating_views`) so that the bytes touched between two
+reads of one buffer exceed the L2 cache (60 MiB on H200, 50 MB on H100) where memory allows. Inputs are random, never
+zeros. :func:`time_graph`: the same calls captured into a CUDA graph and replayed (host dispatch removed).
+
+Bandwidth: decimal GB/s of the fewest bytes a call must move (each input element read once, each output element
+written once); :func:`fill_timing` writes both into a CSV row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .env import torch_cuda
+
+__all__ = ["Timing", "TimingConfig", "time_gpu", "time_graph", "fill_timing"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float
+    p10_s: float
+    p90_s: float
+    reps: int
+    batch: int
+    buffers: int
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How hard :func:`time_gpu` tries: about ``target_s`` of timed GPU work per measurement, within
+    [min_reps, max_reps] samples after ``warmup`` calls."""
+
+    target_s: float = 0.1
+    warmup: int = 3
+    min_reps: int = 5
+    max_reps: int = 100
+    batch_target_s: float = 2e-4
+    max_batch: int = 64
+    slow_s: float = 0.02  # above this per call: warm up once and take min_reps samples
+
+    @staticmethod
+    def for_mode(mode: str) -> "TimingConfig":
+        if mode == "full":
+            return TimingConfig()
+        return TimingConfig(target_s=0.02, warmup=2, min_reps=3, max_reps=20, max_batch=32)
+
+
+def time_gpu(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig = TimingConfig()) -> Timing:
+    """Median device time of one ``fn(input)`` call, rotating through ``inputs`` (see the module docstring)."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    nb = len(inputs)
+    if nb == 0:
+        raise ValueError("time_gpu needs at least one input")
+    e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+    e0.record(stream)
+    fn(inputs[0])  # first call: compiles, plans, allocates
+    e1.record(stream)
+    e1.synchronize()
+    t_first = cupy.cuda.get_elapsed_time(e0, e1) / 1e3
+    k = 1
+    if t_first < cfg.slow_s:
+        for _ in range(cfg.warmup):
+            fn(inputs[k % nb])
+            k += 1
+    e0.record(stream)
+    fn(inputs[k % nb])
+    k += 1
+    e1.record(stream)
+    e1.synchronize()
+    t1 = max(cupy.cuda.get_elapsed_time(e0, e1) / 1e3, 1e-7)
+    if t1 >= cfg.slow_s:
+        batch, reps = 1, cfg.min_reps
+    else:
+        batch = int(min(cfg.max_batch, max(1, math.ceil(cfg.batch_target_s / t1))))
+        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_s / (t1 * batch))))
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+    for s, e in events:
+        s.record(stream)
+        for _ in range(batch):
+            fn(inputs[k % nb])
+            k += 1
+        e.record(stream)
+    events[-1][1].synchronize()
+    times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events])
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
+                  batch, min(nb, k))
+
+
+def time_graph(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig = TimingConfig(),
+               lib: str = "cupy", max_calls: int = 256) -> Timing:
+    """Median device time of one ``fn(input)`` call inside a CUDA graph: up to ``max_calls`` calls (rotating through
+    ``inputs``) captured once on a fresh stream, the graph replayed many times between CUDA events. Host dispatch
+    (Python, launch API) is out of the number: this is what the kernels cost back to back on the GPU. ``lib``:
+    "cupy" (CuPy stream capture; tcreduce, cupy.sum and RawKernel launches run on CuPy's current stream) or "torch"
+    (torch.cuda.graph). Raises if the calls cannot be captured."""
+    if lib == "torch":
+        return _time_graph_torch(fn, inputs, cfg, max_calls)
+    import cupy
+
+    nb = len(inputs)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        for i in range(max(2, cfg.warmup)):
+            fn(inputs[i % nb])
+        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+        e0.record(s)
+        fn(inputs[0])
+        e1.record(s)
+        e1.synchronize()
+        t1 = max(cupy.cuda.get_elapsed_time(e0, e1) / 1e3, 1e-7)
+        per = int(min(max_calls, max(min(nb, max_calls), math.ceil(5 * cfg.batch_target_s / t1), 1)))
+        s.begin_capture()
+        try:
+            for j in range(per):
+                fn(inputs[j % nb])
+        finally:
+            graph = s.end_capture()
+        graph.launch(s)
+        s.synchronize()
+        e0.record(s)
+        graph.launch(s)
+        e1.record(s)
+        e1.synchronize()
+        t_rep = max(cupy.cuda.get_elapsed_time(e0, e1) / 1e3, 1e-7)
+        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_s / t_rep)))
+        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+        for a, b in events:
+            a.record(s)
+            graph.launch(s)
+            b.record(s)
+        events[-1][1].synchronize()
+        times = np.array([cupy.cuda.get_elapsed_time(a, b) / 1e3 / per for a, b in events])
+    del graph
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
+                  per, min(nb, per))
+
+
+def _time_graph_torch(fn, inputs, cfg: TimingConfig, max_calls: int) -> Timing:
+    torch = torch_cuda()
+    if torch is None:
+        raise RuntimeError("torch is not available")
+    nb = len(inputs)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(max(3, cfg.warmup)):
+            fn(inputs[i % nb])
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn(inputs[0])
+        e1.record()
+    torch.cuda.current_stream().wait_stream(side)
+    e1.synchronize()
+    t1 = max(e0.elapsed_time(e1) / 1e3, 1e-7)
+    per = int(min(max_calls, max(min(nb, max_calls), math.ceil(5 * cfg.batch_target_s / t1), 1)))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for j in range(per):
+            fn(inputs[j % nb])
+    graph.replay()
+    torch.cuda.synchronize()
+    e0.record()
+    graph.replay()
+    e1.record()
+    e1.synchronize()
+    t_rep = max(e0.elapsed_time(e1) / 1e3, 1e-7)
+    reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_s / t_rep)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in events:
+        a.record()
+        graph.replay()
+        b.record()
+    events[-1][1].synchronize()
+    times = np.array([a.elapsed_time(b) / 1e3 / per for a, b in events])
+    del graph
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)), reps,
+                  per, min(nb, per))
+
+
+def fill_timing(row: dict, t: "Timing", ceiling_gbs: float | None = None) -> None:
+    """Write a Timing into a CSV row: time_us, p10_us, p90_us, reps, batch, and, when the row has "bytes",
+    gbs (bytes / median time) and frac_ceiling."""
+    row.update(time_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6, reps=t.reps, batch=t.batch)
+    if "bytes" in row:
+        row["gbs"] = row["bytes"] / t.median_s / 1e9
+        row["frac_ceiling"] = row["gbs"] / ceiling_gbs if ceiling_gbs else None

@@ -1,0 +1,347 @@
+"""tcreduce.reducer (build once, call many), the pre-bound launch arguments of tcreduce.sum, and CUDA graph capture.
+
+CPU (through :mod:`tcreduce.fake_gpu`): every launch's arguments equal the plan's symbolic arguments resolved (input
+base, output, workspace and counters with their offsets) for tcreduce.sum and the handle, over many problems and every
+method; the handle's checks; the capture rules (what allocates, what refuses). GPU: the handle against tcreduce.sum
+bit for bit and against exact references, and CUDA graphs replayed on new data (``pytest -m gpu``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tcreduce
+from tcreduce._launch import CaptureError
+from tcreduce._plan import Buf
+from tcreduce.fake_gpu import fake_gpu
+
+# (shape, axis, view) covering flat, rows, cols, copies, misaligned and reversed views
+PROBLEMS = [
+    ((1 << 16,), None, None), ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[::-1]),
+    ((4097,), None, lambda x: x[3:]), ((1 << 22) + 5, None, None),
+    ((4096, 16), -1, None), ((300, 1032), -1, None), ((64, 257), -1, lambda x: x[:, 1:]), ((4, 1 << 18), -1, None),
+    ((16, 1000), 0, None), ((65537, 8), 0, None), ((5, 17, 40), 1, None), ((96, 80), 0, lambda x: x[::-1]),
+    ((40, 50), None, None),
+]
+COPYING = [((6, 5, 4, 3), (1, 3), None), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1))]
+
+
+def _methods(dtype: str, full: bool = True) -> list[str]:
+    """auto and every registered sum method with a launch plan for ``dtype`` (the ladder rungs: full sums only)."""
+    return ["auto"] + [m.name for m in tcreduce.methods() if dtype in m.dtypes and m.name != "cub"
+                       and (full or not m.name.startswith("ladder_"))]
+
+
+def _view(gpu, shape, dtype, view):
+    x = gpu.array(shape if isinstance(shape, tuple) else (shape,), dtype)
+    return view(x) if view else x
+
+
+def _resolved(plan, x_ptr: int, out_ptr: int, ws_ptr: int, ctr_ptr: int) -> list[tuple]:
+    """The plan's launches with their symbolic arguments resolved independently of tcreduce._launch."""
+    base = {"x": x_ptr, "out": out_ptr, "ws": ws_ptr, "counters": ctr_ptr}
+    out = []
+    for ln in plan.launches:
+        args = tuple(base[a.name] + 4 * a.offset if isinstance(a, Buf) else int(a) for a in ln.args)
+        out.append((ln.kernel, tuple(ln.grid), tuple(ln.block), args, ln.shared_bytes, ln.cooperative))
+    return out
+
+
+def _recorded(gpu, start: int) -> list[tuple]:
+    return [(n, g, b, a, s, c) for n, g, b, a, s, _, c in gpu.launches[start:]]
+
+
+# ------------------------------------------------------------------------------------------------------- CPU
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("shape,axis,view", PROBLEMS, ids=[f"p{i}" for i in range(len(PROBLEMS))])
+def test_launch_arguments_are_the_plans(shape, axis, view, dtype):
+    from tcreduce import _api, _launch
+
+    checked = set()
+    with fake_gpu() as gpu:
+        x = _view(gpu, shape, dtype, view)
+        full = axis is None or x.ndim == 1
+        for method in _methods(dtype, full):
+            for out_dtype in (None, "float16"):
+                # tcreduce.sum: the stream's pools
+                start = len(gpu.launches)
+                res = tcreduce.sum(x, axis=axis, dtype=out_dtype, method=method)
+                prep = [p for k, p in _api._PREPARED.items() if k[1] == x.shape and k[2] == x.strides
+                        and k[7] == method and k[6] == out_dtype][0]
+                if prep.launcher is None or not prep.fast:
+                    continue
+                plan = prep.launcher.plan
+                ws = _launch._WORKSPACES.get((0, gpu.stream_ptr))
+                ctr = _launch._COUNTERS.get((0, gpu.stream_ptr))
+                want = _resolved(plan, x.data.ptr + prep.byte_offset, res.data.ptr,
+                                 ws.data.ptr if plan.workspace_floats else 0,
+                                 ctr.data.ptr if plan.counters else 0)
+                assert _recorded(gpu, start) == want, (method, plan.describe())
+                # the handle: its own workspace and counters, the same plan
+                r = tcreduce.reducer(like=x, axis=axis, dtype=out_dtype, method=method, warmup=False)
+                assert r.plan == plan and r.method == plan.method
+                out = gpu.array(r.result_shape, r.result_dtype)
+                start = len(gpu.launches)
+                assert r(x, out=out) is out
+                want = _resolved(plan, x.data.ptr + prep.byte_offset, out.data.ptr,
+                                 r._workspace.data.ptr if plan.workspace_floats else 0,
+                                 r._counters.data.ptr if plan.counters else 0)
+                assert _recorded(gpu, start) == want
+                if plan.workspace_floats:
+                    assert r._workspace.size >= plan.workspace_floats and r._workspace.data.ptr != ws.data.ptr
+                if plan.counters:
+                    assert r._counters.size >= plan.counters and r._counters.data.ptr != ctr.data.ptr
+                checked.add((method, len(plan.launches), bool(plan.workspace_floats), bool(plan.counters)))
+    assert checked  # at least one plan compared on this problem (every launching method is)
+
+
+def test_sum_and_handle_results():
+    with fake_gpu() as gpu:
+        x = gpu.array((64, 100), "float16")
+        for keepdims in (False, True):
+            res = tcreduce.sum(x, axis=0, keepdims=keepdims)
+            assert res.shape == ((1, 100) if keepdims else (100,)) and res.dtype == np.float32
+            r = tcreduce.reducer(like=x, axis=0, keepdims=keepdims)
+            assert r(x).shape == res.shape and r.result_shape == res.shape
+        r = tcreduce.reducer(like=x, axis=1, dtype="float16")
+        assert r(x).dtype == np.float16 and r.result_dtype == np.float16
+        assert "float16" in repr(r) and "axes=(1,)" in repr(r)
+
+
+def test_handle_rejects_other_arrays():
+    with fake_gpu() as gpu:
+        x = gpu.array((1000,), "float16")
+        r = tcreduce.reducer(like=x)
+        r(x)
+        r(gpu.array((1000,), "float16"))  # another buffer of the same layout is fine
+        for other, what in [(gpu.array((999,), "float16"), "shape"), (gpu.array((1000,), "float32"), "dtype"),
+                            (gpu.array((1000,), "float16", offset=2), "address modulo 16"),
+                            (gpu.array((2000,), "float16")[::2], "strides")]:
+            with pytest.raises(ValueError, match=what):
+                r(other)
+        for bad_out in (gpu.array((1,), "float32"), gpu.array((), "float16"), gpu.array((), "float64")):
+            with pytest.raises(ValueError, match="out must be"):
+                r(x, out=bad_out)
+        with pytest.raises(TypeError, match="cupy.asarray"):
+            r(np.ones(1000, np.float16))
+        rows = tcreduce.reducer(like=gpu.array((10, 64), "float16"), axis=-1)
+        with pytest.raises(ValueError, match="out must be"):
+            rows(gpu.array((10, 64), "float16"), out=gpu.array((20,), "float32")[::2])
+
+
+def test_handle_validates_at_build():
+    with fake_gpu() as gpu:
+        x = gpu.array((100,), "float16")
+        with pytest.raises(ValueError, match="unknown sum method"):
+            tcreduce.reducer(like=x, method="nope")
+        with pytest.raises(TypeError, match="not supported"):
+            tcreduce.reducer(like=x, dtype="int32")
+        with pytest.raises(NotImplementedError):
+            tcreduce.reducer(like=gpu.array((100,), "float32"), method="tensorcore")
+        with pytest.raises(ValueError, match="kind"):
+            tcreduce.reducer(like=x, kind="prod")
+        with pytest.raises(ValueError, match="no identity"):
+            tcreduce.reducer(like=gpu.array((0,), "float16"), kind="max")
+        e = tcreduce.reducer(like=gpu.array((0, 5), "float16"), axis=0)
+        assert e.plan is None and e.result_shape == (5,)
+        m = tcreduce.reducer(like=gpu.array((10, 64), "float16"), axis=-1, kind="max")
+        assert m.result_dtype == np.float16 and m.method == "shuffle"
+
+
+def test_capture_rules_of_sum():
+    with fake_gpu() as gpu:
+        x = gpu.array((1 << 20,), "float16")
+        gpu.capturing = True
+        with pytest.raises(CaptureError, match="plans, compiles and loads"):
+            tcreduce.sum(x, method="tensorcore")  # never called with these arguments
+        gpu.capturing = False
+        tcreduce.sum(x, method="tensorcore")  # planned, pools of the first stream allocated
+        gpu.stream_ptr = 0x7000  # another stream: no pools yet
+        gpu.capturing = True
+        with pytest.raises(CaptureError, match="warm-up"):
+            tcreduce.sum(x, method="tensorcore")
+        gpu.capturing = False
+        tcreduce.sum(x, method="tensorcore")  # warm-up on this stream: its pools allocated
+        out = gpu.array((), "float32")
+        gpu.capturing = True
+        n_alloc = len(gpu.allocations)
+        assert tcreduce.sum(x, method="tensorcore", out=out) is out
+        res = tcreduce.sum(x, method="tensorcore")  # only the result is allocated
+        assert len(gpu.allocations) == n_alloc + 1 and gpu.allocations[-1] == 4
+        assert res.shape == ()
+        # paths that would free a temporary refuse (the eager calls plan them; on the fake GPU CuPy's own kernels
+        # then fail, which is not what is tested here)
+        y = gpu.array((6, 5, 4, 3), "float16")
+        gpu.capturing = False
+        for call in (lambda: tcreduce.sum(x, method="cub"), lambda: tcreduce.sum(y, axis=(1, 3))):
+            with pytest.raises(Exception) as e:
+                call()
+            assert not isinstance(e.value, CaptureError)
+        gpu.capturing = True
+        with pytest.raises(CaptureError, match="delegates to a library"):
+            tcreduce.sum(x, method="cub")
+        with pytest.raises(CaptureError, match="copies a strided view"):
+            tcreduce.sum(y, axis=(1, 3))
+        with pytest.raises(CaptureError, match="through a temporary"):
+            tcreduce.sum(x, method="tensorcore", out=gpu.array((), "float64"))
+
+
+def test_capture_rules_of_the_handle():
+    with fake_gpu() as gpu:
+        x = gpu.array((1 << 20,), "float16")
+        gpu.capturing = True
+        with pytest.raises(CaptureError, match="before the CUDA graph capture"):
+            tcreduce.reducer(like=x)
+        gpu.capturing = False
+        r = tcreduce.reducer(like=x)
+        out = gpu.array((), "float32")
+        gpu.capturing = True
+        n_alloc, n_launch = len(gpu.allocations), len(gpu.launches)
+        for _ in range(3):
+            assert r(x, out=out) is out
+        assert len(gpu.allocations) == n_alloc and len(gpu.launches) == n_launch + 3
+        gpu.capturing = False
+        cub = tcreduce.reducer(like=x, method="cub", warmup=False)
+        gpu.capturing = True
+        with pytest.raises(CaptureError, match="cannot be captured"):
+            cub(x)
+
+
+def test_pools_grow_without_freeing_what_is_bound():
+    from tcreduce import _launch
+
+    with fake_gpu() as gpu:
+        small = gpu.array((256, 1 << 14), "float16")
+        tcreduce.sum(small, axis=0, method="shuffle")
+        ws0 = _launch._WORKSPACES.get((0, gpu.stream_ptr))
+        big = gpu.array((1 << 14, 1 << 12), "float16")
+        for m in ("tensorcore", "shuffle", "wmma"):
+            tcreduce.sum(big, axis=0, method=m)
+            tcreduce.sum(big, axis=-1, method=m)
+        ws1 = _launch._WORKSPACES.get((0, gpu.stream_ptr))
+        if ws0 is not None and ws1 is not ws0:
+            assert any(b is ws0 for b in _launch._RETIRED)  # replaced, kept alive for what was bound to it
+
+
+# ------------------------------------------------------------------------------------------------------- GPU
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+GPU_CASES = [((1,), None), ((17,), None), ((4097,), None), ((1 << 20) + 3, None), ((1 << 22) + 5, None),
+             ((33, 255), -1), ((65537, 16), -1), ((300, 1032), -1), ((16, 1000), 0), ((257, 33), 0),
+             ((6, 5, 4, 3), (1, 3)), ((40, 50), None)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("shape,axis", GPU_CASES, ids=[f"{s}-{a}" for s, a in GPU_CASES])
+def test_gpu_handle_equals_sum(shape, axis, dtype, rng):
+    from tcreduce.testing import check_sum, poisoned, random_input, to_numpy
+
+    cupy = _cupy()
+    xh = random_input(rng, shape, dtype)
+    for view in (None, (lambda v: v[..., 1:]) if len(np.shape(xh)) else None):
+        xd = cupy.asarray(xh)
+        xv_d, xv_h = (view(xd), view(xh)) if view else (xd, xh)
+        if xv_h.size == 0:
+            continue
+        for method in _methods(dtype, axis is None) + ["cub"]:
+            r = tcreduce.reducer(like=xv_d, axis=axis, method=method)
+            want = tcreduce.sum(xv_d, axis=axis, method=method)
+            got = r(xv_d)
+            assert np.array_equal(to_numpy(got).view(np.uint8), to_numpy(want).view(np.uint8)), method
+            out = poisoned(r.result_shape, "float32")
+            assert r(xv_d, out=out) is out
+            assert np.array_equal(to_numpy(out).view(np.uint32), to_numpy(want).view(np.uint32)), method
+            if not method.startswith("ladder_") or method == "ladder_last_block":
+                check_sum(got, xv_h, axis, method=r.method)
+            # a second buffer of the same layout, different data
+            x2h = random_input(rng, np.shape(xh), dtype)
+            x2 = cupy.asarray(x2h)
+            x2v_d, x2v_h = (view(x2), view(x2h)) if view else (x2, x2h)
+            if x2v_d.data.ptr % 16 == xv_d.data.ptr % 16:
+                check_sum(r(x2v_d), x2v_h, axis, method=r.method)
+
+
+@pytest.mark.gpu
+def test_gpu_handle_torch(rng):
+    torch = pytest.importorskip("torch")
+    from tcreduce.testing import check_sum, random_input
+
+    xh = random_input(rng, (123, 77), "float16")
+    xt = torch.from_numpy(xh).cuda()
+    r = tcreduce.reducer(like=xt, axis=0)
+    res = r(xt)
+    assert isinstance(res, torch.Tensor) and res.is_cuda
+    check_sum(res, xh, 0, method=r.method)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis,method", [
+    ((1 << 16,), None, "auto"), ((1 << 22) + 5, None, "tensorcore"), ((1 << 22) + 5, None, "shuffle"),
+    ((1 << 22) + 5, None, "wmma"), ((4096, 300), -1, "auto"), ((300, 1 << 14), -1, "tensorcore"),
+    ((1 << 14, 300), 0, "shuffle"), ((16, 1 << 18), 0, "tensorcore"), ((1 << 20,), None, "ladder_last_block"),
+    ((6, 5, 4, 3), (1, 3), "auto")])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_graph_replays_match_eager(shape, axis, method, dtype, rng):
+    """Capture a handle call and a tcreduce.sum call, replay them several times on new data written into the same
+    input buffer, and compare the bits with eager calls; plans of several blocks (last-block combination) included."""
+    from tcreduce.testing import check_sum, random_input, to_numpy
+
+    cupy = _cupy()
+    if method != "auto" and dtype not in tcreduce._api.registry.get(method).dtypes:
+        pytest.skip(f"{method} takes no {dtype}")
+    xh = random_input(rng, shape, dtype)
+    x = cupy.asarray(xh)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        r = tcreduce.reducer(like=x, axis=axis, method=method)
+        plan = r.plan
+        if plan is not None and shape[0] > 1 << 20:
+            assert max(ln.grid[0] * ln.grid[1] * ln.grid[2] for ln in plan.launches) > 1  # several blocks
+        out_h = cupy.full(r.result_shape, np.nan, dtype=np.float32)
+        copying = r._copy_buf is not None
+        tcreduce.sum(x, axis=axis, method=method)  # warm-up of tcreduce.sum on this stream
+        out_s = cupy.full(r.result_shape, np.nan, dtype=np.float32)
+        s.synchronize()
+        s.begin_capture()
+        try:
+            r(x, out=out_h)
+            if not copying:
+                tcreduce.sum(x, axis=axis, method=method, out=out_s)
+        finally:
+            graph = s.end_capture()
+        for k in range(4):
+            yh = random_input(rng, shape, dtype)
+            x.set(yh, stream=s)  # new data, same buffer
+            out_h.fill(np.nan)
+            out_s.fill(np.nan)
+            graph.launch(s)
+            eager = tcreduce.sum(x, axis=axis, method=method)
+            s.synchronize()
+            e = to_numpy(eager)
+            assert np.array_equal(to_numpy(out_h).view(np.uint32), e.view(np.uint32)), (k, "handle replay")
+            if not copying:
+                assert np.array_equal(to_numpy(out_s).view(np.uint32), e.view(np.uint32)), (k, "sum replay")
+            check_sum(out_h, yh, axis, method=r.method)
+    # the counters are back at zero after the replays: an eager call on the default stream agrees too
+    assert np.array_equal(to_numpy(r(x)).view(np.uint32), e.view(np.uint32))
+
+
+@pytest.mark.gpu
+def test_gpu_sum_refuses_unsafe_capture():
+    cupy = _cupy()
+    x = cupy.ones((6, 5, 4, 3), dtype=cupy.float16)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        try:
+            with pytest.raises(CaptureError):
+                tcreduce.sum(x, axis=(1, 3))  # would copy into a temporary first
+            with pytest.raises(CaptureError):
+                tcreduce.sum(x.reshape(-1), method="cub")
+        finally:
+            s.end_capture()
