@@ -293,10 +293,10 @@ def split_bound_factor(plan: Plan, gpu: str | DeviceSpec | None = None, wide: bo
     Derivation, with A = sum|x|, u = 2^-24, K, L from the plan (:func:`_f32_combination`):
 
     - Normal path: hi + mid + r2 = x exactly; a row's hi and mid sums c1 are exact (the kernel file), so the only
-      roundings are fp32 round-to-nearest additions of small quantities. Per quad-step |r2| <= 2^(E-16) <= 2^-16 M
-      for its 32 values and M <= their sum|x|: sum|r2| <= 2^-11 A; each r2 goes through at most 4K + 2 additions
-      (rho, then the quad sum): error <= gamma_{4K+2} 2^-11 A.
-    - |hi| + |mid| <= |x| + 2^(E-8) + 2^(E-16), so sum|c1| <= (1 + 2^-3 (1 + 2^-8)) A < 1.13 A. The s parts are
+      roundings are fp32 round-to-nearest additions of small quantities. In each mma row (16 values of one output)
+      |r2| <= 2^(E-16) <= 2^-16 M and M <= the row's sum|x|: sum|r2| <= 2^-12 A; each r2 goes through at most
+      4K + 2 additions (rho, then the quad sum): error <= gamma_{4K+2} 2^-11 A (with room).
+    - |hi| + |mid| <= |x| + 2^(E-8) + 2^(E-16), so sum|c1| <= (1 + 2^-4 (1 + 2^-8)) A < 1.13 A. The s parts are
       exact TwoSums: s + (the TwoSum errors t) = sum c1 exactly, |t| <= u |s| <= 1.13 u A, one per accumulation step
       (K) and per pair addition (L + 1 with the row/lane one). The e parts collect the t's, the wide path's c3 and
       rho: at most E_sum = (K + L + 1) 1.13 u A + 2^-11 (1 + gamma_{4K+2}) A (+ 2^-7 (1 + 2^-6) A from c3), through

@@ -195,14 +195,15 @@ def test_bound_holds_and_is_within_100x_of_the_worst_adversarial_error(n):
     rng = np.random.default_rng(1)
     same_sign = adversarial_inputs(rng, n, "float32")
     inputs = {**same_sign, **mixed_sign_inputs(rng, n, "float32")}
-    worst = (0.0, np.inf, "")
+    worst = (0.0, np.inf, "")  # the same-sign input with the largest error relative to sum|x| (inputs differ in scale)
     for name, x in list(inputs.items()) + [(k + "[1:]", v[1:]) for k, v in inputs.items()]:
         exact = float(exact_sum(x))
         err = abs(float(tcreduce.emulate.sum(x, method=METHOD)) - exact)
         bound = float(error_bound(x, method=METHOD))
         assert err <= bound, (name, err, bound)
-        if name.split("[")[0] in same_sign and err > worst[0]:
-            worst = (err, bound, name)
+        scale = float(np.sum(np.abs(x), dtype=np.float64))
+        if name.split("[")[0] in same_sign and err / scale > worst[0]:
+            worst = (err / scale, bound / scale, name)
     assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst
 
 
@@ -224,7 +225,7 @@ ACCURACY_DISTS = ("uniform", "normal", "mixed", "lognormal")
 
 @pytest.mark.parametrize("dist", ACCURACY_DISTS)
 def test_accuracy_goal_error_at_most_twice_shuffles_plus_one_ulp(dist):
-    from experiments.common import case_seed, make_input
+    from experiments.inputs import case_seed, make_input
 
     for k in range(10, 21, 2):
         n = 1 << k
@@ -279,7 +280,7 @@ def test_planner_refuses_what_it_does_not_take():
         plan_tensorcore_fp32(Flat(100, 0), "float32", "float32", H100, chain=16)
     with pytest.raises(UnsupportedDtype):
         get("tensorcore_chained").plan(Flat(100, 0), "float32", "float32", H100)
-    assert get(METHOD).dtypes == ("float16", "float32") and get(METHOD).emulated
+    assert {"float16", "float32"} <= set(get(METHOD).dtypes) and get(METHOD).emulated
 
 
 # ------------------------------------------------------------------------------------------------ GPU
@@ -444,9 +445,11 @@ def test_gpu_bounds_hold_and_are_tight_at_2_pow_24():
             err = abs(float(tcreduce.sum(xd, method=m)) - exact)
             bound = float(error_bound(x, method=m, gpu=device))
             assert err <= bound, (m, name, err, bound)
-            if name in same_sign and err > worst[m][0]:
-                worst[m] = (err, bound, name)
-    print("\nbound / worst error at 2^24:", {m: (b / e if e else np.inf, src) for m, (e, b, src) in worst.items()})
+            scale = float(np.sum(np.abs(x), dtype=np.float64))  # inputs differ in scale: compare relative errors
+            if name in same_sign and err / scale > worst[m][0]:
+                worst[m] = (err / scale, bound / scale, name)
+    print("\nbound / worst error (relative to sum|x|) at 2^24:",
+          {m: (b / e if e else np.inf, src) for m, (e, b, src) in worst.items()})
     assert all(e > 0 and b / e <= 100 for e, b, _ in worst.values()), worst
 
 
