@@ -38,7 +38,7 @@ FLAT_UNROLL = 8  # 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 s
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
-COLS_SHORT_UNROLL = 2  # tc32_cols' short path: scalar gathers need more registers (4 would spill at 64)
+COLS_UNROLL = 2  # tc32_cols: its scalar gathers (8 per chunk and lane) need more registers (4 chunks would spill)
 TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3)
 SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
@@ -100,7 +100,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
                 f"{_bool(short)}>")
         form = "rows"
     else:
-        unroll = COLS_SHORT_UNROLL if short else TILE_UNROLL
+        unroll = COLS_UNROLL
         name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}>"
         form = "cols"
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
