@@ -271,101 +271,11 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 # after another. It checks, without a GPU, that the kernel code does what its order comment says (bitwise equal to
 # the replay above), that every output is written and that the counters are left at zero. The GPU tests remain the
 # authority on the hardware; this catches logic errors early. Skipped where g++ (C++20, _Float16) is missing.
-_SIMT_FP16 = r"""#pragma once
-#include <cstring>
-struct __half { unsigned short x; };
-inline float __half2float(__half h) { _Float16 f; std::memcpy(&f, &h.x, 2); return (float)f; }
-inline __half __float2half_rn(float v) { _Float16 f = (_Float16)v; __half h; std::memcpy(&h.x, &f, 2); return h; }
-inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
-inline unsigned short __half_as_ushort(__half h) { return h.x; }
-"""
-# bf16 / fp8 types of common.cuh: declared so the header compiles (the SIMT cases are fp16 and fp32)
-_SIMT_BF16 = r"""#pragma once
-#include <cstring>
-struct __nv_bfloat16 { unsigned short x; };
-inline float __bfloat162float(__nv_bfloat16 h) { unsigned u = (unsigned)h.x << 16; float f; std::memcpy(&f, &u, 4);
-                                                  return f; }
-"""
-_SIMT_FP8 = r"""#pragma once
-#include <cstdlib>
-typedef unsigned char __nv_fp8_storage_t;
-typedef unsigned short __nv_fp8x2_storage_t;
-enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
-struct __half_raw { unsigned short x; };
-struct __half2_raw { unsigned short x, y; };
-inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
-inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t, __nv_fp8_interpretation_t) { std::abort(); }
-struct __nv_fp8_e4m3 { unsigned char x; explicit operator float() const { std::abort(); } };
-struct __nv_fp8_e5m2 { unsigned char x; explicit operator float() const { std::abort(); } };
-inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s) {
-    const unsigned long long v = ((unsigned long long)b << 32) | a;
-    unsigned r = 0;
-    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
-    return r;
-}
-"""
-_SIMT_SHIM = r"""#pragma once
-#include <atomic>
-#include <barrier>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <thread>
-#include <vector>
-#define __device__
-#define __global__
-#define __host__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
-#define __shared__ static
-struct dim3s { unsigned x = 0, y = 0, z = 0; };
-thread_local dim3s threadIdx, blockIdx;
-dim3s gridDim, blockDim;
-struct uint4 { unsigned x, y, z, w; };
-struct uint2 { unsigned x, y; };
-struct float4 { float x, y, z, w; };
-struct double2 { double x, y; };
-inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
-inline uint2 make_uint2(unsigned a, unsigned b) { return uint2{a, b}; }
-inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
-inline double2 make_double2(double a, double b) { return double2{a, b}; }
-inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-struct BlockCtx {
-    std::unique_ptr<std::barrier<>> block;
-    std::unique_ptr<std::barrier<>> warp[32];
-    float wbuf[32][32];
-};
-BlockCtx* g_ctx;
-inline void __syncthreads() { g_ctx->block->arrive_and_wait(); }
-inline float __shfl_xor_sync(unsigned, float v, int off) {
-    const int t = threadIdx.x, w = t >> 5, l = t & 31;
-    g_ctx->wbuf[w][l] = v;
-    g_ctx->warp[w]->arrive_and_wait();
-    const float r = g_ctx->wbuf[w][l ^ off];
-    g_ctx->warp[w]->arrive_and_wait();
-    return r;
-}
-template <class F> void launch(F f, unsigned grid, unsigned block) {
-    gridDim.x = grid; gridDim.y = gridDim.z = 1; blockDim.x = block;
-    for (unsigned b = 0; b < grid; ++b) {
-        BlockCtx ctx;
-        ctx.block = std::make_unique<std::barrier<>>(block);
-        for (unsigned w = 0; w < block / 32; ++w) ctx.warp[w] = std::make_unique<std::barrier<>>(32);
-        g_ctx = &ctx;
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < block; ++t) ts.emplace_back([=]() { threadIdx.x = t; blockIdx.x = b; f(); });
-        for (auto& th : ts) th.join();
-    }
-}
-"""
+from simt import SIMT_BF16 as _SIMT_BF16  # noqa: E402  (tests/simt.py: the shim, shared with test_simt.py)
+from simt import SIMT_FP8 as _SIMT_FP8  # noqa: E402
+from simt import SIMT_FP16 as _SIMT_FP16  # noqa: E402
+from simt import SIMT_SHIM as _SIMT_SHIM  # noqa: E402
+
 _SIMT_CT = {"float16": "__half", "float32": "float", "float64": "double"}
 
 
