@@ -447,3 +447,40 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     nan = np.isnan(got)
     return bool(np.array_equal(nan, np.isnan(want)) and np.array_equal(got[~nan].view(np.uint32),
                                                                        want[~nan].view(np.uint32)))
+
+
+# ------------------------------------------------------------------------------------------- GPU == twin
+GPU_CASES = [
+    ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
+    ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
+    ((256, 1 << 14), -1), ((1 << 16, 16), -1), ((2000, 1025), -1), ((5000, 1024), -1), ((5, 1 << 16), -1),
+    ((16, 1000), 0), ((1000, 40), 0), ((5, 17, 40), 1), ((3, 1 << 16, 8), 1), ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
+]
+
+
+def gpu_equals_twin(method: str, dists) -> None:
+    """On the current GPU, ``tcreduce.sum`` (poisoned ``out``) and ``tcreduce.emulate.sum`` give the same bits for
+    ``method`` on every case of :data:`GPU_CASES`, every input ``dists(shape)`` returns (name -> float32 array) and
+    its misaligned view; prints the count, asserts no mismatch."""
+    import cupy
+
+    import tcreduce
+    from tcreduce._device import current_device
+    from tcreduce.testing import poisoned, to_numpy
+
+    device = current_device()[1]
+    mismatches, count = [], 0
+    for shape, axis in GPU_CASES:
+        for dist, xh in dists(shape).items():
+            xd = cupy.asarray(xh)
+            views = [(xh, xd)]
+            if xh.size > 1:
+                views.append((xh.reshape(-1)[1:], xd.reshape(-1)[1:]) if axis is None else (xh[..., 1:], xd[..., 1:]))
+            for xv, xdv in views:
+                want = tcreduce.emulate.sum(xv, axis=axis, method=method, gpu=device)
+                got = to_numpy(tcreduce.sum(xdv, axis=axis, method=method, out=poisoned(np.shape(want), "float32")))
+                count += 1
+                if not same_bits(got, want):
+                    mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
+    print(f"\nGPU == emulator ({method}): {count - len(mismatches)}/{count}")
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"

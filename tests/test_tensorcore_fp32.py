@@ -300,37 +300,9 @@ def huge(rng: np.random.Generator, shape) -> np.ndarray:
     return x
 
 
-GPU_CASES = [
-    ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
-    ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
-    ((256, 1 << 14), -1), ((1 << 16, 16), -1), ((2000, 1025), -1), ((5000, 1024), -1), ((5, 1 << 16), -1),
-    ((16, 1000), 0), ((1000, 40), 0), ((5, 17, 40), 1), ((3, 1 << 16, 8), 1), ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
-]
-
-
 @pytest.mark.gpu
 def test_gpu_equals_twin_bit_for_bit(rng):
-    import cupy
-
-    from tcreduce._device import current_device
-
-    device = current_device()[1]
-    mismatches, count = [], 0
-    for shape, axis in GPU_CASES:
-        for dist, xh in _gpu_dists(rng, shape).items():
-            xd = cupy.asarray(xh)
-            views = [(xh, xd)]
-            if xh.size > 1:
-                views.append((xh.reshape(-1)[1:], xd.reshape(-1)[1:]) if axis is None else (xh[..., 1:], xd[..., 1:]))
-            for xv, xdv in views:
-                want = tcreduce.emulate.sum(xv, axis=axis, method=METHOD, gpu=device)
-                out = poisoned(np.shape(want), "float32")
-                got = to_numpy(tcreduce.sum(xdv, axis=axis, method=METHOD, out=out))
-                count += 1
-                if not same_bits(got, want):
-                    mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
-    print(f"\nGPU == emulator: {count - len(mismatches)}/{count}")
-    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+    literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
 
 
 GPU_FULL_SIZES = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
