@@ -133,3 +133,34 @@ template <class F> void launch(F f, unsigned grid, unsigned block, unsigned grid
     }
 }
 """
+
+
+def simt_main(plan, kernel_file: str, in_ctype: str, outputs: int, per_output: int = 1) -> str:
+    """The C++ main that runs ``plan``'s one launch on the shim: reads the input bytes (argv[1]) from byte offset
+    argv[2], poisons the ``outputs * per_output`` outputs, checks the counters come back zero, writes the outputs to
+    argv[3]."""
+    from tcreduce._plan import Buf
+
+    (ln,) = plan.launches
+    ot = {"float16": "__half", "float32": "float", "float64": "double", "int64": "long long"}[plan.out_dtype]
+    names = {"x": f"(const {in_ctype}*)xptr", "out": f"({ot}*)out.data()", "ws": "ws.data()", "counters": "cnt.data()"}
+    args = ", ".join(names[a.name] if isinstance(a, Buf) else f"(long long){a}LL" for a in ln.args)
+    n = outputs * per_output
+    return f"""#include "shim.h"
+#include "{kernel_file}"
+int main(int argc, char** argv) {{
+    FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); const long sz = ftell(f); fseek(f, 0, SEEK_SET);
+    unsigned char* buf = (unsigned char*)std::aligned_alloc(256, ((sz + 256) / 256 + 1) * 256);
+    if (fread(buf, 1, sz, f) != (size_t)sz) return 2;
+    fclose(f);
+    const unsigned char* xptr = buf + atol(argv[2]);
+    std::vector<{ot}> out({n});
+    std::memset(out.data(), 0xff, sizeof({ot}) * out.size());  // poisoned (all ones: NaN, or -1 for states)
+    std::vector<float> ws({plan.workspace_floats} + 2, -12345.0f);
+    std::vector<unsigned> cnt({plan.counters} + 1024, 0u);
+    launch([&]() {{ {ln.kernel}({args}); }}, {ln.grid[0]}, {ln.block[0]}, {ln.grid[1]});
+    for (unsigned c : cnt) if (c) {{ fprintf(stderr, "a counter was left nonzero\\n"); return 3; }}
+    FILE* o = fopen(argv[3], "wb"); fwrite(out.data(), sizeof({ot}), {n}, o); fclose(o);
+    return 0;
+}}
+"""

@@ -275,36 +275,13 @@ from simt import SIMT_BF16 as _SIMT_BF16  # noqa: E402  (tests/simt.py: the shim
 from simt import SIMT_FP8 as _SIMT_FP8  # noqa: E402
 from simt import SIMT_FP16 as _SIMT_FP16  # noqa: E402
 from simt import SIMT_SHIM as _SIMT_SHIM  # noqa: E402
+from simt import simt_main  # noqa: E402
 
 _SIMT_CT = {"float16": "__half", "float32": "float", "float64": "double"}
 
 
 def _simt_main(plan: Plan, kernel_file: str) -> str:
-    from tcreduce._plan import Buf
-
-    (ln,) = plan.launches
-    it, ot = _SIMT_CT[plan.in_dtype], _SIMT_CT[plan.out_dtype]
-    names = {"x": f"(const {it}*)xptr", "out": f"({ot}*)out.data()", "ws": "ws.data()", "counters": "cnt.data()"}
-    args = ", ".join(names[a.name] if isinstance(a, Buf) else f"(long long){a}LL" for a in ln.args)
-    nout = plan.problem.outputs
-    return f"""#include "shim.h"
-#include "{kernel_file}"
-int main(int argc, char** argv) {{
-    FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); const long sz = ftell(f); fseek(f, 0, SEEK_SET);
-    unsigned char* buf = (unsigned char*)std::aligned_alloc(256, ((sz + 256) / 256 + 1) * 256);
-    if (fread(buf, 1, sz, f) != (size_t)sz) return 2;
-    fclose(f);
-    const unsigned char* xptr = buf + atol(argv[2]);
-    std::vector<{ot}> out({nout});
-    std::memset(out.data(), 0xff, sizeof({ot}) * out.size());  // NaN-poisoned (all ones)
-    std::vector<float> ws({plan.workspace_floats} + 1, -12345.0f);
-    std::vector<unsigned> cnt({plan.counters} + 1024, 0u);
-    launch([&]() {{ {ln.kernel}({args}); }}, {ln.grid[0]}, {ln.block[0]});
-    for (unsigned c : cnt) if (c) {{ fprintf(stderr, "a counter was left nonzero\\n"); return 3; }}
-    FILE* o = fopen(argv[3], "wb"); fwrite(out.data(), sizeof({ot}), {nout}, o); fclose(o);
-    return 0;
-}}
-"""
+    return simt_main(plan, kernel_file, _SIMT_CT[plan.in_dtype], plan.problem.outputs)
 
 
 SIMT_DEVICE = DeviceSpec("tiny", 2, (9, 0))  # 2 SMs: few blocks, and splits are still exercised

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from simt import SIMT_BF16, SIMT_FP8, SIMT_FP16, SIMT_SHIM
+from simt import SIMT_BF16, SIMT_FP8, SIMT_FP16, SIMT_SHIM, simt_main
 from tcreduce._compile import load_source
 from tcreduce._layout import host_layout, host_problem_data
 from tcreduce._plan import Buf, DeviceSpec, Plan
@@ -24,32 +24,6 @@ pytestmark = pytest.mark.slow
 TINY = DeviceSpec("tiny", 2, (9, 0))
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "int64": "long long"}
 WORD = {"float16": "unsigned short", "float32": "unsigned", "bfloat16": "unsigned short"}  # exact's IN::Word
-
-
-def _main(plan: Plan, kernel_file: str, in_ctype: str, outputs: int, per_output: int) -> str:
-    (ln,) = plan.launches
-    ot = CTYPE[plan.out_dtype]
-    names = {"x": f"(const {in_ctype}*)xptr", "out": f"({ot}*)out.data()", "ws": "ws.data()", "counters": "cnt.data()"}
-    args = ", ".join(names[a.name] if isinstance(a, Buf) else f"(long long){a}LL" for a in ln.args)
-    n = outputs * per_output
-    return f"""#include "shim.h"
-#include "{kernel_file}"
-int main(int argc, char** argv) {{
-    FILE* f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); const long sz = ftell(f); fseek(f, 0, SEEK_SET);
-    unsigned char* buf = (unsigned char*)std::aligned_alloc(256, ((sz + 256) / 256 + 1) * 256);
-    if (fread(buf, 1, sz, f) != (size_t)sz) return 2;
-    fclose(f);
-    const unsigned char* xptr = buf + atol(argv[2]);
-    std::vector<{ot}> out({n});
-    std::memset(out.data(), 0xff, sizeof({ot}) * out.size());  // poisoned (all ones: NaN, or -1 for states)
-    std::vector<float> ws({plan.workspace_floats} + 2, -12345.0f);
-    std::vector<unsigned> cnt({plan.counters} + 1024, 0u);
-    launch([&]() {{ {ln.kernel}({args}); }}, {ln.grid[0]}, {ln.block[0]}, {ln.grid[1]});
-    for (unsigned c : cnt) if (c) {{ fprintf(stderr, "a counter was left nonzero\\n"); return 3; }}
-    FILE* o = fopen(argv[3], "wb"); fwrite(out.data(), sizeof({ot}), {n}, o); fclose(o);
-    return 0;
-}}
-"""
 
 
 def _cases(rng):
@@ -137,7 +111,7 @@ def test_exact_and_kahan_kernels_on_the_simt_shim(tmp_path, rng):
             plan = plan_kahan(layout.problem, dt, out, TINY)
             in_ctype, per_output = CTYPE[dt], 1
         src = tmp_path / f"case{idx}.cpp"
-        src.write_text(_main(plan, str(tmp_path / ("exact.cu" if method == "exact" else "kahan.cu")), in_ctype,
+        src.write_text(simt_main(plan, str(tmp_path / ("exact.cu" if method == "exact" else "kahan.cu")), in_ctype,
                              layout.problem.outputs, per_output))
         (tmp_path / f"case{idx}.bin").write_bytes(raw)
         jobs.append((idx, name, xv, layout, plan, off, src))
