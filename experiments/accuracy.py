@@ -111,7 +111,9 @@ class _Bounds:
         return float(self.mod.error_bound_factor(plan, self.gpu))
 
     def __call__(self, method: str, dtype: str, n: int, host: Optional[np.ndarray], abs_sum: float,
-                 direct_max: int) -> tuple[float, str]:
+                 direct_max: int, exact: Optional[float] = None) -> tuple[float, str]:
+        if method == "exact" and exact is not None:  # one rounding of the exact sum: half an ulp of the fp32 result
+            return 0.5 * float(np.spacing(np.abs(np.float32(exact)))), "half ulp"
         if host is not None and n <= direct_max:
             b = float(np.asarray(self.mod.error_bound(host, method=method, gpu=self.gpu)).reshape(()))
             try:
@@ -271,7 +273,7 @@ def _run_cpu(ctx: Context, cfg: dict) -> list[dict]:
             try:
                 r = float(_emulate(emulate, budget, x, m.name, ctx.emulated_gpu, n).reshape(()))
                 row.update(result=r, rel_error=rel_error(r, exact))
-                b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"])
+                b, kind = bounds(m.name, dt, n, x, abs_sum, cfg["bound_direct_max"], exact)
                 row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
                            within_bound=abs(r - exact) <= b)
             except Exception as e:
@@ -369,7 +371,7 @@ def _run_gpu(ctx: Context, cfg: dict) -> list[dict]:
                 continue
             if bounds is not None:
                 try:
-                    b, kind = bounds(m.name, dt, n, host, abs_sum, cfg["bound_direct_max"])
+                    b, kind = bounds(m.name, dt, n, host, abs_sum, cfg["bound_direct_max"], exact)
                     row.update(bound_abs=b, rel_bound=b / abs(exact) if exact else float("inf"), bound_kind=kind,
                                within_bound=abs(r - exact) <= b)
                 except Exception as e:
