@@ -63,16 +63,16 @@ def as_cupy_input(x: Any, fmt: Any = None) -> tuple[Any, Callable[[Any], Any], s
 
     torch_name = str(getattr(x, "dtype", "")).replace("torch.", "") if type(x).__module__.startswith("torch") else ""
     xc, back = as_cupy(x)
-    if torch_name in _TORCH_RAW:
-        if fmt is not None and get_format(fmt).name != torch_name:
-            raise TypeError(f"format={fmt!r} does not match the tensor's dtype torch.{torch_name}")
-        return xc, back, torch_name
-    if fmt is None:
-        return xc, back, DTYPE_NAMES.get(xc.dtype, str(xc.dtype))
     try:
-        f = get_format(fmt)
+        f = get_format(fmt) if fmt is not None else None
     except ValueError as e:
         raise TypeError(str(e)) from None
+    if torch_name in _TORCH_RAW:
+        if f is not None and f.name != torch_name:
+            raise TypeError(f"format={fmt!r} does not match the tensor's dtype torch.{torch_name}")
+        return xc, back, torch_name
+    if f is None:
+        return xc, back, DTYPE_NAMES.get(xc.dtype, str(xc.dtype))
     if xc.dtype == f.raw_dtype and f.name not in ("float16", "float32"):
         return xc, back, f.name
     if DTYPE_NAMES.get(xc.dtype) == f.name:
