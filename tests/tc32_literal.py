@@ -484,3 +484,27 @@ def gpu_equals_twin(method: str, dists) -> None:
                     mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
     print(f"\nGPU == emulator ({method}): {count - len(mismatches)}/{count}")
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+def assert_bound_tight(method: str, n: int) -> None:
+    """The float32 method's bound holds on the fp32 adversarial (same-sign) and mixed-sign inputs of length ``n`` and
+    their misaligned views, and at the same-sign input with the largest error relative to sum|x| (the inputs differ
+    in scale) it is at most 100 times that error."""
+    import tcreduce
+    from tcreduce.bounds import error_bound
+    from tcreduce.reference import exact_sum
+    from tcreduce.testing import adversarial_inputs, mixed_sign_inputs
+
+    rng = np.random.default_rng(1)
+    same_sign = adversarial_inputs(rng, n, "float32")
+    inputs = {**same_sign, **mixed_sign_inputs(rng, n, "float32")}
+    worst = (0.0, np.inf, "")
+    for name, x in list(inputs.items()) + [(k + "[1:]", v[1:]) for k, v in inputs.items()]:
+        exact = float(exact_sum(x))
+        err = abs(float(tcreduce.emulate.sum(x, method=method)) - exact)
+        bound = float(error_bound(x, method=method))
+        assert err <= bound, (name, err, bound)
+        scale = float(np.sum(np.abs(x), dtype=np.float64))
+        if name.split("[")[0] in same_sign and err / scale > worst[0]:
+            worst = (err / scale, bound / scale, name)
+    assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst

@@ -26,7 +26,7 @@ import pytest
 
 import tcreduce
 import tc32_literal as literal
-from tc32_literal import ONE_SM, REPLAY_CASES, random_bits, replay_case, same_bits, values
+from tc32_literal import ONE_SM, REPLAY_CASES, random_bits, replay_case, values
 from tcreduce._api import get_plan
 from tcreduce._device import KNOWN_GPUS
 from tcreduce._layout import Cols, Flat, Rows, host_layout
@@ -192,19 +192,7 @@ def test_segments_of_very_different_size_keep_their_own_bounds(rng):
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 20])
 def test_bound_holds_and_is_within_100x_of_the_worst_adversarial_error(n):
-    rng = np.random.default_rng(1)
-    same_sign = adversarial_inputs(rng, n, "float32")
-    inputs = {**same_sign, **mixed_sign_inputs(rng, n, "float32")}
-    worst = (0.0, np.inf, "")  # the same-sign input with the largest error relative to sum|x| (inputs differ in scale)
-    for name, x in list(inputs.items()) + [(k + "[1:]", v[1:]) for k, v in inputs.items()]:
-        exact = float(exact_sum(x))
-        err = abs(float(tcreduce.emulate.sum(x, method=METHOD)) - exact)
-        bound = float(error_bound(x, method=METHOD))
-        assert err <= bound, (name, err, bound)
-        scale = float(np.sum(np.abs(x), dtype=np.float64))
-        if name.split("[")[0] in same_sign and err / scale > worst[0]:
-            worst = (err / scale, bound / scale, name)
-    assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst
+    literal.assert_bound_tight(METHOD, n)
 
 
 def test_bounds_of_plans_without_data_cover_the_wide_path():

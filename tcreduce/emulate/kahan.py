@@ -13,7 +13,7 @@ import numpy as np
 from .._plan import Plan, param_dict
 from ..plans._common import cdiv as _cdiv
 from .mma_model import fused_rowsum
-from .tensorcore import _fragment_rows
+from .tensorcore import _fragment_rows, flat_grid
 
 __all__ = ["emulate", "kahan_add", "pair_add", "pair_fold", "Pairs"]
 
@@ -120,14 +120,8 @@ def _kahan_flat(plan: Plan, data: np.ndarray) -> np.ndarray:
 
 
 def _tc_kahan_flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    p = param_dict(plan)
-    n, head, nvec, block, grid, unroll = plan.problem.n, p["head"], p["nvec"], p["block"], p["grid"], p["unroll"]
-    tail = n - head - 8 * nvec
-    threads = grid * block
-    warps = threads // 32
+    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan)
     step = threads * unroll
-    w = np.arange(warps)
-    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // step), 0)  # loop trips of each warp
     body = np.concatenate([np.asarray(data[head:head + 8 * nvec], np.float16).reshape(nvec, 8),
                            np.zeros((1, 8), np.float16)])
     lane = np.arange(32)

@@ -8,7 +8,7 @@ about 1 s per 2^24 elements on one core), plus a Python loop over the per-warp m
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -60,17 +60,40 @@ def _fragment_rows(lanes: np.ndarray) -> np.ndarray:
     return np.concatenate([lo, hi], axis=-2)
 
 
-def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+class FlatGrid(NamedTuple):
+    """The grid-stride geometry of a flat tensor-core plan (tc_flat, tc_kahan_flat, tc32_flat): ``nvec`` vectors of
+    ``vec`` elements after a ``head``, a ``tail`` after them; ``threads`` = grid * block, ``w`` the warp indices and
+    ``iters`` each warp's loop trips (a trip covers ``threads * unroll`` vectors)."""
+
+    n: int
+    head: int
+    nvec: int
+    tail: int
+    block: int
+    grid: int
+    unroll: int
+    threads: int
+    warps: int
+    w: np.ndarray
+    iters: np.ndarray
+
+
+def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
+    """:class:`FlatGrid` of a flat plan whose vectors hold ``vec`` elements (8 halves; 4 floats for tc32_flat)."""
     p = param_dict(plan)
     n, head, nvec, block, grid, unroll = plan.problem.n, p["head"], p["nvec"], p["block"], p["grid"], p["unroll"]
-    tail = n - head - 8 * nvec
     threads = grid * block
     warps = threads // 32
-    step = threads * unroll
     w = np.arange(warps)
-    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // step), 0)  # loop trips of each warp
+    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // (threads * unroll)), 0)  # loop trips of each warp
+    return FlatGrid(n, head, nvec, n - head - vec * nvec, block, grid, unroll, threads, warps, w, iters)
+
+
+def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
+    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan)
+    step = threads * unroll
     mmas = iters * unroll
-    chain = _Chain((warps, 16), p["chain"], model)
+    chain = _Chain((warps, 16), param_dict(plan)["chain"], model)
     if head + tail:
         extras = np.zeros(256, data.dtype)
         extras[:head + tail] = np.concatenate([data[:head], data[n - tail:]])

@@ -20,7 +20,7 @@ from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
 from ..plans._common import cdiv
 from .mma_model import fused_rowsum
-from .tensorcore import _fragment_rows
+from .tensorcore import _fragment_rows, flat_grid
 
 __all__ = ["emulate_tensorcore_fp32", "emulate_forms", "SplitFormat", "split_common", "split_own", "row_sigmas",
            "lane_sigmas",
@@ -212,13 +212,7 @@ def _warp_pair(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _flat(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray:
-    p = param_dict(plan)
-    n, head, nvec, block, grid, unroll = plan.problem.n, p["head"], p["nvec"], p["block"], p["grid"], p["unroll"]
-    tail = n - head - 4 * nvec
-    threads = grid * block
-    warps = threads // 32
-    w = np.arange(warps)
-    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // (threads * unroll)), 0)  # loop trips of each warp
+    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec=4)
     steps = iters * (unroll // 2)
     fmt = new_format((warps,))
     if head + tail:
