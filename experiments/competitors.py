@@ -247,7 +247,7 @@ def check_real(got, t, axis: Optional[int], depth: int, what: str) -> None:
     u * |sum|: fp32 summation in which no element goes through more than ``depth`` roundings, then the rounding of
     the result. Raises :class:`WrongResult` (NaN or Inf included: the inputs are finite)."""
     want = reduce64(t, axis)
-    absum = reduce64(t.abs(), axis)
+    absum = reduce64((t if t.element_size() >= 2 else t.float()).abs(), axis)  # torch has no fp8 abs
     du = depth * U32
     gamma = du / (1.0 - du) if du < 0.5 else math.inf
     bound = gamma * absum + U32 * want.abs()

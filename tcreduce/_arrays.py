@@ -11,10 +11,25 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["as_cupy", "as_cupy_input", "DTYPE_NAMES"]
+__all__ = ["as_cupy", "as_cupy_input", "canonical_nan", "DTYPE_NAMES"]
 
 DTYPE_NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 _TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
+
+
+def canonical_nan(res: Any) -> Any:
+    """Every NaN of a NumPy or CuPy array replaced by its dtype's canonical quiet NaN (fp16 0x7E00, fp32 0x7FC00000,
+    fp64 0x7FF8000000000000, NumPy's ``np.nan``): what every GPU sum kernel writes (tcr::from_float in common.cuh).
+    The NaN's bits are made on the host and only selected on the device, so no conversion can change them."""
+    nan = res != res
+    if not bool(nan.any()):
+        return res
+    nan_value = np.array(np.nan, res.dtype)
+    if isinstance(res, (np.ndarray, np.generic)):
+        return np.where(nan, nan_value, res)
+    import cupy
+
+    return cupy.where(nan, cupy.asarray(nan_value), res)
 
 
 def _is_numpy_like(x: Any) -> bool:

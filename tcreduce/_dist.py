@@ -18,6 +18,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ._arrays import canonical_nan
+
 __all__ = ["META_LEN", "MAX_NDIM", "MSG_BYTES", "encode_row", "agree", "Agreement", "fold_ranks",
            "error_from_row", "IN_DTYPES", "OUT_DTYPES"]
 
@@ -223,13 +225,17 @@ def agree(table: np.ndarray) -> Agreement:
                      off_shape, reduced, active, out_shape)
 
 
-def fold_ranks(partials: Sequence[Any]) -> Any:
+def fold_ranks(partials: Sequence[Any], out_dtype: Any = None) -> Any:
     """The documented cross-rank combination: ``((p[0] + p[1]) + p[2]) + ...`` elementwise, left to right in rank
-    order, in the partials' own arithmetic (fp32 round to nearest for fp32 NumPy or CuPy arrays). Starts from
-    ``p[0]`` itself (not from 0.0, which would turn a -0.0 partial into +0.0). Returns a new array."""
+    order, in the partials' own arithmetic (fp32 round to nearest for fp32 NumPy or CuPy arrays), then rounded once to
+    ``out_dtype`` (None: kept), every NaN the canonical quiet NaN of that dtype (as a single-GPU sum writes it, whatever
+    NaN ``inf + -inf`` made on this processor). Starts from ``p[0]`` itself (not from 0.0, which would turn a -0.0
+    partial into +0.0). Returns a new array."""
     if len(partials) == 0:
         raise ValueError("fold_ranks needs at least one partial")
     acc = partials[0].copy()
     for p in partials[1:]:
         acc = acc + p
-    return acc
+    if out_dtype is not None:
+        acc = acc.astype(out_dtype, copy=False)
+    return canonical_nan(acc)

@@ -349,7 +349,7 @@ def _combine(ops, torch, dist, loc: _Local, ag: Agreement, group, world: int, cu
             states = gathered if len(ag.active) == world else gathered[xp.asarray(ag.active)]
             res = _exact_finalize(ex, ex.merge_states(states), call)
         else:
-            res = fold_ranks([gathered[r] for r in ag.active]).astype(call.out_dtype, copy=False)
+            res = fold_ranks([gathered[r] for r in ag.active], call.out_dtype)
     return res.reshape(call.keep_shape) if loc.keepdims else res
 
 

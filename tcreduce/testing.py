@@ -191,6 +191,12 @@ def to_numpy(a: Any) -> np.ndarray:
     return np.asarray(a)
 
 
+def same_bits(a: Any, b: Any) -> bool:
+    """Two results (NumPy, CuPy or torch; 0-d too) of the same shape and dtype with the same bits, NaN bits included."""
+    a, b = np.ascontiguousarray(to_numpy(a)), np.ascontiguousarray(to_numpy(b))
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
 def bound_for(x: np.ndarray, axis, method: str, out_dtype: str = "float32", gpu: str = "H100") -> np.ndarray:
     """Absolute error bound per output: the plan's a-priori bound plus the final rounding to ``out_dtype``."""
     from .bounds import error_bound

@@ -192,6 +192,11 @@ def test_fold_ranks_signed_zero_nan_inf():
     with np.errstate(invalid="ignore"):  # inf + -inf
         r = fold_ranks([np.array([np.nan, np.inf, 1], f), np.array([1, -np.inf, np.inf], f)])
     assert np.isnan(r[0]) and np.isnan(r[1]) and r[2] == np.inf
+    assert list(r[:2].view(np.uint32)) == [0x7FC00000] * 2  # canonical, whatever NaN inf + -inf made here
+    odd = np.array([0xFFC00001, 0x7F800001], np.uint32).view(f)  # negative and signalling payloads
+    with np.errstate(invalid="ignore"):
+        h = fold_ranks([odd, np.array([1, -np.inf], f)], np.float16)
+    assert h.dtype == np.float16 and list(h.view(np.uint16)) == [0x7E00] * 2
     with pytest.raises(ValueError):
         fold_ranks([])
 

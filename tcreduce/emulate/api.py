@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._arrays import canonical_nan
 from .._api import get_plan, validate
 from .._device import named_device
 from .._layout import host_layout, host_problem_data
@@ -99,12 +100,3 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, *, 
             res = np.asarray(res, np.float32).reshape(call.out_shape).astype(call.out_dtype)
     res = canonical_nan(res)
     return res.reshape(call.keep_shape) if keepdims else res
-
-
-def canonical_nan(res: np.ndarray) -> np.ndarray:
-    """Every NaN of ``res`` replaced by its dtype's canonical quiet NaN (fp16 0x7E00, fp32 0x7FC00000, fp64
-    0x7FF8000000000000, NumPy's ``np.nan``): what every GPU sum kernel writes (tcr::from_float in common.cuh)."""
-    nan = np.isnan(res)
-    if not nan.any():
-        return res
-    return np.where(nan, np.array(np.nan, res.dtype), res)

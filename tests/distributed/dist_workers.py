@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tcreduce.testing import same_bits, to_numpy as to_host  # noqa: F401  (run_two_gpus.py uses both too)
+
 # NVLink multicast stays off on the shared GPU machines (never enable it): forced, not defaulted.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -147,7 +149,7 @@ def gloo_cases(world: int = 3) -> list[Case]:
              expect_in_msg="disagree on dtype", **err),
         Case("err-bad-out-dtype-all", out_dtype="int32", expect_error="TypeError", expect_in_msg="failed on rank 0",
              **err),
-        Case("err-f32-on-tensorcore", dtype="float32", method="tensorcore", expect_error="TypeError",
+        Case("err-f32-on-wmma", dtype="float32", method="wmma", expect_error="TypeError",
              expect_in_msg="takes float16", **err),
         Case("err-host-array-one-rank", overrides=((last, "kind", "numpy"),), expect_error="TypeError",
              expect_in_msg=f"failed on rank {last}", **err),
@@ -239,20 +241,6 @@ def device_shard(case: Case, rank: int, members: list[int], device: int = 0, hos
     return apply_view(torch.from_numpy(s).to(torch.device("cuda", device)), case.view)
 
 
-def to_host(r: Any) -> np.ndarray:
-    if hasattr(r, "get"):
-        return r.get()
-    if type(r).__module__.split(".")[0] == "torch":
-        return r.detach().cpu().numpy()
-    return np.asarray(r)
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    return bool(np.array_equal(a.view(u), b.view(u)))
 
 
 # ------------------------------------------------------------------------------------------------------------- expected
@@ -286,6 +274,7 @@ def expected(case: Case, world: int, device: int = 0, check_bound: bool = True, 
     the GPU (tcreduce.sum on ``device``), or the CPU tests' HostOps (the emulator's bits)."""
     from contextlib import nullcontext
 
+    from tcreduce._arrays import canonical_nan
     from tcreduce._dist import fold_ranks
     from tcreduce._layout import normalize_axes
 
@@ -328,7 +317,7 @@ def expected(case: Case, world: int, device: int = 0, check_bound: bool = True, 
         f32 = fold_ranks(parts) if parts else np.zeros(out_shape, np.float32)
         if check_bound and case.method not in ("auto",) and parts:
             _check_fold_bound(f32, [to_host(shards[r]) for r in active], case.axis, case.method, gpu)
-        res = np.asarray(f32).astype(out_dtype)
+        res = canonical_nan(np.asarray(f32).astype(out_dtype))
         return [res.reshape(keep) if case.keepdims else res] * len(members)
 
 
