@@ -156,6 +156,7 @@ def main() -> None:
         ("rows2^20", "float16", (256, 1 << 20), -1),
         ("full_bf16", "bfloat16", (1 << 28,), None),
         ("rows16_bf16", "bfloat16", (1 << 24, 16), -1),
+        ("rows256_bf16", "bfloat16", (1 << 20, 256), -1),
         ("rows1024_bf16", "bfloat16", (1 << 18, 1024), -1),
         ("cols16_bf16", "bfloat16", (16, 1 << 24), 0),
         ("full_e4m3", "float8_e4m3fn", (1 << 29,), None),
