@@ -254,10 +254,13 @@ def test_gpu_handle_equals_sum(shape, axis, dtype, rng):
             r = tcreduce.reducer(like=xv_d, axis=axis, method=method)
             want = tcreduce.sum(xv_d, axis=axis, method=method)
             got = r(xv_d)
-            assert same_bits(got, want), method
             out = poisoned(r.result_shape, "float32")
             assert r(xv_d, out=out) is out
-            assert np.array_equal(to_numpy(out).view(np.uint32), to_numpy(want).view(np.uint32)), method
+            if tcreduce._api.registry.get(r.method).deterministic:  # the atomic rungs add in arrival order
+                assert same_bits(got, want), method
+                assert same_bits(out, want), method
+            else:  # every output written, each within the bound of any order of additions
+                check_sum(out, xv_h, axis, method=r.method)
             if not method.startswith("ladder_") or method == "ladder_last_block":
                 check_sum(got, xv_h, axis, method=r.method)
             # a second buffer of the same layout, different data
