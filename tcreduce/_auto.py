@@ -31,8 +31,9 @@ from ._plan import DeviceSpec
 __all__ = ["choose_method", "lookup", "form_of", "FALLBACK"]
 
 FALLBACK = "shuffle"
-# Formats the sweep has not measured yet borrow a measured one's rows: bf16 moves the same bytes with the same
-# instructions as fp16 (notes/formats.md: full sums and rows within 1% of fp16's on an H100). fp8: FALLBACK.
+# Forms the sweep has not measured for a format borrow a measured format's rows: bf16 rows and columns move the same
+# bytes with the same instructions as fp16 (notes/formats.md: within 1% of fp16's on an H100). fp8 rows and columns:
+# FALLBACK (shuffle; the tensor-core kernel's short fp8 rows are slower, notes/formats.md).
 MEASURED_AS = {"bfloat16": "float16"}
 
 
@@ -71,8 +72,11 @@ def choose_method(kind: str, x: Any, axes: tuple[int, ...], in_dtype: str, devic
     """The method ``method="auto"`` runs for reduction ``kind`` of ``x`` (anything with a ``shape``) over ``axes``."""
     if kind != "sum":
         return FALLBACK
+    from ._auto_table import TABLE
+
     form, length = form_of(tuple(x.shape), tuple(axes))
-    name = lookup(MEASURED_AS.get(in_dtype, in_dtype), form, length)
+    measured = in_dtype if (in_dtype, form) in TABLE else MEASURED_AS.get(in_dtype, in_dtype)
+    name = lookup(measured, form, length)
     from . import registry
 
     return name if in_dtype in registry.get(name).dtypes else FALLBACK

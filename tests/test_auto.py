@@ -40,8 +40,9 @@ def _pick(shape, axes, dtype="float16", kind="sum"):
 
 def test_every_swept_point_within_2_percent_of_the_fastest(points, derive):
     assert {(p.dtype, p.form) for p in points} == {(d, f) for d in ("float16", "float32")
-                                                   for f in ("full", "rows", "cols")}
-    assert len(points) >= 2 * (21 + 17 + 17)
+                                                   for f in ("full", "rows", "cols")} | {
+        (d, "full") for d in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
+    assert len(points) >= 2 * (21 + 17 + 17) + 3 * 21
     off = []
     for p in points:
         m = _pick(p.shape, p.axes, p.dtype)
@@ -93,7 +94,10 @@ def test_fallbacks(monkeypatch):
     assert lookup("float16", "rows", 22) == table[4]
     assert _pick((1 << 20,), (0,), kind="max") == FALLBACK and _pick((1 << 20,), (0,), kind="min") == FALLBACK
     assert choose_method("max", None, (0,), "float32", H100) == FALLBACK
-    assert lookup("bfloat16", "full", 1 << 20) == FALLBACK
+    assert lookup("bfloat16", "rows", 1 << 20) == FALLBACK  # not swept: choose_method borrows fp16's rows
+    assert _pick((1 << 18, 1024), (1,), "bfloat16") == lookup("float16", "rows", 1024)
+    assert _pick((1 << 20,), (0,), "bfloat16") == _auto_table.TABLE[("bfloat16", "full")][20]  # its own sweep
+    assert _pick((1 << 18, 32), (1,), "float8_e4m3fn") == FALLBACK
     monkeypatch.setitem(_auto_table.TABLE, ("float16", "full"), {10: "tensorcore", 20: "no_such_method", 30: "wmma"})
     assert lookup("float16", "full", 1 << 15) == "tensorcore"  # between 10 and 20: the nearer, the smaller on a tie
     assert lookup("float16", "full", 1 << 16) == FALLBACK  # an unregistered method
