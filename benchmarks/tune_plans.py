@@ -1,0 +1,114 @@
+"""Tuning sweep over a planner's constants (tcreduce/plans/*.py): for each setting, re-plan, check GPU == emulator bit
+for bit on small awkward inputs (the twin reads the same plan, so a setting that changes the order of additions is
+still checked), then time the large case. Prints GB/s per setting beside shuffle and, where installed, torch.sum.
+
+    python benchmarks/tune_plans.py [--reps 20] [--only fp32_flat,rows16,rows256]
+
+A setting is a dict of module constants patched for its run only; the defaults are the first of each sweep. Used to
+pick the defaults (notes/performance.md). Settings that change only launch geometry never change exactness; the
+bits check guards the plan/twin agreement, which every setting must keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from perf_floor import timed  # noqa: E402
+
+import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
+import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
+
+# name -> (planner module, settings (the first: the committed defaults), dtype, large shape, axis, bits-check shapes)
+SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[int, ...]]]] = {
+    "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL=u, FLAT_BLOCKS_PER_SM=b, FLAT_LOAD=ld)
+                              for u, b in ((8, 4), (8, 3), (12, 3), (6, 4), (4, 5), (4, 4), (16, 2), (6, 5))
+                              for ld in (2, 0)],
+                  "float32", (1 << 28,), None, [((1 << 20) + 7,), (4099,)]),
+    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
+               "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
+    "rows256": (tc_plan, [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
+                          for u, b in ((4, 4), (2, 4), (8, 4), (4, 3), (2, 6), (4, 6), (8, 2))],
+                "float16", (1 << 20, 256), -1, [(4099, 256), (333, 256)]),
+}
+
+
+@contextlib.contextmanager
+def patched(module: Any, setting: dict) -> Iterator[None]:
+    """The planner module's constants set to ``setting`` (plan caches cleared on entry and exit)."""
+    from tcreduce import _api
+
+    old = {k: getattr(module, k) for k in setting}
+    for k, v in setting.items():
+        setattr(module, k, v)
+    _api.get_plan.cache_clear()
+    _api._PREPARED.clear()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
+        _api.get_plan.cache_clear()
+        _api._PREPARED.clear()
+
+
+def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator) -> bool:
+    import cupy
+
+    import tcreduce
+    import tcreduce.emulate as em
+    from tcreduce.testing import random_input, same_bits
+
+    xh = random_input(rng, shape, dtype)
+    return same_bits(tcreduce.sum(cupy.asarray(xh), axis=axis, method="tensorcore"),
+                     em.sum(xh, axis=axis, method="tensorcore"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated sweeps (default: all): " + ", ".join(SWEEPS))
+    args = ap.parse_args()
+    import cupy
+
+    import tcreduce
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    names = args.only.split(",") if args.only else list(SWEEPS)
+    rng = np.random.default_rng(7)
+    for name in names:
+        module, settings, dtype, shape, axis, check_shapes = SWEEPS[name]
+        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, shape, dtype=np.float32).astype(dtype)
+        nbytes, xt = x.nbytes, None
+        base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle"), args.reps)}
+        if torch is not None:
+            xt = torch.as_tensor(x, device="cuda")
+            base["torch.sum"] = timed(lambda: torch.sum(xt, dtype=torch.float32) if axis is None
+                                      else torch.sum(xt, dim=axis, dtype=torch.float32), args.reps)
+        print(f"== {name}: {dtype} {shape} axis={axis}; " +
+              ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s" for k, t in base.items()), flush=True)
+        for setting in settings:
+            label = " ".join(f"{k}={v}" for k, v in setting.items())
+            try:
+                with patched(module, setting):
+                    ok = all(bits_match(dtype, s, axis, rng) for s in check_shapes)
+                    t = timed(lambda: tcreduce.sum(x, axis=axis, method="tensorcore"), args.reps)
+                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  x shuffle {base['shuffle'] / t:.3f}  "
+                      f"GPU == emulator: {'yes' if ok else 'NO'}", flush=True)
+            except Exception as e:  # report and go on
+                print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)
+        x = xt = None  # free the input before the next sweep
+
+
+if __name__ == "__main__":
+    main()
