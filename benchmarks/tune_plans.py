@@ -31,7 +31,7 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
     "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL=u, FLAT_BLOCKS_PER_SM=b, FLAT_LOAD=ld)
                               for u, b in ((8, 4), (8, 3), (12, 3), (6, 4), (4, 5), (4, 4), (16, 2), (6, 5))
                               for ld in (2, 0)],
-                  "float32", (1 << 28,), None, [((1 << 20) + 7,), (4099,)]),
+                  "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
     "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
     "rows256": (tc_plan, [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
