@@ -29,15 +29,17 @@ import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
 # name -> (planner module, settings (the first: the committed defaults), dtype, large shape, axis, bits-check shapes)
 SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[int, ...]]]] = {
     "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL=u, FLAT_BLOCKS_PER_SM=b, FLAT_LOAD=ld)
-                              for u, b in ((8, 4), (8, 3), (12, 3), (6, 4), (4, 5), (4, 4), (16, 2), (6, 5))
+                              for u, b in ((8, 4), (4, 4), (8, 3), (4, 3), (2, 6), (6, 4), (4, 5))
                               for ld in (2, 0)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
     "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
-    "rows256": (tc_plan, [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
-                          for u, b in ((4, 4), (2, 4), (8, 4), (4, 3), (2, 6), (4, 6), (8, 2))],
-                "float16", (1 << 20, 256), -1, [(4099, 256), (333, 256)]),
 }
+STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
+                   for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
+for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
+    SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
+                           -1, [(4099, _k), (333, _k), (3, _k)])
 
 
 @contextlib.contextmanager
