@@ -7,10 +7,12 @@ and more).
     python benchmarks/perf_floor.py [--out DIR] [--reps 30] [--cases full,rows16,...]
     python benchmarks/perf_floor.py --cases exact16,exact32,exact_rows,exact_cols   # issue 11
 
-The exact16 / exact32 cases (2^28 fp16 / fp32, full sums) time shuffle, exact, kahan, tensorcore_kahan (fp16) and the
-float64 sums of torch (torch.sum(dtype=float64)) and CuPy (cupy.sum(dtype=float64)); the column "x shuffle" is each
-method's speed relative to shuffle's in the same case (issue 11's goals: exact fp16 >= 0.90, fp32 >= 0.80, kahan >=
-0.97). exact_rows / exact_cols time the other forms (shuffle, exact and kahan).
+The exact16 / exact32 cases (2^28 fp16 / fp32, full sums) time shuffle, tensorcore, exact, kahan, tensorcore_kahan
+(fp16), the float64 sums of torch (torch.sum(dtype=float64)) and CuPy (cupy.sum(dtype=float64)) and, for fp32, CUB
+run_to_run (cupy.sum) and CUB gpu_to_gpu (experiments/cub_determinism.py, where nvcc and CCCL >= 3.1 are there); the
+column "x shuffle" is each method's speed relative to shuffle's in the same case (issue 11's goals: exact fp16 >=
+0.90, fp32 >= 0.80, kahan >= 0.97), "rel. error" its largest relative error against the exact sum (tcreduce's exact
+method rounded to float64) on the same data. exact_rows / exact_cols time the other forms.
 
 Prints a table (GB/s counts the input bytes read once; "ceiling" is a device-to-device copy measured in the same
 run, bytes read + written) and writes perf_floor.csv with a metadata header.
@@ -171,7 +173,11 @@ def main() -> None:
     ]
     if args.cases:
         cases = [c for c in cases if c[0] in args.cases.split(",")]
-    issue11 = ("shuffle", "exact", "kahan", "tensorcore_kahan")
+    issue11 = ("shuffle", "tensorcore", "exact", "kahan", "tensorcore_kahan")
+    from experiments import cub_determinism
+
+    if cub_determinism.missing():
+        print(cub_determinism.missing(), file=sys.stderr)
     for case, dtype, shape, axis in cases:
         x, xt, kw = make_input(rng, shape, dtype, torch)
         nbytes = x.nbytes
@@ -181,18 +187,26 @@ def main() -> None:
                 competitors["torch.sum f64"] = (lambda xt=xt, axis=axis: torch.sum(xt, dtype=torch.float64)
                                                 if axis is None else torch.sum(xt, dim=axis, dtype=torch.float64))
             competitors["cupy.sum f64"] = lambda x=x, axis=axis: cupy.sum(x, axis=axis, dtype=cupy.float64)
+            if axis is None and dtype == "float32" and not cub_determinism.missing():
+                competitors["cupy.sum cub"] = lambda x=x: cupy_sum(x, None, ["cub"])  # CUB run_to_run
+                competitors["cub gpu_to_gpu"] = lambda x=x: cub_determinism.cub_sum_f32(x, gpu_to_gpu=True)
             for name in issue11:
                 m = next((m for m in tcreduce.methods() if m.name == name), None)
                 if m is not None and dtype in m.dtypes and (axis is None or name != "tensorcore_kahan"):
                     competitors[name] = (lambda x=x, axis=axis, name=name: tcreduce.sum(x, axis=axis, method=name))
-            times = {}
+            # the exact sum rounded once to float64: the reference of every method's relative error on this data
+            ref = cupy.asnumpy(tcreduce.sum(x, axis=axis, method="exact", dtype=cupy.float64))
+            times, errors = {}, {}
             for name, fn in competitors.items():
                 try:
+                    got = cupy.asnumpy(fn()).astype(np.float64)
+                    errors[name] = float(np.max(np.abs(got - ref) / np.abs(ref)))
                     times[name] = timed(fn, args.reps)
                 except Exception as e:  # report and go on
                     print(f"{case} {name}: {type(e).__name__}: {e}", file=sys.stderr)
             for name, t in times.items():
-                row = dict(case=case, method=name, dtype=dtype, shape=str(shape), us=t * 1e6, gbs=nbytes / t / 1e9)
+                row = dict(case=case, method=name, dtype=dtype, shape=str(shape), us=t * 1e6, gbs=nbytes / t / 1e9,
+                           rel_err=errors[name])
                 row["frac_ceiling"] = row["gbs"] / ceiling
                 if "shuffle" in times:
                     row["x_shuffle"] = times["shuffle"] / t
@@ -238,7 +252,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fields = ["case", "method", "dtype", "shape", "us", "gbs", "frac_ceiling", "x_torch.sum", "x_cupy.sum cub",
-              "x_shuffle"]
+              "x_shuffle", "rel_err"]
     with open(out / "perf_floor.csv", "w", newline="") as f:
         f.write("# " + json.dumps(meta) + "\n")
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -246,11 +260,12 @@ def main() -> None:
         w.writerows(rows)
     print(json.dumps(meta))
     print(f"{'case':14} {'method':22} {'dtype':13} {'us':>9} {'GB/s':>7} {'ceil':>5} {'x torch':>7} {'x cub':>6} "
-          f"{'x shuffle':>9}")
+          f"{'x shuffle':>9} {'rel. error':>10}")
     for r in rows:
         print(f"{r['case']:14} {r['method']:22} {r['dtype']:13} {r['us']:9.1f} {r['gbs']:7.0f} "
               f"{r.get('frac_ceiling', 1):5.2f} {r.get('x_torch.sum', float('nan')):7.2f} "
-              f"{r.get('x_cupy.sum cub', float('nan')):6.2f} {r.get('x_shuffle', float('nan')):9.3f}")
+              f"{r.get('x_cupy.sum cub', float('nan')):6.2f} {r.get('x_shuffle', float('nan')):9.3f} "
+              f"{r.get('rel_err', float('nan')):10.2e}")
 
 
 if __name__ == "__main__":

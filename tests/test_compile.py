@@ -92,3 +92,16 @@ def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch)
     header.write_text(edited)
     after = c.compile_kernel("tensorcore.cu", name, "sm_90")
     assert after.key != before.key and "// edited" in c.load_source("tensorcore.cu")
+
+
+def test_cub_gpu_to_gpu_competitor_builds(tmp_path):
+    """The benchmark's CUB gpu_to_gpu sum (experiments/cub_determinism.cu) compiles against CuPy's CCCL headers."""
+    pytest.importorskip("cupy")
+    from experiments import cub_determinism
+
+    why = cub_determinism.missing()
+    if why:
+        pytest.skip(why)
+    lib = cub_determinism.build("sm_90", tmp_path)
+    assert lib.is_file() and lib.stat().st_size > 0
+    assert cub_determinism.build("sm_90", tmp_path) == lib  # cached: built once
