@@ -28,8 +28,9 @@ import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
 
 # name -> (planner module, settings (the first: the committed defaults), dtype, large shape, axis, bits-check shapes)
 SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[int, ...]]]] = {
-    "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL=u, FLAT_BLOCKS_PER_SM=b, FLAT_LOAD=ld)
-                              for u, b in ((8, 4), (4, 4), (8, 3), (4, 3), (2, 6), (6, 4), (4, 5))
+    "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL={"tensorcore": u, "tensorcore_tf32": 8}, FLAT_BLOCKS_PER_SM=b,
+                                   FLAT_LOAD=ld)
+                              for u, b in ((4, 4), (8, 4), (4, 3), (2, 6), (6, 4), (4, 5))
                               for ld in (2, 0)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
     "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],

@@ -30,6 +30,7 @@ STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (row
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
+COLS_UNROLL_LONG = 4  # 16-row chunks in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -104,9 +105,12 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-        name = f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
+        unroll = 1 if short else min(COLS_UNROLL_LONG, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
+        name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
+                f"{unroll}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips, 32,
-                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short))
+                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
+                                unroll=unroll))
     raise TypeError(f"unknown problem {problem!r}")
 
 

@@ -34,7 +34,10 @@ __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNR
 
 SOURCE = "tensorcore_fp32.cu"
 BLOCK = 256
-FLAT_UNROLL = 8  # 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration)
+# 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration), per method: the split runs faster
+# with 4 than with 8 (H100: 0.989-0.991x shuffle against 0.973-0.975x, benchmarks/tune_plans.py, notes/performance.md);
+# tf32 keeps 8 until it is swept
+FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
@@ -142,13 +145,14 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         head = min(((16 - problem.align) % 16) // ITEMSIZE, problem.n)
         nvec = (problem.n - head) // 4
         tail = problem.n - head - 4 * nvec
-        grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, FLAT_BLOCKS_PER_SM)
+        unroll = FLAT_UNROLL[fmt.method]
+        grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
         threads = grid * BLOCK
-        steps = cdiv(nvec, threads * FLAT_UNROLL) * (FLAT_UNROLL // 2) + (1 if head + tail else 0)
-        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {FLAT_UNROLL}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
+        steps = cdiv(nvec, threads * unroll) * (unroll // 2) + (1 if head + tail else 0)
+        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
         launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(form="flat", block=BLOCK, unroll=FLAT_UNROLL, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
+        params = dict(form="flat", block=BLOCK, unroll=unroll, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
                       nvec=nvec, tail=tail, steps=steps)
         return Plan(**common, launches=(launch,), workspace_floats=2 * grid if grid > 1 else 0,
                     counters=1 if grid > 1 else 0, params=tuple(sorted(params.items())))
