@@ -47,6 +47,7 @@ _STYLES: dict[str, dict[str, Any]] = {
     "triton (tuned)": dict(color="#8c564b", marker="h", ls=":", lw=1.4),
     "torch.compile": dict(color="#393b79", marker="p", ls=":", lw=1.2),
     "float64": dict(color="black", marker=".", ls="-", lw=0.8),
+    "auto": dict(color="#444444", marker="*", ls="-.", lw=1.2),
     "read kernel": dict(color="black", marker="", ls="--", lw=1.0),
     "d2d copy": dict(color="#555555", marker="", ls="-.", lw=1.0),
 }

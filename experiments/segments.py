@@ -1,9 +1,10 @@
 """Segment-size sweep (the paper's headline chart): shapes [M, n] summed over the last axis and [n, M] summed over
-the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16 and fp32, every tcreduce
-sum method (not the ladder rungs: full sums only) beside ``torch.sum``, ``cupy.sum`` with CUB on and off, tuned
-Triton row and column kernels and ``torch.compile``'d torch.sum (where torch and Triton are installed; each checked
-against a float64 sum before it is timed: :mod:`experiments.competitors`), all accumulating in fp32 into an fp32
-output.
+the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16, bf16 and fp32, every
+tcreduce sum method (not the ladder rungs: full sums only) and ``method="auto"`` beside ``torch.sum``, ``cupy.sum``
+with CUB on and off, tuned Triton row and column kernels and ``torch.compile``'d torch.sum (where torch and Triton
+are installed; each checked against a float64 sum before it is timed: :mod:`experiments.competitors`), all
+accumulating in fp32 into an fp32 output. bf16 lives in CuPy as raw bits (``format="bfloat16"``), so only the torch
+competitors (on torch views of the same bytes) apply to it.
 
 One random pool per dtype (uniform [-0.25, 0.75)) is reshaped for every n, so every method reads the same bytes; the
 pool exceeds the L2 cache many times, so no rotation is needed. GB/s counts the input read once plus the fp32 outputs
@@ -24,7 +25,7 @@ from .ceiling import measure_ceiling
 from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, torch_missing_reason
-from .inputs import case_seed, dtype_label, random_pool
+from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, torch_view
 from .methods import FULL_SUM_ONLY, sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
 from .timing import TimingConfig, fill_timing, time_gpu
@@ -36,7 +37,8 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 
 COLUMNS = ["dtype", "layout", "shape", "axis", "n", "m", "method", "kind", "time_us", "p10_us", "p90_us", "reps",
            "batch", "bytes", "gbs", "frac_ceiling", "note"]
-DTYPES = ("float16", "float32")
+DTYPES = ("float16", "bfloat16", "float32")
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 LAYOUTS = ("rows", "cols")
 
 
@@ -70,13 +72,20 @@ def run(ctx: Context) -> list[Path]:
         ctx.note(f"torch.sum not measured: {torch_missing_reason()}")
     for why in tuned_missing():
         ctx.note(why)
+    dtypes = []
+    for dt in DTYPES:
+        if format_missing(dt):
+            ctx.note(f"{dtype_label(dt)} not measured: {format_missing(dt)}")
+        else:
+            dtypes.append(dt)
     methods = {dt: [m.name for m in sum_methods(dt, ladder=False, ctx=ctx) if m.name not in FULL_SUM_ONLY]
-               for dt in DTYPES}
-    n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in DTYPES)
+               + (["auto"] if ctx.want("auto") else []) for dt in dtypes}
+    n_total = sum(len(cfg["segment_lengths"]) * len(LAYOUTS) * (len(methods[dt]) + len(comps_probe)) for dt in dtypes)
     bar = ctx.bar(n_total, NAME)
     rows: list[dict] = []
-    for dt in DTYPES:
-        itemsize = 2 if dt == "float16" else 4
+    for dt in dtypes:
+        itemsize = ITEMSIZE[dt]
+        fmt = {"format": dt} if dt in NEW_FORMATS else {}
         elems = total // itemsize
         pool = random_pool(dt, elems, seed=case_seed(NAME, dt), low=-0.25, high=0.75)
         for n in cfg["segment_lengths"]:
@@ -90,10 +99,12 @@ def run(ctx: Context) -> list[Path]:
                     axis = 0
                 base = dict(dtype=dt, layout=layout, shape=f"{x.shape[0]}x{x.shape[1]}", axis=axis, n=n, m=m_out,
                             bytes=m_out * n * itemsize + m_out * 4)
-                entries: list[tuple[str, str, Any, list]] = [(m, "tcreduce", _tc_call(m, axis), [x])
+                entries: list[tuple[str, str, Any, list]] = [(m, "tcreduce", _tc_call(m, axis, **fmt), [x])
                                                              for m in methods[dt]]
                 for c in competitors(axis, tuned=True):
-                    entries.append((c.label, "competitor", c, [c.wrap(x)]))
+                    if fmt and c.lib != "torch":  # CuPy has no bf16
+                        continue
+                    entries.append((c.label, "competitor", c, [torch_view(x, dt) if fmt else c.wrap(x)]))
                 for label, kind, call, inputs in entries:
                     row = dict(base, method=label, kind=kind)
                     try:
@@ -124,10 +135,10 @@ def run(ctx: Context) -> list[Path]:
     return paths + plotting.plot_segments(ctx.out / f"{NAME}.csv", ctx.out)
 
 
-def _tc_call(method: str, axis: int):
+def _tc_call(method: str, axis: int, **kw):
     import tcreduce
 
     def call(x):
-        return tcreduce.sum(x, axis=axis, method=method)
+        return tcreduce.sum(x, axis=axis, method=method, **kw)
 
     return call

@@ -85,7 +85,7 @@ def run(ctx: Context) -> list[Path]:
         if format_missing(dt):
             ctx.note(f"{dtype_label(dt)} not measured: {format_missing(dt)}")
             continue
-        methods = [m.name for m in sum_methods(dt, ladder=False, ctx=ctx)]
+        methods = [m.name for m in sum_methods(dt, ladder=False, ctx=ctx)] + (["auto"] if ctx.want("auto") else [])
         plan.append((dt, methods))
     total = sum(len(cfg["sizes"]) * (len(ms) + len(comps) + 1) for _, ms in plan)  # an upper bound
     bar = ctx.bar(total, NAME)

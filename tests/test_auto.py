@@ -39,7 +39,7 @@ def _pick(shape, axes, dtype="float16", kind="sum"):
 
 
 def test_every_swept_point_within_2_percent_of_the_fastest(points, derive):
-    assert {(p.dtype, p.form) for p in points} == {(d, f) for d in ("float16", "float32")
+    assert {(p.dtype, p.form) for p in points} >= {(d, f) for d in ("float16", "float32")
                                                    for f in ("full", "rows", "cols")} | {
         (d, "full") for d in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
     assert len(points) >= 2 * (21 + 17 + 17) + 3 * 21

@@ -345,6 +345,7 @@ def _syn_throughput(path: Path) -> None:
         for k in range(10, 31):
             n = 2**k
             for m, peak, kind in (("tensorcore", 4300, "tcreduce"), ("shuffle", 4200, "tcreduce"),
+                                  ("auto", 4300, "tcreduce"),
                                   ("cub", 1500, "tcreduce"), ("torch.sum", 4100, "competitor"),
                                   ("cupy.sum CUB", 4000, "competitor"), ("cupy.sum no CUB", 5, "competitor"),
                                   ("read kernel", 4500, "ceiling")):
@@ -363,12 +364,13 @@ def _syn_segments(path: Path) -> None:
     from experiments.segments import COLUMNS
 
     rows = []
-    for dt in ("float16", "float32"):
+    for dt in ("float16", "bfloat16", "float32"):
         for lay in ("rows", "cols"):
             for k in range(4, 21):
                 n = 2**k
                 for m, kind, f in (("tensorcore", "tcreduce", lambda k: 3800 - 30 * abs(k - 12)),
                                    ("shuffle", "tcreduce", lambda k: 3000 + 50 * k),
+                                   ("auto", "tcreduce", lambda k: max(3800 - 30 * abs(k - 12), 3000 + 50 * k)),
                                    ("torch.sum", "competitor", lambda k: 300 * k / 2),
                                    ("cupy.sum CUB", "competitor", lambda k: 2000 + 40 * k),
                                    ("cupy.sum no CUB", "competitor", lambda k: 400.0)):
