@@ -289,7 +289,8 @@ def test_gpu_handle_torch(rng):
     ((1 << 16,), None, "auto"), ((1 << 22) + 5, None, "tensorcore"), ((1 << 22) + 5, None, "shuffle"),
     ((1 << 22) + 5, None, "wmma"), ((4096, 300), -1, "auto"), ((300, 1 << 14), -1, "tensorcore"),
     ((1 << 14, 300), 0, "shuffle"), ((16, 1 << 18), 0, "tensorcore"), ((1 << 20,), None, "ladder_last_block"),
-    ((6, 5, 4, 3), (1, 3), "auto")])
+    ((6, 5, 4, 3), (1, 3), "auto"), ((1 << 22) + 5, None, "exact"), ((300, 1 << 14), -1, "exact"),
+    ((1 << 22) + 5, None, "kahan"), ((1 << 14, 300), 0, "kahan"), ((1 << 22) + 5, None, "tensorcore_kahan")])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_gpu_graph_replays_match_eager(shape, axis, method, dtype, rng):
     """Capture a handle call and a tcreduce.sum call, replay them several times on new data written into the same
