@@ -217,6 +217,12 @@ def main() -> None:
             dim = None if axis is None else axis
             competitors["torch.sum"] = (lambda xt=xt, dim=dim: torch.sum(xt, dtype=torch.float32) if dim is None
                                         else torch.sum(xt, dim=dim, dtype=torch.float32))
+            if dtype.startswith("float8"):  # torch's other eager ways to sum fp8 (issue 9): convert, then sum
+                competitors["torch x.float().sum()"] = (lambda xt=xt, dim=dim: xt.float().sum() if dim is None
+                                                        else xt.float().sum(dim=dim))
+                competitors["torch x.bfloat16().sum(f32)"] = (
+                    lambda xt=xt, dim=dim: xt.to(torch.bfloat16).sum(dtype=torch.float32) if dim is None
+                    else xt.to(torch.bfloat16).sum(dim=dim, dtype=torch.float32))
         if not kw:  # CuPy has no bf16 / fp8 dtype
             competitors["cupy.sum cub"] = lambda x=x, axis=axis: cupy_sum(x, axis, ["cub"])
             competitors["cupy.sum native"] = lambda x=x, axis=axis: cupy_sum(x, axis, [])
