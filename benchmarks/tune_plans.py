@@ -36,6 +36,14 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
     "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
+# first-axis sums: chunks in flight per warp (bitwise the same sums), and for fp32 the blocks per SM (MINB)
+SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u) for u in (4, 1, 2, 8)],
+                      "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
+SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u) for u in (4, 1, 2, 8)],
+                    "float16", (64, 1 << 22), 0, [(64, 4099), (33, 300)])
+SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, TILE_BLOCKS_PER_SM=b)
+                                       for u, b in ((2, 3), (4, 2), (4, 3), (2, 2), (8, 2), (1, 4))],
+                           "float32", (4096, 1 << 15), 0, [(4099, 40), (37, 300)])
 STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements

@@ -42,7 +42,7 @@ FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registe
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
 COLS_UNROLL = 2  # tc32_cols, both paths: scalar gathers need more registers (4 spills at 64 on sm_80, and at 3)
-TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3)
+TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3) (their MINB)
 SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
@@ -97,14 +97,15 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
     short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
+    minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
     if isinstance(problem, Rows):
         unroll = TILE_UNROLL
         name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
-                f"{_bool(short)}>")
+                f"{_bool(short)}, {minb}>")
         form = "rows"
     else:
         unroll = COLS_UNROLL
-        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}>"
+        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}, {minb}>"
         form = "cols"
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, args, tiles, 16,
