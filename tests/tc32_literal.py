@@ -486,6 +486,24 @@ def gpu_equals_twin(method: str, dists) -> None:
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
+def assert_deterministic_and_untouched(method: str, rng: np.random.Generator) -> None:
+    """On the current GPU, ten calls of ``method`` give the same bits on a full sum, rows and columns, and leave the
+    input as it was."""
+    import cupy
+
+    import tcreduce
+    from tcreduce.testing import to_numpy
+
+    for shape, axis in [((1 << 22) + 5, None), ((1 << 16, 64), -1), ((64, 1 << 16), 0), ((256, 1 << 14), -1)]:
+        xh = values(rng, shape)
+        xd = cupy.asarray(xh)
+        first = to_numpy(tcreduce.sum(xd, axis=axis, method=method))
+        for _ in range(9):
+            again = to_numpy(tcreduce.sum(xd, axis=axis, method=method))
+            assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
+        assert np.array_equal(xd.get(), xh), "input was modified"
+
+
 def assert_bound_tight(method: str, n: int) -> None:
     """The float32 method's bound holds on the fp32 adversarial (same-sign) and mixed-sign inputs of length ``n`` and
     their misaligned views, and at the same-sign input with the largest error relative to sum|x| (the inputs differ
