@@ -387,6 +387,18 @@ ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
 H100 = KNOWN_GPUS["H100"]
 
 
+FULL_SIZES = [1, 2, 3, 4, 5, 15, 16, 17, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537]
+ROW_LENGTHS = [1, 3, 15, 16, 17, 33, 255, 256, 257, 1023, 1024, 1025, 1032]
+# (shape, axis, view or None): every form on awkward sizes, misaligned, reversed, transposed and strided views, empties
+AWKWARD_CASES = ([((n,), None, None) for n in FULL_SIZES] + [((33, k), -1, None) for k in ROW_LENGTHS]
+                 + [((k, 40), 0, None) for k in ROW_LENGTHS]
+                 + [((33, 1040), -1, lambda x: x[:, 1:]), ((1000,), None, lambda x: x[3:]),
+                    ((1000,), None, lambda x: x[::-1]), ((40, 300), 0, lambda x: x.T), ((5, 17, 40), 1, None),
+                    ((7, 3, 5), (0, 2), None), ((96, 80), -1, lambda x: x[:, ::2]), ((20, 64), None, lambda x: x.T),
+                    ((4, 2048), -1, lambda x: x[:, :1500]), ((0, 16), -1, None), ((16, 0), -1, None),
+                    ((0,), None, None)])
+
+
 def values(rng: np.random.Generator, shape, spread: int = 5) -> np.ndarray:
     """Signed values over 2 * spread decades (never all zero)."""
     return (rng.standard_normal(shape) * 10.0 ** rng.integers(-spread, spread, shape)).astype(F32)
