@@ -7,6 +7,15 @@ zero. The GPU tests remain the authority on the hardware; this catches logic err
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
 SIMT_FP16 = r"""#pragma once
 #include <cstring>
 struct __half { unsigned short x; };
@@ -164,3 +173,50 @@ int main(int argc, char** argv) {{
     return 0;
 }}
 """
+
+
+def input_bytes(owner, view, layout) -> tuple[bytes, int]:
+    """(the bytes a shim program reads, the byte offset of the problem's base in them) for the NumPy ``view`` of the
+    array ``owner`` with host layout ``layout``: the owner's whole buffer, or the copy the layout asks for."""
+    if layout.copy_order is not None:
+        return np.ascontiguousarray(view.transpose(layout.copy_order)).tobytes(), 0
+    view_off = view.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return owner.tobytes(), view_off + layout.base_offset * view.itemsize
+
+
+def prepare(folder: Path, kernels: dict[str, str]) -> str:
+    """g++'s path (the test skips without one), with the shim's headers and ``kernels`` (file name in ``folder`` ->
+    kernels/ source, common.cuh inlined) written into ``folder``."""
+    from tcreduce._compile import load_source
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found")
+    for name, text in (("cuda_fp16.h", SIMT_FP16), ("cuda_bf16.h", SIMT_BF16), ("cuda_fp8.h", SIMT_FP8),
+                       ("shim.h", SIMT_SHIM)):
+        (folder / name).write_text(text)
+    for name, source in kernels.items():
+        (folder / name).write_text(load_source(source))
+    return gxx
+
+
+def build(gxx: str, folder: Path, sources: Sequence[Path]) -> list[Path]:
+    """Compile the programs ``sources`` (4 at a time) into executables beside them. A g++ without C++20 barriers or
+    _Float16 skips the test; any other compile error fails it."""
+
+    def one(src: Path):
+        exe = src.with_suffix("")
+        r = subprocess.run([gxx, "-std=c++20", "-O1", "-pthread", "-w", f"-I{folder}", str(src), "-o", str(exe)],
+                           capture_output=True, text=True, check=False)
+        return exe if r.returncode == 0 else r.stderr
+
+    with ThreadPoolExecutor(4) as ex:
+        exes = list(ex.map(one, sources))
+    for err in exes:
+        if isinstance(err, str):
+            if "_Float16" in err or "barrier" in err or "c++20" in err:
+                pytest.skip(f"this g++ lacks C++20 barriers or _Float16: {err[:300]}")
+            raise AssertionError(f"the SIMT shim does not compile the kernel (a new intrinsic in common.cuh?):\n"
+                                 f"{err[:3000]}")
+    return exes
+

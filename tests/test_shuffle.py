@@ -271,10 +271,7 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 # after another. It checks, without a GPU, that the kernel code does what its order comment says (bitwise equal to
 # the replay above), that every output is written and that the counters are left at zero. The GPU tests remain the
 # authority on the hardware; this catches logic errors early. Skipped where g++ (C++20, _Float16) is missing.
-from simt import SIMT_BF16 as _SIMT_BF16  # noqa: E402  (tests/simt.py: the shim, shared with test_simt.py)
-from simt import SIMT_FP8 as _SIMT_FP8  # noqa: E402
-from simt import SIMT_FP16 as _SIMT_FP16  # noqa: E402
-from simt import SIMT_SHIM as _SIMT_SHIM  # noqa: E402
+import simt  # noqa: E402  (tests/simt.py: the shim, shared with test_simt.py)
 from simt import simt_main  # noqa: E402
 
 _SIMT_CT = {"float16": "__half", "float32": "float", "float64": "double"}
@@ -299,20 +296,9 @@ SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, spli
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
-    import shutil
     import subprocess
-    from concurrent.futures import ThreadPoolExecutor
 
-    from tcreduce._compile import load_source
-
-    gxx = shutil.which("g++")
-    if gxx is None:
-        pytest.skip("g++ not found")
-    (tmp_path / "cuda_fp16.h").write_text(_SIMT_FP16)
-    (tmp_path / "cuda_bf16.h").write_text(_SIMT_BF16)
-    (tmp_path / "cuda_fp8.h").write_text(_SIMT_FP8)
-    (tmp_path / "shim.h").write_text(_SIMT_SHIM)
-    (tmp_path / "kernel.cu").write_text(load_source("shuffle.cu"))
+    gxx = simt.prepare(tmp_path, {"kernel.cu": "shuffle.cu"})
     jobs = []
     for idx, (shape, axis, view, out_dtype) in enumerate(SIMT_CASES):
         owner = _rand(rng, shape, dtype)
@@ -321,31 +307,14 @@ def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
         view_off = xh.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
         layout = plan_layout(xh.shape, tuple(s // isz for s in xh.strides), normalize_axes(axis, xh.ndim), isz,
                              view_off % 16)
-        if layout.copy_order is not None:
-            raw, off = np.ascontiguousarray(xh.transpose(layout.copy_order)).tobytes(), 0
-        else:
-            raw, off = owner.tobytes(), view_off + layout.base_offset * isz
+        raw, off = simt.input_bytes(owner, xh, layout)
         plan = sh.plan_shuffle(layout.problem, dtype, out_dtype, SIMT_DEVICE)
         src = tmp_path / f"case{idx}.cpp"
         src.write_text(_simt_main(plan, str(tmp_path / "kernel.cu")))
         (tmp_path / f"case{idx}.bin").write_bytes(raw)
         jobs.append((idx, xh, layout, plan, off, src))
 
-    def build(job):
-        idx, src = job[0], job[5]
-        exe = tmp_path / f"case{idx}"
-        r = subprocess.run([gxx, "-std=c++20", "-O1", "-pthread", "-w", f"-I{tmp_path}", str(src), "-o", str(exe)],
-                           capture_output=True, text=True, check=False)
-        return exe if r.returncode == 0 else r.stderr
-
-    with ThreadPoolExecutor(4) as ex:
-        exes = list(ex.map(build, jobs))
-    if any(not isinstance(e, type(tmp_path)) for e in exes):
-        err = next(e for e in exes if not isinstance(e, type(tmp_path)))
-        if "_Float16" in err or "barrier" in err or "c++20" in err:
-            pytest.skip(f"this g++ lacks C++20 barriers or _Float16: {err[:300]}")
-        raise AssertionError(f"the SIMT shim no longer compiles the kernel (a new intrinsic in common.cuh?):\n"
-                             f"{err[:3000]}")
+    exes = simt.build(gxx, tmp_path, [job[5] for job in jobs])
     for (idx, xh, layout, plan, off, _), exe in zip(jobs, exes):
         outf = tmp_path / f"case{idx}.out"
         r = subprocess.run([str(exe), str(tmp_path / f"case{idx}.bin"), str(off), str(outf)], capture_output=True,

@@ -7,17 +7,15 @@ and the int64 state itself; kahan: the replayed order). Skipped where g++ lacks 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from simt import SIMT_BF16, SIMT_FP8, SIMT_FP16, SIMT_SHIM, simt_main
-from tcreduce._compile import load_source
+import simt
+from simt import simt_main
 from tcreduce._layout import host_layout, host_problem_data
-from tcreduce._plan import Buf, DeviceSpec, Plan
+from tcreduce._plan import DeviceSpec
 
 pytestmark = pytest.mark.slow
 
@@ -81,28 +79,15 @@ def test_exact_and_kahan_kernels_on_the_simt_shim(tmp_path, rng):
     from tcreduce.plans.exact import plan_exact, state_limbs
     from tcreduce.plans.kahan import plan_kahan
 
-    gxx = shutil.which("g++")
-    if gxx is None:
-        pytest.skip("g++ not found")
     pytest.importorskip("ml_dtypes")
-    (tmp_path / "cuda_fp16.h").write_text(SIMT_FP16)
-    (tmp_path / "cuda_bf16.h").write_text(SIMT_BF16)
-    (tmp_path / "cuda_fp8.h").write_text(SIMT_FP8)
-    (tmp_path / "shim.h").write_text(SIMT_SHIM)
-    (tmp_path / "exact.cu").write_text(load_source("exact.cu"))
-    (tmp_path / "kahan.cu").write_text(load_source("kahan.cu"))
+    gxx = simt.prepare(tmp_path, {"exact.cu": "exact.cu", "kahan.cu": "kahan.cu"})
     jobs = []
     for idx, (name, method, xv, axis, out) in enumerate(_cases(rng)):
         owner = xv
         while isinstance(owner.base, np.ndarray):
             owner = owner.base
         layout, _ = host_layout(xv, axis)
-        isz = xv.itemsize
-        view_off = xv.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-        if layout.copy_order is not None:
-            raw, off = np.ascontiguousarray(xv.transpose(layout.copy_order)).tobytes(), 0
-        else:
-            raw, off = owner.tobytes(), view_off + layout.base_offset * isz
+        raw, off = simt.input_bytes(owner, xv, layout)
         dt = str(xv.dtype)
         if method == "exact":
             plan = plan_exact(layout.problem, dt, out, TINY)
@@ -116,20 +101,7 @@ def test_exact_and_kahan_kernels_on_the_simt_shim(tmp_path, rng):
         (tmp_path / f"case{idx}.bin").write_bytes(raw)
         jobs.append((idx, name, xv, layout, plan, off, src))
 
-    def build(job):
-        idx, src = job[0], job[6]
-        exe = tmp_path / f"case{idx}"
-        r = subprocess.run([gxx, "-std=c++20", "-O1", "-pthread", "-w", f"-I{tmp_path}", str(src), "-o", str(exe)],
-                           capture_output=True, text=True, check=False)
-        return exe if r.returncode == 0 else r.stderr
-
-    with ThreadPoolExecutor(4) as ex:
-        exes = list(ex.map(build, jobs))
-    for exe in exes:
-        if not isinstance(exe, type(tmp_path)):
-            if "_Float16" in exe or "barrier" in exe or "c++20" in exe:
-                pytest.skip(f"this g++ lacks C++20 barriers or _Float16: {exe[:300]}")
-            raise AssertionError(f"the SIMT shim does not compile the kernel:\n{exe[:3000]}")
+    exes = simt.build(gxx, tmp_path, [job[6] for job in jobs])
     bad = []
     for (idx, name, xv, layout, plan, off, _), exe in zip(jobs, exes):
         outf = tmp_path / f"case{idx}.out"

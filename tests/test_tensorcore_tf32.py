@@ -88,17 +88,10 @@ def test_twin_equals_literal_replay_on_hard_values(case, rng):
 
 
 # ------------------------------------------------------------------------------------------------ forms and bounds
-FULL_SIZES = [1, 2, 3, 4, 5, 15, 16, 17, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537]
-ROW_LENGTHS = [1, 3, 15, 16, 17, 33, 255, 256, 257, 1023, 1024, 1025, 1032]
 
 
 def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
-    cases = [((n,), None, None) for n in FULL_SIZES]
-    cases += [((33, k), -1, None) for k in ROW_LENGTHS]
-    cases += [((k, 40), 0, None) for k in ROW_LENGTHS]
-    cases += [((33, 1040), -1, lambda x: x[:, 1:]), ((1000,), None, lambda x: x[3:]), ((40, 300), 0, lambda x: x.T),
-              ((5, 17, 40), 1, None), ((7, 3, 5), (0, 2), None), ((0, 16), -1, None), ((16, 0), -1, None)]
-    for shape, axis, view in cases:
+    for shape, axis, view in literal.AWKWARD_CASES:
         x = values(rng, shape)
         x = view(x) if view else x
         for out_dtype in ("float32", "float64"):
@@ -223,13 +216,4 @@ def test_gpu_nan_and_infinities_propagate(rng):
 
 @pytest.mark.gpu
 def test_gpu_deterministic_and_input_untouched(rng):
-    import cupy
-
-    for shape, axis in [((1 << 22) + 5, None), ((1 << 16, 64), -1), ((64, 1 << 16), 0), ((256, 1 << 14), -1)]:
-        xh = values(rng, shape)
-        xd = cupy.asarray(xh)
-        first = to_numpy(tcreduce.sum(xd, axis=axis, method=METHOD))
-        for _ in range(9):
-            again = to_numpy(tcreduce.sum(xd, axis=axis, method=METHOD))
-            assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not bitwise reproducible"
-        assert np.array_equal(xd.get(), xh), "input was modified"
+    literal.assert_deterministic_and_untouched(METHOD, rng)

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from .._plan import DeviceSpec
 
-__all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work"]
+__all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
+           "stream_work", "STREAM_WAVES"]
+
+STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
 
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16",
          "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
@@ -65,6 +68,18 @@ def split_work(tiles: int, chunks: int, warps_per_block: int, device: DeviceSpec
     groups = warps_per_block // wpt
     grid_x = cdiv(tiles, groups) if splits > 1 else min(cdiv(tiles, groups), max_blocks)
     return WorkSplit(wpt, splits, max(1, grid_x))
+
+
+def stream_work(rows: int, chunks: int, warps_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> WorkSplit:
+    """:func:`split_work` for kernels that stream one row per warp group (``chunks`` per row): when the rows are too
+    few for one block each, enough splits for about :data:`STREAM_WAVES` waves of blocks, at least 8 chunks per warp
+    and split."""
+    work = split_work(rows, chunks, warps_per_block, device, blocks_per_sm)
+    if work.splits > 1:
+        waves = cdiv(STREAM_WAVES * device.sm_count * blocks_per_sm, rows)
+        splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
+        work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+    return work
 
 
 def full_grid(work_items: int, items_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> int:

@@ -15,7 +15,7 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work, stream_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -28,7 +28,6 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
-STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 4  # 16-row chunks in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -71,11 +70,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
                                                                                8 * isz):
         chunks = cdiv(problem.k, 256)
-        work = split_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
-        if work.splits > 1:  # few long rows, one per block: enough splits for several waves of blocks
-            waves = cdiv(STREAM_WAVES * device.sm_count * STREAM_BLOCKS_PER_SM, problem.m)
-            splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
-            work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+        work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
         rif = max(1, 8 // cpr) if cpr else 1
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "

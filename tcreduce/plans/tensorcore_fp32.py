@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work, stream_work
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -47,7 +47,6 @@ SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
-STREAM_WAVES = 4  # few long rows: split them until the grid is about this many waves of blocks
 ITEMSIZE = 4
 
 
@@ -114,11 +113,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
     chunks = cdiv(problem.k, 256)
-    work = split_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
-    if work.splits > 1:  # few long rows, one per block: enough splits for several waves of blocks
-        waves = cdiv(STREAM_WAVES * device.sm_count * STREAM_BLOCKS_PER_SM, problem.m)
-        splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
-        work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+    work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
     name = (f"tc32_rows_stream<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {out_t}, {FLAT_LOAD}, "
             f"{STREAM_BLOCKS_PER_SM}>")
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,

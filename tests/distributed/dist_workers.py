@@ -241,8 +241,6 @@ def device_shard(case: Case, rank: int, members: list[int], device: int = 0, hos
     return apply_view(torch.from_numpy(s).to(torch.device("cuda", device)), case.view)
 
 
-
-
 # ------------------------------------------------------------------------------------------------------------- expected
 
 def _exact_single(xg, axes: tuple[int, ...], in_dtype: str, out_dtype: str, ops: Any = None):
