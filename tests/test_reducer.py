@@ -241,7 +241,7 @@ GPU_CASES = [((1,), None), ((17,), None), ((4097,), None), ((1 << 20) + 3, None)
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("shape,axis", GPU_CASES, ids=[f"{s}-{a}" for s, a in GPU_CASES])
 def test_gpu_handle_equals_sum(shape, axis, dtype, rng):
-    from tcreduce.testing import check_sum, poisoned, random_input, same_bits, to_numpy
+    from tcreduce.testing import check_sum, poisoned, random_input, same_bits
 
     cupy = _cupy()
     xh = random_input(rng, shape, dtype)
