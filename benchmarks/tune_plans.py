@@ -21,8 +21,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_floor import timed  # noqa: E402
+from perf_floor import make_input, timed  # noqa: E402
 
+import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
 import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
 import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
 
@@ -31,11 +32,16 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
     "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL={"tensorcore": u, "tensorcore_tf32": 8}, FLAT_BLOCKS_PER_SM=b,
                                    FLAT_LOAD=ld)
                               for u, b in ((4, 4), (8, 4), (4, 3), (2, 6), (6, 4), (4, 5))
-                              for ld in (2, 0)],
+                              for ld in (2,)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
-    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
+    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_ROWS=p)
+                         for p in (False, True) for u in (4, 1, 2, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
+# short rows: one pass over every tile or row instead of a grid stride (each row's sum the same either way)
+SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
+SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (False, True)], "float16", (1 << 24, 16),
+                            -1, [(4099, 16), (70001, 16)], "shuffle")
 # first-axis sums: chunks in flight per warp (bitwise the same sums), and for fp32 the blocks per SM (MINB)
 SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u) for u in (4, 1, 2, 8)],
                       "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
@@ -49,6 +55,9 @@ STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
                            -1, [(4099, _k), (333, _k), (3, _k)])
+SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (False, True)
+                                    for s in STREAM_SETTINGS[:3]],
+                          "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
 
 
 @contextlib.contextmanager
@@ -70,7 +79,8 @@ def patched(module: Any, setting: dict) -> Iterator[None]:
         _api._PREPARED.clear()
 
 
-def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator) -> bool:
+def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator,
+               method: str = "tensorcore") -> bool:
     import cupy
 
     import tcreduce
@@ -78,13 +88,18 @@ def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Gen
     from tcreduce.testing import random_input, same_bits
 
     xh = random_input(rng, shape, dtype)
-    return same_bits(tcreduce.sum(cupy.asarray(xh), axis=axis, method="tensorcore"),
-                     em.sum(xh, axis=axis, method="tensorcore"))
+    raw, kw = xh, {}
+    if dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):  # CuPy has no such dtype: raw bits and format=
+        raw, kw = xh.view(np.uint16 if dtype == "bfloat16" else np.uint8), {"format": dtype}
+    return same_bits(tcreduce.sum(cupy.asarray(raw), axis=axis, method=method, **kw),
+                     em.sum(xh, axis=axis, method=method))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--triton", action="store_true",
+                    help="also time the tuned Triton sum and torch.compile'd torch.sum (experiments.competitors)")
     ap.add_argument("--only", default="", help="comma-separated sweeps (default: all): " + ", ".join(SWEEPS))
     args = ap.parse_args()
     import cupy
@@ -98,23 +113,30 @@ def main() -> None:
     names = args.only.split(",") if args.only else list(SWEEPS)
     rng = np.random.default_rng(7)
     for name in names:
-        module, settings, dtype, shape, axis, check_shapes = SWEEPS[name]
-        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, shape, dtype=np.float32).astype(dtype)
-        nbytes, xt = x.nbytes, None
-        base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle"), args.reps)}
-        if torch is not None:
-            xt = torch.as_tensor(x, device="cuda")
+        module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
+        method = rest[0] if rest else "tensorcore"
+        x, xt, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
+        nbytes = x.nbytes
+        base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle", **kw), args.reps)}
+        if xt is not None:
             base["torch.sum"] = timed(lambda: torch.sum(xt, dtype=torch.float32) if axis is None
                                       else torch.sum(xt, dim=axis, dtype=torch.float32), args.reps)
+            if args.triton:  # the tuned competitors take the torch tensor (bf16 and fp8: torch's own dtype)
+                from experiments.competitors import tuned_competitors
+
+                for comp in tuned_competitors(axis):
+                    comp.prepare(xt)
+                    base[comp.label] = timed(lambda: comp.call(xt), args.reps)
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s" for k, t in base.items()), flush=True)
         for setting in settings:
             label = " ".join(f"{k}={v}" for k, v in setting.items())
             try:
                 with patched(module, setting):
-                    ok = all(bits_match(dtype, s, axis, rng) for s in check_shapes)
-                    t = timed(lambda: tcreduce.sum(x, axis=axis, method="tensorcore"), args.reps)
-                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  x shuffle {base['shuffle'] / t:.3f}  "
+                    ok = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)
+                    t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), args.reps)
+                ratios = "  ".join(f"x {k} {b / t:.3f}" for k, b in base.items())
+                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  {ratios}  "
                       f"GPU == emulator: {'yes' if ok else 'NO'}", flush=True)
             except Exception as e:  # report and go on
                 print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)
