@@ -42,19 +42,32 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
 SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (False, True)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")
-# first-axis sums: chunks in flight per warp (bitwise the same sums), and for fp32 the blocks per SM (MINB)
-SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u) for u in (4, 1, 2, 8)],
+# first-axis sums: chunks in flight per warp (bitwise the same sums), one-pass grids, and for fp32 the blocks per SM
+ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (False, True)]
+SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
                       "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
-SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u) for u in (4, 1, 2, 8)],
+SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
                     "float16", (64, 1 << 22), 0, [(64, 4099), (33, 300)])
-SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, TILE_BLOCKS_PER_SM=b)
-                                       for u, b in ((2, 3), (4, 2), (4, 3), (2, 2), (8, 2), (1, 4))],
+SWEEPS["cols16"] = (tc_plan, ONE_PASS, "float16", (16, 1 << 24), 0, [(16, 4099), (5, 300)])
+SWEEPS["rows64"] = (tc_plan, ONE_PASS, "float16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
+SWEEPS["bf16_rows64"] = (tc_plan, ONE_PASS, "bfloat16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
+for _name, _shape in (("cols4096", (4096, 1 << 16)), ("cols64", (64, 1 << 22)), ("cols16", (16, 1 << 24))):
+    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(ONE_PASS_COLS=p) for p in (False, True)], "float16", _shape, 0,
+                                  [(4099, 40), (37, 300)], "shuffle")
+SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
+                                       for u, b, p in ((2, 3, False), (8, 2, False), (4, 2, False), (8, 2, True),
+                                                       (4, 2, True))],
                            "float32", (4096, 1 << 15), 0, [(4099, 40), (37, 300)])
+SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL=u, ONE_PASS=p) for u, p in ((2, False), (2, True))],
+                         "float32", (16, 1 << 23), 0, [(16, 4099), (5, 300)])
+SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (False, True)], "float32", (1 << 23, 16), -1,
+                         [(4099, 16), (333, 40)])
 STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
                            -1, [(4099, _k), (333, _k), (3, _k)])
+SWEEPS["rows1024"] = (tc_plan, [dict(ONE_PASS_SHORT_ROWS=p) for p in (True, False)], *SWEEPS["rows1024"][2:])
 SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (False, True)
                                     for s in STREAM_SETTINGS[:3]],
                           "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
