@@ -55,7 +55,7 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
                "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 ONE_PASS_ROWS = True  # rows with G <= 32: a grid over every row, no grid stride (each row's sum is the same)
-ONE_PASS_COLS = False  # cols: a grid over every (strip, split) work item, likewise
+ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
 SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this fraction of the best

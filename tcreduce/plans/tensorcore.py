@@ -29,7 +29,7 @@ STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed
 STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
-ONE_PASS_TILES = False  # the other tc_rows, tc_rows_stream and tc_cols launches without splits: likewise
+ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 4  # 16-row chunks in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -106,8 +106,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-        if ONE_PASS_TILES:
-            work = one_pass(work, cdiv(strips, short) if short else strips, BLOCK // 32)
+        if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
+            work = one_pass(work, strips, BLOCK // 32)
         unroll = 1 if short else min(COLS_UNROLL_LONG, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}>")

@@ -41,10 +41,11 @@ FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
-COLS_UNROLL = 2  # tc32_cols, both paths: scalar gathers need more registers (4 spills at 64 on sm_80, and at 3)
+COLS_UNROLL = 4  # tc32_cols (2 blocks per SM): 0.90x shuffle at [4096, 2^15] against 0.74x with (2, 3)
+COLS_UNROLL_SHORT = 2  # its short path (4 blocks per SM: 4 spills)
 TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3) (their MINB)
-COLS_BLOCKS_PER_SM = 3  # tc32_cols' MINB, when it differs from tc32_rows'
-ONE_PASS = False  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
+COLS_BLOCKS_PER_SM = 2  # tc32_cols' MINB
+ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
 SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
@@ -100,7 +101,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
-    unroll = TILE_UNROLL if isinstance(problem, Rows) else COLS_UNROLL
+    unroll = TILE_UNROLL if isinstance(problem, Rows) else COLS_UNROLL_SHORT if short else COLS_UNROLL
     if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
         work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
     if isinstance(problem, Rows):
