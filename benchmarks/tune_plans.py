@@ -21,25 +21,56 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_floor import timed  # noqa: E402
+from perf_floor import make_input, timed  # noqa: E402
 
+import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
 import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
 import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
 
 # name -> (planner module, settings (the first: the committed defaults), dtype, large shape, axis, bits-check shapes)
 SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[int, ...]]]] = {
-    "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL=u, FLAT_BLOCKS_PER_SM=b, FLAT_LOAD=ld)
-                              for u, b in ((8, 4), (4, 4), (8, 3), (4, 3), (2, 6), (6, 4), (4, 5))
-                              for ld in (2, 0)],
+    "fp32_flat": (tc32_plan, [dict(FLAT_UNROLL={"tensorcore": u, "tensorcore_tf32": 8}, FLAT_BLOCKS_PER_SM=b,
+                                   FLAT_LOAD=ld)
+                              for u, b in ((4, 4), (8, 4), (4, 3), (2, 6), (6, 4), (4, 5))
+                              for ld in (2,)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
-    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1, 4, 8)],
+    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_ROWS=p)
+                         for p in (False, True) for u in (4, 1, 2, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
+# short rows: one pass over every tile or row instead of a grid stride (each row's sum the same either way)
+SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
+SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (False, True)], "float16", (1 << 24, 16),
+                            -1, [(4099, 16), (70001, 16)], "shuffle")
+# first-axis sums: chunks in flight per warp (bitwise the same sums), one-pass grids, and for fp32 the blocks per SM
+ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (False, True)]
+SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
+                      "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
+SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
+                    "float16", (64, 1 << 22), 0, [(64, 4099), (33, 300)])
+SWEEPS["cols16"] = (tc_plan, ONE_PASS, "float16", (16, 1 << 24), 0, [(16, 4099), (5, 300)])
+SWEEPS["rows64"] = (tc_plan, ONE_PASS, "float16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
+SWEEPS["bf16_rows64"] = (tc_plan, ONE_PASS, "bfloat16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
+for _name, _shape in (("cols4096", (4096, 1 << 16)), ("cols64", (64, 1 << 22)), ("cols16", (16, 1 << 24))):
+    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(ONE_PASS_COLS=p) for p in (False, True)], "float16", _shape, 0,
+                                  [(4099, 40), (37, 300)], "shuffle")
+SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
+                                       for u, b, p in ((2, 3, False), (8, 2, False), (4, 2, False), (8, 2, True),
+                                                       (4, 2, True))],
+                           "float32", (4096, 1 << 15), 0, [(4099, 40), (37, 300)])
+SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL=u, ONE_PASS=p) for u, p in ((2, False), (2, True))],
+                         "float32", (16, 1 << 23), 0, [(16, 4099), (5, 300)])
+SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (False, True)], "float32", (1 << 23, 16), -1,
+                         [(4099, 16), (333, 40)])
 STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
                            -1, [(4099, _k), (333, _k), (3, _k)])
+SWEEPS["rows1024"] = (tc_plan, [dict(ONE_PASS_SHORT_ROWS=p) for p in (True, False)], *SWEEPS["rows1024"][2:])
+SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (False, True)
+                                    for s in STREAM_SETTINGS[:3]],
+                          "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
 
 
 @contextlib.contextmanager
@@ -61,7 +92,8 @@ def patched(module: Any, setting: dict) -> Iterator[None]:
         _api._PREPARED.clear()
 
 
-def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator) -> bool:
+def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator,
+               method: str = "tensorcore") -> bool:
     import cupy
 
     import tcreduce
@@ -69,13 +101,18 @@ def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Gen
     from tcreduce.testing import random_input, same_bits
 
     xh = random_input(rng, shape, dtype)
-    return same_bits(tcreduce.sum(cupy.asarray(xh), axis=axis, method="tensorcore"),
-                     em.sum(xh, axis=axis, method="tensorcore"))
+    raw, kw = xh, {}
+    if dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):  # CuPy has no such dtype: raw bits and format=
+        raw, kw = xh.view(np.uint16 if dtype == "bfloat16" else np.uint8), {"format": dtype}
+    return same_bits(tcreduce.sum(cupy.asarray(raw), axis=axis, method=method, **kw),
+                     em.sum(xh, axis=axis, method=method))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--triton", action="store_true",
+                    help="also time the tuned Triton sum and torch.compile'd torch.sum (experiments.competitors)")
     ap.add_argument("--only", default="", help="comma-separated sweeps (default: all): " + ", ".join(SWEEPS))
     args = ap.parse_args()
     import cupy
@@ -89,23 +126,30 @@ def main() -> None:
     names = args.only.split(",") if args.only else list(SWEEPS)
     rng = np.random.default_rng(7)
     for name in names:
-        module, settings, dtype, shape, axis, check_shapes = SWEEPS[name]
-        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, shape, dtype=np.float32).astype(dtype)
-        nbytes, xt = x.nbytes, None
-        base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle"), args.reps)}
-        if torch is not None:
-            xt = torch.as_tensor(x, device="cuda")
+        module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
+        method = rest[0] if rest else "tensorcore"
+        x, xt, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
+        nbytes = x.nbytes
+        base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle", **kw), args.reps)}
+        if xt is not None:
             base["torch.sum"] = timed(lambda: torch.sum(xt, dtype=torch.float32) if axis is None
                                       else torch.sum(xt, dim=axis, dtype=torch.float32), args.reps)
+            if args.triton:  # the tuned competitors take the torch tensor (bf16 and fp8: torch's own dtype)
+                from experiments.competitors import tuned_competitors
+
+                for comp in tuned_competitors(axis):
+                    comp.prepare(xt)
+                    base[comp.label] = timed(lambda: comp.call(xt), args.reps)
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s" for k, t in base.items()), flush=True)
         for setting in settings:
             label = " ".join(f"{k}={v}" for k, v in setting.items())
             try:
                 with patched(module, setting):
-                    ok = all(bits_match(dtype, s, axis, rng) for s in check_shapes)
-                    t = timed(lambda: tcreduce.sum(x, axis=axis, method="tensorcore"), args.reps)
-                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  x shuffle {base['shuffle'] / t:.3f}  "
+                    ok = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)
+                    t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), args.reps)
+                ratios = "  ".join(f"x {k} {b / t:.3f}" for k, b in base.items())
+                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  {ratios}  "
                       f"GPU == emulator: {'yes' if ok else 'NO'}", flush=True)
             except Exception as e:  # report and go on
                 print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)

@@ -381,8 +381,10 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // rule (per mma w; acc[2w + e] += c_w[e]); per column, the group's warps in q order from 0.0f; with splits > 1 the
 // split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
-// strips before computing them, same arithmetic per strip.
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL>
+// strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
+// ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
+// at a time.
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL>
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
@@ -449,25 +451,32 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
 #pragma unroll
         for (int w = 0; w < 4; ++w) { c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f; acc[2 * w] = acc[2 * w + 1] = 0.0f; }
         int pending = 0;
-        for (i64 ch = q; ch < nchunks; ch += WPS) {
-            const i64 j0 = j_begin + ch * 16;
-            unsigned lo[4], hi[4];
-            // rows past j_end load zeros: treat them as rows past the end of a 0-column matrix
-            load_row_piece<T, 8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo);
-            load_row_piece<T, 8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi);
+        for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
+            unsigned lo[UNROLL][4], hi[UNROLL][4];
 #pragma unroll
-            for (int w = 0; w < 4; ++w) {
-                const unsigned bf[2] = {movmatrix_trans(lo[w]), movmatrix_trans(hi[w])};
-                mma_colsum<T>(c[w], bf);
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 j0 = j_begin + (ch + (i64)u * WPS) * 16;
+                // rows past j_end load zeros (no memory access): chunks past the end cost no traffic
+                load_row_piece<T, 8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo[u]);
+                load_row_piece<T, 8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi[u]);
             }
-            if (++pending == CHAIN) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
 #pragma unroll
                 for (int w = 0; w < 4; ++w) {
-                    acc[2 * w] += c[w][0];
-                    acc[2 * w + 1] += c[w][1];
-                    c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
+                    const unsigned bf[2] = {movmatrix_trans(lo[u][w]), movmatrix_trans(hi[u][w])};
+                    mma_colsum<T>(c[w], bf);
                 }
-                pending = 0;
+                if (++pending == CHAIN) {
+#pragma unroll
+                    for (int w = 0; w < 4; ++w) {
+                        acc[2 * w] += c[w][0];
+                        acc[2 * w + 1] += c[w][1];
+                        c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
+                    }
+                    pending = 0;
+                }
             }
         }
         if (pending) {

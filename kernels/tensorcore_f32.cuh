@@ -384,16 +384,16 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
 
 }  // namespace tcr32
 
-template <class FMT, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT>
-__global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 3)
+template <class FMT, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
 tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
           float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     const tcr32::RowsGeom geo{x, m, k, ld};
     tcr32::tiles_body<FMT, tcr32::RowsGeom, BLOCK, WPT, VECTOR, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
 }
 
-template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, bool SHORT>
-__global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 3)
+template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, bool SHORT, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     const tcr32::ColsGeom geo{x, a, r, b, sa, sr, (b + 15) >> 4};

@@ -54,6 +54,8 @@ BLOCKS_PER_SM = {"rows": 4, "cols": 3}
 FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8_e4m3fn": (2, 8),
                "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+ONE_PASS_ROWS = True  # rows with G <= 32: a grid over every row, no grid stride (each row's sum is the same)
+ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
 SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this fraction of the best
@@ -129,7 +131,8 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         splits = 1
         if cdiv(m, UNROLL * (BLOCK // group)) < cap:
             unroll = 1  # too few rows for UNROLL rows per thread: spread them over more blocks instead
-        grid = max(1, min(cap, cdiv(m, unroll * (BLOCK // group))))
+        grid = cdiv(m, unroll * (BLOCK // group))
+        grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     else:
         splits = _choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(cap, m * splits))
@@ -161,7 +164,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
-    grid = max(1, min(cap, strips * splits))
+    grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {ct}, {_bool(aligned)}, "
             f"{minb}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),

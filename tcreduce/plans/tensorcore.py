@@ -15,7 +15,7 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work, stream_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -28,7 +28,10 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
+ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
+ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
+COLS_UNROLL_LONG = 4  # 16-row chunks in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -72,6 +75,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
         rif = max(1, 8 // cpr) if cpr else 1
+        if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
+            work = one_pass(work, problem.m, BLOCK // 32, rif)
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
                 f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
@@ -87,6 +92,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
             work = split_work(tiles, 1, BLOCK // 32, device, 4)
         unroll = ROWS_UNROLL_SHORT[vec] if short else ROWS_UNROLL_LONG
+        if ONE_PASS_SHORT_ROWS if short else ONE_PASS_TILES:
+            work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
                 f"{out_t}, {str(short).lower()}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
@@ -99,9 +106,14 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-        name = f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}>"
+        if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
+            work = one_pass(work, strips, BLOCK // 32)
+        unroll = 1 if short else min(COLS_UNROLL_LONG, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
+        name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
+                f"{unroll}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips, 32,
-                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short))
+                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
+                                unroll=unroll))
     raise TypeError(f"unknown problem {problem!r}")
 
 

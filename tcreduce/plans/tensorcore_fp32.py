@@ -27,19 +27,25 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, split_work, stream_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
 
 SOURCE = "tensorcore_fp32.cu"
 BLOCK = 256
-FLAT_UNROLL = 8  # 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration)
+# 16-byte vectors in flight per lane in tc32_flat (UNROLL / 2 steps per iteration), per method: the split runs faster
+# with 4 than with 8 (H100: 0.989-0.991x shuffle against 0.973-0.975x, benchmarks/tune_plans.py, notes/performance.md);
+# tf32 keeps 8 until it is swept
+FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows / tc32_cols (short path: tiles in flight)
-COLS_UNROLL = 2  # tc32_cols, both paths: scalar gathers need more registers (4 spills at 64 on sm_80, and at 3)
-TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3)
+COLS_UNROLL = 4  # tc32_cols (2 blocks per SM): 0.90x shuffle at [4096, 2^15] against 0.74x with (2, 3)
+COLS_UNROLL_SHORT = 2  # its short path (4 blocks per SM: 4 spills)
+TILE_BLOCKS_PER_SM = 3  # tc32_rows, tc32_cols: __launch_bounds__(256, 3) (their MINB)
+COLS_BLOCKS_PER_SM = 2  # tc32_cols' MINB
+ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
 SHORT_BLOCKS_PER_SM = 4  # their short path: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
@@ -89,18 +95,21 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
         vector = False  # other axes: scalar gathers
         args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     chunks = cdiv(length, 16)
-    work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
+    blocks_per_sm = TILE_BLOCKS_PER_SM if isinstance(problem, Rows) else COLS_BLOCKS_PER_SM
+    work = split_work(tiles, chunks, BLOCK // 32, device, blocks_per_sm)
     short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
+    minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
+    unroll = TILE_UNROLL if isinstance(problem, Rows) else COLS_UNROLL_SHORT if short else COLS_UNROLL
+    if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
+        work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
     if isinstance(problem, Rows):
-        unroll = TILE_UNROLL
         name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
-                f"{_bool(short)}>")
+                f"{_bool(short)}, {minb}>")
         form = "rows"
     else:
-        unroll = COLS_UNROLL
-        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}>"
+        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}, {minb}>"
         form = "cols"
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, args, tiles, 16,
@@ -110,6 +119,8 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
     chunks = cdiv(problem.k, 256)
     work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+    if ONE_PASS:
+        work = one_pass(work, problem.m, BLOCK // 32)
     name = (f"tc32_rows_stream<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {out_t}, {FLAT_LOAD}, "
             f"{STREAM_BLOCKS_PER_SM}>")
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
@@ -137,13 +148,14 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         head = min(((16 - problem.align) % 16) // ITEMSIZE, problem.n)
         nvec = (problem.n - head) // 4
         tail = problem.n - head - 4 * nvec
-        grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, FLAT_BLOCKS_PER_SM)
+        unroll = FLAT_UNROLL[fmt.method]
+        grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
         threads = grid * BLOCK
-        steps = cdiv(nvec, threads * FLAT_UNROLL) * (FLAT_UNROLL // 2) + (1 if head + tail else 0)
-        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {FLAT_UNROLL}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
+        steps = cdiv(nvec, threads * unroll) * (unroll // 2) + (1 if head + tail else 0)
+        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
         launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(form="flat", block=BLOCK, unroll=FLAT_UNROLL, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
+        params = dict(form="flat", block=BLOCK, unroll=unroll, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
                       nvec=nvec, tail=tail, steps=steps)
         return Plan(**common, launches=(launch,), workspace_floats=2 * grid if grid > 1 else 0,
                     counters=1 if grid > 1 else 0, params=tuple(sorted(params.items())))
