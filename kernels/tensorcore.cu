@@ -78,24 +78,26 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 // Full sum of n fp16 values (Flat problem). Reduction256 in spirit: each lane's 16-byte load (halves h0..h7) is one
 // A fragment as is: a0 = (h0,h1), a1 = (h2,h3), a2 = (h4,h5), a3 = (h6,h7); so mma row g (g = lane >> 2) sums
 // h0,h1,h4,h5 of the 4 lanes 4g..4g+3 and row g + 8 sums their h2,h3,h6,h7 (16 values per row, one fused block).
-// Order of additions:
-//  1. head = elements before the first 16-byte boundary (<= 7), tail = the < 8 elements after the last whole
+// fp8: a lane's 16-byte load holds 16 values, converted to fp16 as two A fragments (values 0..7, then 8..15), each
+// mapped to rows as above: two mmas per load.
+// Order of additions (a vector = the VEC = 16 / sizeof(T) elements of one 16-byte load):
+//  1. head = elements before the first 16-byte boundary (< VEC), tail = the < VEC elements after the last whole
 //     vector. If head + tail > 0, warp 0 of block 0 first does one extra mma whose lane l holds extras[8l .. 8l+7]
 //     (extras = head elements then tail elements, zero-padded), mapped to rows as above.
 //  2. Vectors v[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
-//     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does mmas in (it, u) order.
+//     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does its mmas in (it, u[, fragment]) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
 template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
-    constexpr i64 VB = 8 * sizeof(T);  // bytes of one 8-element vector
+    constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
     __shared__ float smem[32];
     const int lane = threadIdx.x & 31;
-    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & (VB - 1));
-    const i64 head = min((i64)(((VB - misalign) & (VB - 1)) / (i64)sizeof(T)), n);
-    const i64 nvec = (n - head) >> 3;
-    const i64 tail = n - head - (nvec << 3);
+    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15);
+    const i64 head = min((i64)(((16 - misalign) & 15) / (i64)sizeof(T)), n);
+    const i64 nvec = (n - head) / VEC;
+    const i64 tail = n - head - nvec * VEC;
     const T* __restrict__ v = x + head;
     const i64 nthreads = (i64)gridDim.x * BLOCK;
     const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
@@ -112,16 +114,22 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
     }
     // warp-uniform loop bound: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
     for (i64 warp_base = tid - lane; warp_base < nvec; warp_base += nthreads * UNROLL) {
-        raw8_t<T> q[UNROLL];
+        uint4 q[UNROLL];  // raw 16-byte vectors
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? load8_raw<T, LOAD>(v + 8 * i) : raw8_zero<T>();
+            q[u] = i < nvec ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * i)) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const uint4 a = raw8_pairs<T>(q[u]);
-            acc.mma(a.x, a.y, a.z, a.w);
+            if constexpr (is_fp8<T>::value) {
+                const uint4 a = raw8_pairs<T>(make_uint2(q[u].x, q[u].y));
+                acc.mma(a.x, a.y, a.z, a.w);
+                const uint4 b = raw8_pairs<T>(make_uint2(q[u].z, q[u].w));
+                acc.mma(b.x, b.y, b.z, b.w);
+            } else {
+                acc.mma(q[u].x, q[u].y, q[u].z, q[u].w);
+            }
         }
     }
     acc.finish();

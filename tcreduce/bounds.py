@@ -110,7 +110,8 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     chain = p["chain"]
     if isinstance(prob, Flat):
         threads = p["grid"] * p["block"]
-        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] + 1  # + the head/tail mma
+        per_vector = p.get("vec", 8) // 8  # A fragments per 16-byte vector (fp8: 2)
+        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] * per_vector + 1  # + the head/tail mma
         flushes = _cdiv(mmas, min(chain, mmas))
         d_mma = min(chain, mmas)
         # acc chain, lo + hi, warp_fold_rows (3), block_combine (log2(warps): the levels that add the 0.0f padding

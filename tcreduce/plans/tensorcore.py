@@ -60,13 +60,14 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     common = dict(method="tensorcore" if chain == 1 else "tensorcore_chained", problem=problem, in_dtype=in_dtype,
                   out_dtype=out_dtype, device=device)
     if isinstance(problem, Flat):
-        head = min(((8 * isz - problem.align % (8 * isz)) % (8 * isz)) // isz, problem.n)
-        nvec = (problem.n - head) // 8
+        vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
+        head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
+        nvec = (problem.n - head) // vec
         grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
         name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
+        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
