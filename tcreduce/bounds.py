@@ -120,9 +120,9 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
         return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
     fold = 0
-    if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: chunks of 256 columns, one mma each
+    if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: a chunk per 16-byte lane load, 1 mma (fp8: 2)
         warps = p["wpt"]
-        per_warp = _cdiv(_cdiv(_cdiv(prob.k, 256), p["splits"]), warps)
+        per_warp = _cdiv(_cdiv(_cdiv(prob.k, p["chunk"]), p["splits"]), warps) * (p["chunk"] // 256)
         fold = 1 + 3  # lo + hi, warp_fold_rows
     elif isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]

@@ -57,35 +57,38 @@ def _replay_rows_stream(plan, rows: np.ndarray) -> np.ndarray:
     p = param_dict(plan)
     assert p["stream"]
     m, k = rows.shape
-    wpt, splits, chain = p["wpt"], p["splits"], p["chain"]
-    per_split = -(-(-(-k // 256)) // splits)
+    wpt, splits, chain, chunk = p["wpt"], p["splits"], p["chain"], p["chunk"]
+    vec = chunk // 32  # a lane's 16-byte load: 8 halves, or 16 fp8 values (two A fragments)
+    rows = rows.astype(np.float16)  # fp8 is converted exactly, as in the kernel
+    per_split = -(-(-(-k // chunk)) // splits)
     out = np.zeros(m, F32)
     for r in range(m):
         split_values = []
         for s in range(splits):
-            begin, end = s * per_split * 256, min(k, (s + 1) * per_split * 256)
-            nchunks = -(-(end - begin) // 256) if end > begin else 0
+            begin, end = s * per_split * chunk, min(k, (s + 1) * per_split * chunk)
+            nchunks = -(-(end - begin) // chunk) if end > begin else 0
             warp_values = []
             for q in range(wpt):
                 c = np.zeros((16, 8), F32)
                 lo, hi = np.zeros(32, F32), np.zeros(32, F32)  # per lane
                 pending = 0
                 for ch in range(q, nchunks, wpt):
-                    lanes = np.zeros((32, 8), np.float16)
+                    lanes = np.zeros((32, vec), np.float16)
                     for lane in range(32):
-                        for e in range(8):
-                            col = begin + ch * 256 + 8 * lane + e
+                        for e in range(vec):
+                            col = begin + ch * chunk + vec * lane + e
                             if col < end:
                                 lanes[lane, e] = rows[r, col]
-                    c = mma_m16n8k16(_a_from_lane_loads(lanes), ONES_B, c, model="H100")
-                    pending += 1
-                    if pending == chain:
-                        for lane in range(32):
-                            g, t = lane >> 2, lane & 3
-                            lo[lane] += c[g, 2 * t]  # c[0] of the lane
-                            hi[lane] += c[g + 8, 2 * t]  # c[2]
-                        c = np.zeros((16, 8), F32)
-                        pending = 0
+                    for f in range(0, vec, 8):
+                        c = mma_m16n8k16(_a_from_lane_loads(lanes[:, f:f + 8]), ONES_B, c, model="H100")
+                        pending += 1
+                        if pending == chain:
+                            for lane in range(32):
+                                g, t = lane >> 2, lane & 3
+                                lo[lane] += c[g, 2 * t]  # c[0] of the lane
+                                hi[lane] += c[g + 8, 2 * t]  # c[2]
+                            c = np.zeros((16, 8), F32)
+                            pending = 0
                 if pending:
                     for lane in range(32):
                         g, t = lane >> 2, lane & 3
@@ -118,20 +121,29 @@ STREAM_CASES = {
     "few long rows: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"]),
     "chains of 2 (the flush rule with leftovers)": ((2, 5000), 2, KNOWN_GPUS["H100"]),
     "tensorcore_chained: no flush until the end": ((1, 9000), 1 << 30, KNOWN_GPUS["H100"]),
+    "fp8: one 512-value chunk, 8 rows per warp": ((40, 304), 1, ONE_SM, "float8_e4m3fn"),
+    "fp8: 3 chunks, chains of 3": ((40, 1104), 3, ONE_SM, "float8_e5m2"),
+    "fp8: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"], "float8_e4m3fn"),
 }
 
 
-def _stream_plan(shape, chain, device):
-    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), "float16", "float32", device, chain=chain)
+def _stream_plan(shape, chain, device, dtype="float16"):
+    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), dtype, "float32", device, chain=chain)
     assert param_dict(plan)["stream"]
     return plan
 
 
 @pytest.mark.parametrize("case", STREAM_CASES)
 def test_rows_stream_twin_equals_literal_replay(case, rng):
-    shape, chain, device = STREAM_CASES[case]
+    import ml_dtypes
+
+    shape, chain, device, *dtype = STREAM_CASES[case]
+    dtype = dtype[0] if dtype else "float16"
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float16)
-    plan = _stream_plan(shape, chain, device)
+    if dtype != "float16":  # every binade of the fp8 format, so that fp32 sums round and the order shows
+        top = 8 if dtype == "float8_e4m3fn" else 15
+        x = (rng.choice([-1.0, 1.0], shape) * 2.0 ** rng.uniform(-14, top, shape)).astype(getattr(ml_dtypes, dtype))
+    plan = _stream_plan(shape, chain, device, dtype)
     want = _replay_rows_stream(plan, x)
     got = emulate_tensorcore(plan, x, "H100")
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
@@ -139,8 +151,8 @@ def test_rows_stream_twin_equals_literal_replay(case, rng):
 
 def test_the_replay_cases_cover_every_stream_work_split():
     seen = set()
-    for shape, chain, device in STREAM_CASES.values():
-        p = param_dict(_stream_plan(shape, chain, device))
+    for shape, chain, device, *dtype in STREAM_CASES.values():
+        p = param_dict(_stream_plan(shape, chain, device, *dtype))
         seen.add(("rows per warp > 1" if p["rows_in_flight"] > 1 else "one row per warp" if p["wpt"] == 1
                   else "group") + (", splits" if p["splits"] > 1 else ""))
         if p["chunks_per_row"]:

@@ -156,9 +156,16 @@ def _segments(values: np.ndarray, chunk: int, mma_rows: Callable[[np.ndarray], l
 
 def _rows(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     p = param_dict(plan)
-    if p.get("stream"):  # tc_rows_stream: a 256-column chunk is one mma as in tc_flat, 16 accumulators, then folded
-        return _segments(np.asarray(data), 256, lambda b: [_fragment_rows(b.reshape(b.shape[:-1] + (32, 8)))], 16,
-                         lambda acc: fold(acc[..., :8] + acc[..., 8:]), p["splits"], p["wpt"], p["chain"], model)
+    if p.get("stream"):  # tc_rows_stream: a chunk is a 16-byte load per lane, its mmas as in tc_flat, 16 accumulators
+        chunk = p["chunk"]
+        vec = chunk // 32  # elements per lane: 8, or 16 for fp8 (two A fragments, values 0..7 then 8..15)
+
+        def mmas(b: np.ndarray) -> list[np.ndarray]:
+            lanes = b.reshape(b.shape[:-1] + (32, vec))
+            return [_fragment_rows(lanes[..., f:f + 8]) for f in range(0, vec, 8)]
+
+        return _segments(np.asarray(data), chunk, mmas, 16, lambda acc: fold(acc[..., :8] + acc[..., 8:]),
+                         p["splits"], p["wpt"], p["chain"], model)
     vec = p["vec"]
     if vec == 4:
         columns = [np.arange(16)]
