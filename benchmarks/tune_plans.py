@@ -1,10 +1,12 @@
 """Tuning sweep over a planner's constants (tcreduce/plans/*.py): for each setting, re-plan, check GPU == emulator bit
 for bit on small awkward inputs (the twin reads the same plan, so a setting that changes the order of additions is
-still checked), then time the large case. Prints GB/s per setting beside shuffle and, where installed, torch.sum.
+still checked), then time the large case. Prints GB/s per setting beside shuffle and, where installed, torch.sum
+and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the ratio to each.
 
-    python benchmarks/tune_plans.py [--reps 20] [--only fp32_flat,rows16,rows256]
+    python benchmarks/tune_plans.py [--reps 20] [--triton] [--only fp32_flat,rows16,rows256]
 
-A setting is a dict of module constants patched for its run only; the defaults are the first of each sweep. Used to
+A setting is a dict of module constants patched for its run only; the defaults are the first of each sweep
+(tests/test_tune_plans.py). Used to
 pick the defaults (notes/performance.md). Settings that change only launch geometry never change exactness; the
 bits check guards the plan/twin agreement, which every setting must keep.
 """
@@ -35,32 +37,31 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
                               for ld in (2,)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
     "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_ROWS=p)
-                         for p in (False, True) for u in (4, 1, 2, 8)],
+                         for p in (True, False) for u in (4, 1, 2, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
 # short rows: one pass over every tile or row instead of a grid stride (each row's sum the same either way)
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
-SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (False, True)], "float16", (1 << 24, 16),
+SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")
 # first-axis sums: chunks in flight per warp (bitwise the same sums), one-pass grids, and for fp32 the blocks per SM
-ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (False, True)]
-SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
+ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (True, False)]
+SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (True, False) for u in (4, 8)],
                       "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
-SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (False, True) for u in (4, 8)],
+SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (True, False) for u in (4, 8)],
                     "float16", (64, 1 << 22), 0, [(64, 4099), (33, 300)])
-SWEEPS["cols16"] = (tc_plan, ONE_PASS, "float16", (16, 1 << 24), 0, [(16, 4099), (5, 300)])
 SWEEPS["rows64"] = (tc_plan, ONE_PASS, "float16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
 SWEEPS["bf16_rows64"] = (tc_plan, ONE_PASS, "bfloat16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
 for _name, _shape in (("cols4096", (4096, 1 << 16)), ("cols64", (64, 1 << 22)), ("cols16", (16, 1 << 24))):
-    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(ONE_PASS_COLS=p) for p in (False, True)], "float16", _shape, 0,
+    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(ONE_PASS_COLS=p) for p in (True, False)], "float16", _shape, 0,
                                   [(4099, 40), (37, 300)], "shuffle")
 SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
-                                       for u, b, p in ((2, 3, False), (8, 2, False), (4, 2, False), (8, 2, True),
-                                                       (4, 2, True))],
+                                       for u, b, p in ((4, 2, True), (2, 3, False), (8, 2, False), (4, 2, False),
+                                                       (8, 2, True))],
                            "float32", (4096, 1 << 15), 0, [(4099, 40), (37, 300)])
-SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL=u, ONE_PASS=p) for u, p in ((2, False), (2, True))],
+SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL_SHORT=u, ONE_PASS=p) for u, p in ((2, True), (2, False))],
                          "float32", (16, 1 << 23), 0, [(16, 4099), (5, 300)])
-SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (False, True)], "float32", (1 << 23, 16), -1,
+SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (True, False)], "float32", (1 << 23, 16), -1,
                          [(4099, 16), (333, 40)])
 STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
@@ -68,7 +69,7 @@ for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K al
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
                            -1, [(4099, _k), (333, _k), (3, _k)])
 SWEEPS["rows1024"] = (tc_plan, [dict(ONE_PASS_SHORT_ROWS=p) for p in (True, False)], *SWEEPS["rows1024"][2:])
-SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (False, True)
+SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (True, False)
                                     for s in STREAM_SETTINGS[:3]],
                           "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
 

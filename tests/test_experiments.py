@@ -177,6 +177,26 @@ def test_csv_round_trip(tmp_path):
     _well_formed_csv(p, ["a", "b", "c", "d", "e"])
 
 
+def test_fastest_of_rounds_retimes_only_host_bound_points_round_robin():
+    from experiments.timing import Timing, fastest_of_rounds
+
+    def t(us):
+        return Timing(us * 1e-6, us * 1e-6, us * 1e-6, 10, 1, 1)
+
+    later = {"slow host": [t(12.0), t(10.0)], "noisy": [t(9.0), t(30.0)], "gpu bound": []}
+    calls = []
+
+    def retime(label):
+        calls.append(label)
+        return later[label].pop(0)
+
+    got = fastest_of_rounds({"slow host": t(40.0), "noisy": t(11.0), "gpu bound": t(700.0)}, retime, rounds=3,
+                            below_s=50e-6)
+    assert calls == ["slow host", "noisy", "slow host", "noisy"]  # round-robin, the GPU-bound point never again
+    assert {k: (round(v.median_s * 1e6, 3), n) for k, (v, n) in got.items()} == {
+        "slow host": (10.0, 3), "noisy": (9.0, 3), "gpu bound": (700.0, 1)}
+
+
 def test_metadata_fields(tmp_path):
     ctx = Context(out=tmp_path, gpu=False, mode="tiny")
     meta = metadata("accuracy", ctx, {"sizes": [1]})

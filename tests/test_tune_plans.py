@@ -1,0 +1,31 @@
+"""CPU tests of benchmarks/tune_plans.py (no GPU): every sweep's first setting is the committed default of the planner
+constants it patches (the script's contract: the first line of each sweep is what the library launches today), every
+setting names a constant that exists, and patching restores the planner afterwards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import tune_plans  # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(tune_plans.SWEEPS))
+def test_first_setting_is_the_committed_default(name):
+    module, settings = tune_plans.SWEEPS[name][:2]
+    for key, value in settings[0].items():
+        assert getattr(module, key) == value, (name, key, value, getattr(module, key))
+    for setting in settings:
+        assert all(hasattr(module, key) for key in setting), (name, setting)
+
+
+def test_patched_restores_the_planner_constants():
+    module, settings = tune_plans.SWEEPS["rows16"][:2]
+    before = {k: getattr(module, k) for k in settings[-1]}
+    with tune_plans.patched(module, settings[-1]):
+        assert {k: getattr(module, k) for k in settings[-1]} == settings[-1] != before
+    assert {k: getattr(module, k) for k in settings[-1]} == before
