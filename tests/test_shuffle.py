@@ -122,7 +122,8 @@ def test_rows_group_covers_short_rows(dtype, k, group):
     vec = p["vec"]
     assert p["group"] * vec >= k  # one pass of the group covers the row
     assert plan.workspace_floats == 0 and plan.counters == 0
-    assert p["grid"] == H100.sm_count * sh.BLOCKS_PER_SM["rows"]
+    # one pass over the rows (ONE_PASS_ROWS): every row once, no grid stride
+    assert p["grid"] == _cdiv(1 << 20, p["unroll"] * (sh.BLOCK // group))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -163,7 +164,7 @@ def test_cols_many_columns(dtype):
     plan = sh.plan_shuffle(Cols(1, 16, 1 << 24, 0, 1 << 24), dtype, "float32", H100)
     p = param_dict(plan)
     assert p["ct"] == sh.BLOCK and p["splits"] == 1 and p["aligned"]
-    assert p["grid"] == H100.sm_count * sh.BLOCKS_PER_SM["cols"]
+    assert p["grid"] == p["strips"]  # one pass over the column strips (ONE_PASS_COLS)
     assert plan.workspace_floats == 0 and plan.counters == 0
 
 
@@ -211,7 +212,15 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         p = param_dict(plan)
         assert ln.kernel in names, ln.kernel
         cap = dev.sm_count * p["minb"]
-        assert 1 <= ln.grid[0] <= cap and ln.block == (sh.BLOCK, 1, 1)
+        if p["kernel"] == "rows" and p["group"] <= 32:  # one pass over the rows (ONE_PASS_ROWS)
+            want = _cdiv(prob.m, p["unroll"] * (sh.BLOCK // p["group"]))
+            assert ln.grid[0] == max(1, want) if sh.ONE_PASS_ROWS else 1 <= ln.grid[0] <= cap
+        elif p["kernel"] == "cols":  # one pass over the (strip, split) items (ONE_PASS_COLS)
+            items = p["strips"] * p["splits"]
+            assert ln.grid[0] == max(1, items) if sh.ONE_PASS_COLS else 1 <= ln.grid[0] <= cap
+        else:
+            assert 1 <= ln.grid[0] <= cap
+        assert ln.block == (sh.BLOCK, 1, 1)
         assert f", {p['minb']}>" in ln.kernel
         if p.get("splits", 1) > 1:
             assert plan.workspace_floats > 0 and plan.counters > 0

@@ -238,7 +238,7 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 1, false, 4, float, false, 3>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, 2, float, true, 4>",
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 1, 2, float, false, 3>"}
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 1, 4, float, false, 2>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name and plan.launches[0].source == \
