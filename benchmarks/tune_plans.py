@@ -6,9 +6,8 @@ and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the rati
     python benchmarks/tune_plans.py [--reps 20] [--triton] [--only fp32_flat,rows16,rows256]
 
 A setting is a dict of module constants patched for its run only; the defaults are the first of each sweep
-(tests/test_tune_plans.py). Used to
-pick the defaults (notes/performance.md). Settings that change only launch geometry never change exactness; the
-bits check guards the plan/twin agreement, which every setting must keep.
+(tests/test_tune_plans.py). Used to pick the defaults (notes/performance.md). Settings that change only launch
+geometry never change exactness; the bits check guards the plan/twin agreement, which every setting must keep.
 """
 
 from __future__ import annotations
@@ -95,18 +94,13 @@ def patched(module: Any, setting: dict) -> Iterator[None]:
 
 def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator,
                method: str = "tensorcore") -> bool:
-    import cupy
-
     import tcreduce
     import tcreduce.emulate as em
-    from tcreduce.testing import random_input, same_bits
+    from tcreduce.testing import random_input, same_bits, to_device
 
     xh = random_input(rng, shape, dtype)
-    raw, kw = xh, {}
-    if dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):  # CuPy has no such dtype: raw bits and format=
-        raw, kw = xh.view(np.uint16 if dtype == "bfloat16" else np.uint8), {"format": dtype}
-    return same_bits(tcreduce.sum(cupy.asarray(raw), axis=axis, method=method, **kw),
-                     em.sum(xh, axis=axis, method=method))
+    xd, kw = to_device(xh)  # bf16 and fp8: raw bits with format=
+    return same_bits(tcreduce.sum(xd, axis=axis, method=method, **kw), em.sum(xh, axis=axis, method=method))
 
 
 def main() -> None:

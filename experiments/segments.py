@@ -25,6 +25,8 @@ from .ceiling import measure_ceiling
 from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, torch_missing_reason
+from tcreduce.formats import get_format
+
 from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, torch_view
 from .methods import FULL_SUM_ONLY, sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
@@ -38,7 +40,6 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 COLUMNS = ["dtype", "layout", "shape", "axis", "n", "m", "method", "kind", "time_us", "p10_us", "p90_us", "reps",
            "batch", "bytes", "gbs", "frac_ceiling", "note"]
 DTYPES = ("float16", "bfloat16", "float32")
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 LAYOUTS = ("rows", "cols")
 
 
@@ -84,7 +85,7 @@ def run(ctx: Context) -> list[Path]:
     bar = ctx.bar(n_total, NAME)
     rows: list[dict] = []
     for dt in dtypes:
-        itemsize = ITEMSIZE[dt]
+        itemsize = get_format(dt).itemsize
         fmt = {"format": dt} if dt in NEW_FORMATS else {}
         elems = total // itemsize
         pool = random_pool(dt, elems, seed=case_seed(NAME, dt), low=-0.25, high=0.75)

@@ -141,6 +141,7 @@ def run(ctx: Context) -> list[Path]:
                     row["note"] = error_note(e)
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
                 bar.update(1, f"{dtype_label(dt)} 2^{int(math.log2(n))} {label}")
+
             def retime(label: str) -> Any:  # a later round that fails keeps round 1 (and says so)
                 try:
                     return timed(label)
@@ -157,7 +158,8 @@ def run(ctx: Context) -> list[Path]:
                     dropped[label] = n
                 if t.median_s < cfg["graph_below_s"]:
                     _graph(row, label, kind, call, inputs, gcfg, ceiling)
-            del views, entries, by_label
+            by_label.clear()  # the closures above hold it: clearing frees the views
+            del views, entries
         del pool
         free_gpu_memory()
     bar.close()
