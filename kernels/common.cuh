@@ -185,20 +185,11 @@ template <> __device__ __forceinline__ unsigned fp8x2_to_half2<__nv_fp8_e5m2>(un
     return __byte_perm(w, 0u, 0x1404);  // bytes (0, b0, 0, b1): each fp8 byte becomes the high byte of an fp16
 }
 
-// 8 consecutive elements as four 2-element registers in the tensor core's 16-bit input format (fp16 or bf16 as
-// stored; fp8 converted to fp16): one 16-byte load for 16-bit formats, one 8-byte load for fp8. p must be aligned
-// to 8 * sizeof(T) bytes. MODE as load16.
 // 8 consecutive elements as raw bits: a uint4 for 16-bit formats, a uint2 for fp8 (kept raw while loads are in
 // flight, converted by raw8_pairs just before the mma, so fp8 needs no more registers in flight than its bytes).
 template <bool B, typename A, typename C> struct pick_type { typedef A type; };
 template <typename A, typename C> struct pick_type<false, A, C> { typedef C type; };
 template <typename T> using raw8_t = typename pick_type<is_fp8<T>::value, uint2, uint4>::type;
-
-template <typename T>
-__device__ __forceinline__ raw8_t<T> raw8_zero() {
-    if constexpr (is_fp8<T>::value) return make_uint2(0u, 0u);
-    else return make_uint4(0u, 0u, 0u, 0u);
-}
 
 // One aligned load of p[0..8) (p aligned to 8 * sizeof(T) bytes). MODE as load16.
 template <typename T, int MODE>
@@ -212,21 +203,21 @@ __device__ __forceinline__ raw8_t<T> load8_raw(const T* p) {
     }
 }
 
-// p[0..valid) one element at a time (valid < 8 allowed; absent elements are +0 bits).
+// p[0..valid) of one 16-byte vector (16 / sizeof(T) elements), one element at a time, as raw bits (valid below a
+// whole vector allowed; absent elements are +0 bits): the masked twin of load16 for the end of a row.
 template <typename T>
-__device__ __forceinline__ raw8_t<T> load8_raw_masked(const T* p, i64 valid) {
-    constexpr int S = (int)sizeof(T);
+__device__ __forceinline__ uint4 load16_raw_masked(const T* p, i64 valid) {
+    constexpr int S = (int)sizeof(T), VEC = 16 / S;
     unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
+    for (int e = 0; e < VEC; ++e) {
         if (e < valid) {
             const unsigned b = S == 1 ? (unsigned)*reinterpret_cast<const unsigned char*>(p + e)
                                       : (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p + e));
             w[(e * S) / 4] |= b << (8 * ((e * S) % 4));
         }
     }
-    if constexpr (is_fp8<T>::value) return make_uint2(w[0], w[1]);
-    else return make_uint4(w[0], w[1], w[2], w[3]);
+    return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // The 8 elements as four 2-element registers in the tensor core's 16-bit input format (fp16 or bf16 as stored, fp8
@@ -241,7 +232,8 @@ __device__ __forceinline__ uint4 raw8_pairs(const raw8_t<T>& r) {
     }
 }
 
-// load8_raw then raw8_pairs.
+// load8_raw then raw8_pairs: 8 elements as A-fragment registers (one 16-byte load for 16-bit formats, one 8-byte
+// load for fp8; p aligned to 8 * sizeof(T) bytes).
 template <typename T, int MODE>
 __device__ __forceinline__ uint4 load8_as_pairs(const T* p) {
     return raw8_pairs<T>(load8_raw<T, MODE>(p));

@@ -44,6 +44,20 @@ struct RowAccumulator {
     }
 };
 
+// The mmas of one raw 16-byte vector: one A fragment for 16-bit formats (tc_flat's mapping, below), two for fp8 (its
+// 16 values converted to fp16: values 0..7, then 8..15, each mapped the same way).
+template <typename T, int CHAIN>
+__device__ __forceinline__ void mma_vector16(RowAccumulator<T, CHAIN>& acc, const uint4& q) {
+    if constexpr (is_fp8<T>::value) {
+        const uint4 a = raw8_pairs<T>(make_uint2(q.x, q.y));
+        acc.mma(a.x, a.y, a.z, a.w);
+        const uint4 b = raw8_pairs<T>(make_uint2(q.z, q.w));
+        acc.mma(b.x, b.y, b.z, b.w);
+    } else {
+        acc.mma(q.x, q.y, q.z, q.w);
+    }
+}
+
 // VEC elements of one row starting at column col as VEC/2 registers of 16-bit pairs (fp8 converted to fp16), masked:
 // zero beyond cend or past the last row. ALIGNED: the plan checked that VEC-element loads are aligned.
 template <typename T, int VEC, bool ALIGNED>
@@ -78,24 +92,26 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 // Full sum of n fp16 values (Flat problem). Reduction256 in spirit: each lane's 16-byte load (halves h0..h7) is one
 // A fragment as is: a0 = (h0,h1), a1 = (h2,h3), a2 = (h4,h5), a3 = (h6,h7); so mma row g (g = lane >> 2) sums
 // h0,h1,h4,h5 of the 4 lanes 4g..4g+3 and row g + 8 sums their h2,h3,h6,h7 (16 values per row, one fused block).
-// Order of additions:
-//  1. head = elements before the first 16-byte boundary (<= 7), tail = the < 8 elements after the last whole
+// fp8: a lane's 16-byte load holds 16 values, converted to fp16 as two A fragments (values 0..7, then 8..15), each
+// mapped to rows as above: two mmas per load.
+// Order of additions (a vector = the VEC = 16 / sizeof(T) elements of one 16-byte load):
+//  1. head = elements before the first 16-byte boundary (< VEC), tail = the < VEC elements after the last whole
 //     vector. If head + tail > 0, warp 0 of block 0 first does one extra mma whose lane l holds extras[8l .. 8l+7]
 //     (extras = head elements then tail elements, zero-padded), mapped to rows as above.
 //  2. Vectors v[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
-//     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does mmas in (it, u) order.
+//     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does its mmas in (it, u[, fragment]) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
 template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
-    constexpr i64 VB = 8 * sizeof(T);  // bytes of one 8-element vector
+    constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
     __shared__ float smem[32];
     const int lane = threadIdx.x & 31;
-    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & (VB - 1));
-    const i64 head = min((i64)(((VB - misalign) & (VB - 1)) / (i64)sizeof(T)), n);
-    const i64 nvec = (n - head) >> 3;
-    const i64 tail = n - head - (nvec << 3);
+    const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15);
+    const i64 head = min((i64)(((16 - misalign) & 15) / (i64)sizeof(T)), n);
+    const i64 nvec = (n - head) / VEC;
+    const i64 tail = n - head - nvec * VEC;
     const T* __restrict__ v = x + head;
     const i64 nthreads = (i64)gridDim.x * BLOCK;
     const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
@@ -112,17 +128,14 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
     }
     // warp-uniform loop bound: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
     for (i64 warp_base = tid - lane; warp_base < nvec; warp_base += nthreads * UNROLL) {
-        raw8_t<T> q[UNROLL];
+        uint4 q[UNROLL];  // raw 16-byte vectors
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? load8_raw<T, LOAD>(v + 8 * i) : raw8_zero<T>();
+            q[u] = i < nvec ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * i)) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const uint4 a = raw8_pairs<T>(q[u]);
-            acc.mma(a.x, a.y, a.z, a.w);
-        }
+        for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
     }
     acc.finish();
     const float warp_total = warp_fold_rows(acc.lo + acc.hi);
@@ -260,10 +273,11 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 // -------------------------------------------------------------------------------------------------- tc_rows_stream
 // Last-axis sums of long rows (Rows problem with every row start 16-byte aligned; the plan uses it for k >= 256):
 // a warp streams one row the way tc_flat streams the whole array, instead of tc_rows' 16 rows per warp. The columns
-// [c_begin, c_end) of a split are cut into chunks of 256 halves; in chunk c lane l loads halves
-// c_begin + 256c + 8l .. +7 (zero past c_end, so masked elements add +0) as its A fragment, tc_flat's mapping: mma
-// row g sums halves 0, 1, 4, 5 of lanes 4g..4g+3 and row g + 8 their halves 2, 3, 6, 7, one fused block each, so
-// one mma adds 256 values of one row. Work split as tc_rows with a row for a row tile: rows go to groups of WPT warps
+// [c_begin, c_end) of a split are cut into chunks of CHUNK = 32 * VEC elements (VEC = 16 / sizeof(T): 256 halves, or
+// 512 fp8 values); in chunk c lane l loads elements c_begin + CHUNK*c + VEC*l .. +VEC-1 with one 16-byte load (zero
+// past c_end, so masked elements add +0) as its A fragment, tc_flat's mapping: mma row g sums halves 0, 1, 4, 5 of
+// lanes 4g..4g+3 and row g + 8 their halves 2, 3, 6, 7, one fused block each, so one mma adds 256 values of one
+// row (fp8: two mmas per chunk, the lanes' values 0..7, then 8..15, as in tc_flat). Work split as tc_rows with a row for a row tile: rows go to groups of WPT warps
 // (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), columns to `splits` ranges of whole chunks
 // (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks in flight per step.
 // Order: per warp the flush rule; lane value = acc_lo + acc_hi; warp_fold_rows; per row the group's warps are added
@@ -275,7 +289,7 @@ template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, 
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
-    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, CHUNK = 256;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPT, VEC = 16 / (int)sizeof(T), CHUNK = 32 * VEC;
     static_assert(WARPS % WPT == 0, "WPT must divide the warps of a block");
     __shared__ float red[WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -283,23 +297,23 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
     const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
-    // the 8 elements of a row at column col (zero past c_end), raw: raw8_pairs makes them one A fragment
-    auto load_piece = [&](const T* __restrict__ xr, i64 col) -> raw8_t<T> {
-        if (col + 8 <= c_end) return load8_raw<T, 2>(xr + col);
-        return load8_raw_masked<T>(xr + col, c_end - col);
+    // the VEC elements of a row at column col (zero past c_end), raw: mma_vector16 makes them A fragments
+    auto load_piece = [&](const T* __restrict__ xr, i64 col) -> uint4 {
+        if (col + VEC <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
+        return load16_raw_masked<T>(xr + col, c_end - col);
     };
 
     if constexpr (CPR > 0) {
         static_assert(WPT == 1 && RIF >= 1, "the short-row path has one warp per row");
         const i64 step = (i64)gridDim.x * GROUPS;
         for (i64 row0 = (i64)blockIdx.x * GROUPS + group; row0 < m; row0 += step * RIF) {
-            raw8_t<T> v[RIF][CPR];
+            uint4 v[RIF][CPR];
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
                 const i64 row = row0 + u * step;
 #pragma unroll
                 for (int c = 0; c < CPR; ++c)
-                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + 8 * lane) : raw8_zero<T>();
+                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + VEC * lane) : make_uint4(0u, 0u, 0u, 0u);
             }
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
@@ -307,10 +321,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
                 if (row >= m) break;  // warp-uniform
                 RowAccumulator<T, CHAIN> acc;
 #pragma unroll
-                for (int c = 0; c < CPR; ++c) {
-                    const uint4 a = raw8_pairs<T>(v[u][c]);
-                    acc.mma(a.x, a.y, a.z, a.w);
-                }
+                for (int c = 0; c < CPR; ++c) mma_vector16(acc, v[u][c]);
                 acc.finish();
                 const float total = warp_fold_rows(acc.lo + acc.hi);
                 if (lane == 0) out[row] = from_float<OutT>(total);
@@ -324,15 +335,14 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
         if (row < m) {  // warp-uniform
             const T* __restrict__ xr = x + row * ld;
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
-                raw8_t<T> v[UNROLL];
+                uint4 v[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u)
-                    v[u] = load_piece(xr, c_begin + (ch + (i64)u * WPT) * CHUNK + 8 * lane);
+                    v[u] = load_piece(xr, c_begin + (ch + (i64)u * WPT) * CHUNK + VEC * lane);
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     if (ch + (i64)u * WPT >= nchunks) break;  // warp-uniform
-                    const uint4 a = raw8_pairs<T>(v[u]);
-                    acc.mma(a.x, a.y, a.z, a.w);
+                    mma_vector16(acc, v[u]);
                 }
             }
         }

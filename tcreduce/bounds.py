@@ -110,7 +110,8 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     chain = p["chain"]
     if isinstance(prob, Flat):
         threads = p["grid"] * p["block"]
-        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] + 1  # + the head/tail mma
+        per_vector = p.get("vec", 8) // 8  # A fragments per 16-byte vector (fp8: 2)
+        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] * per_vector + 1  # + the head/tail mma
         flushes = _cdiv(mmas, min(chain, mmas))
         d_mma = min(chain, mmas)
         # acc chain, lo + hi, warp_fold_rows (3), block_combine (log2(warps): the levels that add the 0.0f padding
@@ -119,9 +120,9 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
         return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
     fold = 0
-    if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: chunks of 256 columns, one mma each
+    if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: a chunk per 16-byte lane load, 1 mma (fp8: 2)
         warps = p["wpt"]
-        per_warp = _cdiv(_cdiv(_cdiv(prob.k, 256), p["splits"]), warps)
+        per_warp = _cdiv(_cdiv(_cdiv(prob.k, p["chunk"]), p["splits"]), warps) * (p["chunk"] // 256)
         fold = 1 + 3  # lo + hi, warp_fold_rows
     elif isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]

@@ -1,6 +1,7 @@
 """CPU tests of the tensorcore emulator twin (tcreduce/emulate/tensorcore.py), no GPU needed.
 
-- tc_rows_stream: the vectorised twin equals a literal replay of the kernel's order comment (kernels/tensorcore.cu):
+- tc_flat on fp8 (a lane's 16-byte load is 16 values, two A fragments) and tc_rows_stream: the vectorised twin
+  equals a literal replay of the kernel's order comment (kernels/tensorcore.cu):
   per lane 16-byte loads placed into A by the PTX fragment layout, every mma through the full
   ``mma_m16n8k16`` model with an all-ones B (not the ``fused_rowsum`` shortcut the twin uses), the flush rule, the
   warp_fold_rows butterfly over 32 lanes, the warps of a group and the splits added in order.
@@ -17,8 +18,9 @@ import pytest
 
 import tcreduce
 from tcreduce._device import KNOWN_GPUS
-from tcreduce._layout import Rows
+from tcreduce._layout import Flat, Rows
 from tcreduce._plan import DeviceSpec, param_dict
+from tcreduce.emulate.folds import block_combine
 from tcreduce.emulate.mma_model import mma_m16n8k16
 from tcreduce.emulate.tensorcore import emulate_tensorcore
 from tcreduce.plans.tensorcore import plan_tensorcore
@@ -55,35 +57,38 @@ def _replay_rows_stream(plan, rows: np.ndarray) -> np.ndarray:
     p = param_dict(plan)
     assert p["stream"]
     m, k = rows.shape
-    wpt, splits, chain = p["wpt"], p["splits"], p["chain"]
-    per_split = -(-(-(-k // 256)) // splits)
+    wpt, splits, chain, chunk = p["wpt"], p["splits"], p["chain"], p["chunk"]
+    vec = chunk // 32  # a lane's 16-byte load: 8 halves, or 16 fp8 values (two A fragments)
+    rows = rows.astype(np.float16)  # fp8 is converted exactly, as in the kernel
+    per_split = -(-(-(-k // chunk)) // splits)
     out = np.zeros(m, F32)
     for r in range(m):
         split_values = []
         for s in range(splits):
-            begin, end = s * per_split * 256, min(k, (s + 1) * per_split * 256)
-            nchunks = -(-(end - begin) // 256) if end > begin else 0
+            begin, end = s * per_split * chunk, min(k, (s + 1) * per_split * chunk)
+            nchunks = -(-(end - begin) // chunk) if end > begin else 0
             warp_values = []
             for q in range(wpt):
                 c = np.zeros((16, 8), F32)
                 lo, hi = np.zeros(32, F32), np.zeros(32, F32)  # per lane
                 pending = 0
                 for ch in range(q, nchunks, wpt):
-                    lanes = np.zeros((32, 8), np.float16)
+                    lanes = np.zeros((32, vec), np.float16)
                     for lane in range(32):
-                        for e in range(8):
-                            col = begin + ch * 256 + 8 * lane + e
+                        for e in range(vec):
+                            col = begin + ch * chunk + vec * lane + e
                             if col < end:
                                 lanes[lane, e] = rows[r, col]
-                    c = mma_m16n8k16(_a_from_lane_loads(lanes), ONES_B, c, model="H100")
-                    pending += 1
-                    if pending == chain:
-                        for lane in range(32):
-                            g, t = lane >> 2, lane & 3
-                            lo[lane] += c[g, 2 * t]  # c[0] of the lane
-                            hi[lane] += c[g + 8, 2 * t]  # c[2]
-                        c = np.zeros((16, 8), F32)
-                        pending = 0
+                    for f in range(0, vec, 8):
+                        c = mma_m16n8k16(_a_from_lane_loads(lanes[:, f:f + 8]), ONES_B, c, model="H100")
+                        pending += 1
+                        if pending == chain:
+                            for lane in range(32):
+                                g, t = lane >> 2, lane & 3
+                                lo[lane] += c[g, 2 * t]  # c[0] of the lane
+                                hi[lane] += c[g + 8, 2 * t]  # c[2]
+                            c = np.zeros((16, 8), F32)
+                            pending = 0
                 if pending:
                     for lane in range(32):
                         g, t = lane >> 2, lane & 3
@@ -116,20 +121,29 @@ STREAM_CASES = {
     "few long rows: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"]),
     "chains of 2 (the flush rule with leftovers)": ((2, 5000), 2, KNOWN_GPUS["H100"]),
     "tensorcore_chained: no flush until the end": ((1, 9000), 1 << 30, KNOWN_GPUS["H100"]),
+    "fp8: one 512-value chunk, 8 rows per warp": ((40, 304), 1, ONE_SM, "float8_e4m3fn"),
+    "fp8: 3 chunks, chains of 3": ((40, 1104), 3, ONE_SM, "float8_e5m2"),
+    "fp8: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"], "float8_e4m3fn"),
 }
 
 
-def _stream_plan(shape, chain, device):
-    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), "float16", "float32", device, chain=chain)
+def _stream_plan(shape, chain, device, dtype="float16"):
+    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), dtype, "float32", device, chain=chain)
     assert param_dict(plan)["stream"]
     return plan
 
 
 @pytest.mark.parametrize("case", STREAM_CASES)
 def test_rows_stream_twin_equals_literal_replay(case, rng):
-    shape, chain, device = STREAM_CASES[case]
+    import ml_dtypes
+
+    shape, chain, device, *dtype = STREAM_CASES[case]
+    dtype = dtype[0] if dtype else "float16"
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float16)
-    plan = _stream_plan(shape, chain, device)
+    if dtype != "float16":  # every binade of the fp8 format, so that fp32 sums round and the order shows
+        top = 8 if dtype == "float8_e4m3fn" else 15
+        x = (rng.choice([-1.0, 1.0], shape) * 2.0 ** rng.uniform(-14, top, shape)).astype(getattr(ml_dtypes, dtype))
+    plan = _stream_plan(shape, chain, device, dtype)
     want = _replay_rows_stream(plan, x)
     got = emulate_tensorcore(plan, x, "H100")
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
@@ -137,14 +151,68 @@ def test_rows_stream_twin_equals_literal_replay(case, rng):
 
 def test_the_replay_cases_cover_every_stream_work_split():
     seen = set()
-    for shape, chain, device in STREAM_CASES.values():
-        p = param_dict(_stream_plan(shape, chain, device))
+    for shape, chain, device, *dtype in STREAM_CASES.values():
+        p = param_dict(_stream_plan(shape, chain, device, *dtype))
         seen.add(("rows per warp > 1" if p["rows_in_flight"] > 1 else "one row per warp" if p["wpt"] == 1
                   else "group") + (", splits" if p["splits"] > 1 else ""))
         if p["chunks_per_row"]:
             seen.add(f"{p['chunks_per_row']} chunks per row")
     assert {"rows per warp > 1", "one row per warp", "group", "group, splits", "1 chunks per row",
             "3 chunks per row"} <= seen, seen
+
+
+def _replay_flat_fp8(plan, x: np.ndarray, align: int) -> F32:
+    """kernels/tensorcore.cu tc_flat's order comment, literally, for fp8 on a one-block grid: the head/tail mma of
+    warp 0, then per warp its 16-byte vectors in (iteration, slot) order, values 0..7 then 8..15 of every lane as
+    two mmas, the flush rule, lo + hi, warp_fold_rows, and block_combine of the warp totals."""
+    p = param_dict(plan)
+    assert p["grid"] == 1 and p["vec"] == 16
+    n, block, unroll, chain = x.shape[0], p["block"], p["unroll"], p["chain"]
+    head = min((16 - align) % 16, n)
+    nvec = (n - head) // 16
+    tail = n - head - 16 * nvec
+    assert (head, nvec) == (p["head"], p["nvec"])
+    h = x.astype(np.float16)
+    extras = np.concatenate([h[:head], h[n - tail:], np.zeros(256, np.float16)])[:256]
+    totals = []
+    for warp in range(block // 32):
+        fragments = [extras.reshape(32, 8)] if warp == 0 and head + tail else []
+        for base in range(32 * warp, nvec, block * unroll):
+            for u in range(unroll):
+                lanes = np.zeros((32, 16), np.float16)
+                for lane in range(32):
+                    i = base + lane + u * block
+                    if i < nvec:
+                        lanes[lane] = h[head + 16 * i:head + 16 * i + 16]
+                fragments += [lanes[:, :8], lanes[:, 8:]]
+        c = np.zeros((16, 8), F32)
+        lo, hi = np.zeros(32, F32), np.zeros(32, F32)
+        pending = 0
+        for k, frag in enumerate(fragments):
+            c = mma_m16n8k16(_a_from_lane_loads(frag), ONES_B, c, model="H100")
+            pending += 1
+            if pending == chain or k == len(fragments) - 1:
+                for lane in range(32):
+                    g, t = lane >> 2, lane & 3
+                    lo[lane] += c[g, 2 * t]
+                    hi[lane] += c[g + 8, 2 * t]
+                c, pending = np.zeros((16, 8), F32), 0
+        totals.append(_warp_fold_rows(lo + hi))
+    return F32(block_combine(np.array(totals, F32)))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("chain", [1, 3])
+def test_flat_fp8_twin_equals_literal_replay(fmt, chain, rng):
+    import ml_dtypes
+
+    n, align = 8187, 3  # head 13, 510 whole vectors (a partly filled last warp), tail 14: one block on ONE_SM
+    top = 8 if fmt == "float8_e4m3fn" else 15  # every binade of the format: fp32 sums round, so the order shows
+    x = (rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(-14, top, n)).astype(getattr(ml_dtypes, fmt))
+    plan = plan_tensorcore(Flat(n, align), fmt, "float32", ONE_SM, chain=chain)
+    want = _replay_flat_fp8(plan, x, align)
+    got = emulate_tensorcore(plan, x, "H100")
+    assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
 
 
 FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]

@@ -15,6 +15,7 @@ import numpy as np
 from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
 from .folds import block_combine, block_fold, fold, serial_sum
+from ..formats import get_format
 from .mma_model import fused_rowsum
 
 __all__ = ["emulate_tensorcore"]
@@ -90,7 +91,8 @@ def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
 
 
 def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan)
+    vec = 16 // get_format(plan.in_dtype).itemsize  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
+    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec)
     step = threads * unroll
     mmas = iters * unroll
     chain = _Chain((warps, 16), param_dict(plan)["chain"], model)
@@ -100,13 +102,14 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
         rows = np.zeros((warps, 16, 16), data.dtype)
         rows[0] = _fragment_rows(extras.reshape(32, 8))
         chain.mma(rows, (w == 0)[:, None])
-    body = np.concatenate([data[head:head + 8 * nvec].reshape(nvec, 8), np.zeros((1, 8), data.dtype)])
+    body = np.concatenate([data[head:head + vec * nvec].reshape(nvec, vec), np.zeros((1, vec), data.dtype)])
     lane = np.arange(32)
     for m in range(int(mmas.max(initial=0))):
         it, u = divmod(m, unroll)
         idx = it * step + u * threads + 32 * w[:, None] + lane  # [warps, 32] vector indices
         idx = np.where(idx < nvec, idx, nvec)  # past the end: the zero row
-        chain.mma(_fragment_rows(body[idx]), (m < mmas)[:, None])
+        for f in range(0, vec, 8):  # the load's A fragments in order
+            chain.mma(_fragment_rows(body[idx][..., f:f + 8]), (m < mmas)[:, None])
     acc = chain.finish()
     lane_value = acc[:, :8] + acc[:, 8:]  # acc_lo + acc_hi of lanes with g = 0..7
     warp_total = fold(lane_value)  # warp_fold_rows: xor 16, 8, 4 over g
@@ -153,9 +156,16 @@ def _segments(values: np.ndarray, chunk: int, mma_rows: Callable[[np.ndarray], l
 
 def _rows(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     p = param_dict(plan)
-    if p.get("stream"):  # tc_rows_stream: a 256-column chunk is one mma as in tc_flat, 16 accumulators, then folded
-        return _segments(np.asarray(data), 256, lambda b: [_fragment_rows(b.reshape(b.shape[:-1] + (32, 8)))], 16,
-                         lambda acc: fold(acc[..., :8] + acc[..., 8:]), p["splits"], p["wpt"], p["chain"], model)
+    if p.get("stream"):  # tc_rows_stream: a chunk is a 16-byte load per lane, its mmas as in tc_flat, 16 accumulators
+        chunk = p["chunk"]
+        vec = chunk // 32  # elements per lane: 8, or 16 for fp8 (two A fragments, values 0..7 then 8..15)
+
+        def mmas(b: np.ndarray) -> list[np.ndarray]:
+            lanes = b.reshape(b.shape[:-1] + (32, vec))
+            return [_fragment_rows(lanes[..., f:f + 8]) for f in range(0, vec, 8)]
+
+        return _segments(np.asarray(data), chunk, mmas, 16, lambda acc: fold(acc[..., :8] + acc[..., 8:]),
+                         p["splits"], p["wpt"], p["chain"], model)
     vec = p["vec"]
     if vec == 4:
         columns = [np.arange(16)]

@@ -26,7 +26,7 @@ FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
-STREAM_UNROLL = 4  # 256-column chunks in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
+STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
@@ -60,18 +60,20 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     common = dict(method="tensorcore" if chain == 1 else "tensorcore_chained", problem=problem, in_dtype=in_dtype,
                   out_dtype=out_dtype, device=device)
     if isinstance(problem, Flat):
-        head = min(((8 * isz - problem.align % (8 * isz)) % (8 * isz)) // isz, problem.n)
-        nvec = (problem.n - head) // 8
+        vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
+        head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
+        nvec = (problem.n - head) // vec
         grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
         name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec)
+        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec)
         return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
-                                                                               8 * isz):
-        chunks = cdiv(problem.k, 256)
+                                                                               16):
+        chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
+        chunks = cdiv(problem.k, chunk)
         work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
         rif = max(1, 8 // cpr) if cpr else 1
@@ -81,7 +83,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                 f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                            dict(stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
-                                chunks_per_row=cpr, rows_in_flight=rif))
+                                chunks_per_row=cpr, rows_in_flight=rif, chunk=chunk))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
         aligned = is_aligned(problem.align, (problem.ld * isz,), isz * vec)
