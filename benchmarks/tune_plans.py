@@ -43,17 +43,23 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
 SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")
-# first-axis sums: chunks in flight per warp (bitwise the same sums), one-pass grids, and for fp32 the blocks per SM
 ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (True, False)]
-SWEEPS["cols4096"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (True, False) for u in (4, 8)],
-                      "float16", (4096, 1 << 16), 0, [(4099, 40), (37, 300)])
-SWEEPS["cols64"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for p in (True, False) for u in (4, 8)],
-                    "float16", (64, 1 << 22), 0, [(64, 4099), (33, 300)])
-SWEEPS["rows64"] = (tc_plan, ONE_PASS, "float16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
-SWEEPS["bf16_rows64"] = (tc_plan, ONE_PASS, "bfloat16", (1 << 22, 64), -1, [(4099, 64), (333, 40)])
-for _name, _shape in (("cols4096", (4096, 1 << 16)), ("cols64", (64, 1 << 22)), ("cols16", (16, 1 << 24))):
-    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(ONE_PASS_COLS=p) for p in (True, False)], "float16", _shape, 0,
-                                  [(4099, 40), (37, 300)], "shuffle")
+# first-axis sums: tc_cols (64-column strips, data as A): chunks in flight per warp (bitwise the same sums) and
+# one-pass grids; shuffle_cols: rows in flight, blocks per SM and strip width (these two change the splits: the bits
+# check follows)
+COLS_SHAPES = {"cols16": (16, 1 << 24), "cols32": (32, 1 << 23), "cols64": (64, 1 << 22), "cols1024": (1024, 1 << 18),
+               "cols4096": (4096, 1 << 16), "cols16384": (16384, 1 << 14), "cols2p18": (1 << 18, 1 << 10),
+               "cols2p20": (1 << 20, 1 << 8)}
+COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130)]
+for _name, _shape in COLS_SHAPES.items():
+    _tc = ([dict(COLS_UNROLL_SHORT=u) for u in (2, 1, 4)] if _shape[0] <= 16 else
+           [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for u, p in ((2, True), (4, True), (1, True), (2, False))])
+    SWEEPS[_name] = (tc_plan, _tc, "float16", _shape, 0, COLS_CHECK)
+    SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b},
+                                                      COLS_CT_MAX=c)
+                                                 for u, b, c in ((4, 3, 32), (8, 3, 32), (4, 4, 32), (8, 2, 32),
+                                                                 (4, 3, 64), (8, 3, 64))],
+                                  "float16", _shape, 0, COLS_CHECK, "shuffle")
 SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
                                        for u, b, p in ((4, 2, True), (2, 3, False), (8, 2, False), (4, 2, False),
                                                        (8, 2, True))],

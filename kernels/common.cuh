@@ -278,32 +278,6 @@ __device__ __forceinline__ void mma_rowsum(float c[4], const unsigned a[4]) {
     }
 }
 
-// D = ones * B + C: the ones are the A operand, the data the B operand (b[0]: k = 2t..2t+1, b[1]: k = 2t+8..2t+9,
-// both in column n = g). Every row of D holds the 8 column sums: c[0] is column 2t, c[1] column 2t+1.
-template <typename T = __half>
-__device__ __forceinline__ void mma_colsum(float c[4], const unsigned b[2]) {
-    if constexpr (is_bf16<T>::value) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(BF16X2_ONES), "r"(b[0]), "r"(b[1]));
-    } else {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(HALF2_ONES), "r"(b[0]), "r"(b[1]));
-    }
-}
-
-// Transposes an 8x8 b16 matrix held one .b32 per lane (row lane/4, cols 2(lane%4)..+1) across the warp.
-__device__ __forceinline__ unsigned movmatrix_trans(unsigned v) {
-    unsigned r;
-    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(v));
-    return r;
-}
-
 __device__ __forceinline__ unsigned pack_half2(__half lo, __half hi) {
     return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
 }

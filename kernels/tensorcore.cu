@@ -376,34 +376,70 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 }
 
 // -------------------------------------------------------------------------------------------------- tc_cols
-// Sums over a non-last axis (Cols problem: element (i, j, l) at i*sa + j*sr + l; out[i*b + l] = sum_j). The ones are
-// the A operand and the data the B operand (column sums): facts.md, "the same trick along the other axis". A warp
-// owns a strip of 32 columns l0 .. l0+31 of one i and walks j in chunks of 16 rows. Lane (g, t) loads 8 halves of
-// row j0 + g (lo) and of row j0 + 8 + g (hi) at columns l0 + 8t .. l0 + 8t + 7 (16-byte loads when aligned). Register
-// w (0..3) of lo, across the warp, is the 8x8 matrix M[g][2t + e] = x[j0 + g][l0 + 8t + 2w + e]; movmatrix.trans
-// hands lane (g, t) the pair x[j0 + 2t + e][l0 + 8(g >> 1) + 2w + (g & 1)], e = 0, 1: exactly the B fragment
-// (k = 2t, 2t+1; n = g) of the column l0 + 8(g >> 1) + 2w + (g & 1); hi gives k = 2t+8, 2t+9. So mma w sums 16 rows
-// of 8 columns, and its outputs c[0], c[1] in lane (g, t) are the columns l0 + 8t + 2w + {0, 1}: every lane ends up
-// holding the sums of the 8 columns it loaded. Each mma output column is one fused block of the 16 values
-// x[j0 .. j0+15][col].
+// Sums over a non-last axis (Cols problem: element (i, j, l) at i*sa + j*sr + l; out[i*b + l] = sum_j). Dakkak et
+// al.'s product with ones along the other axis: the data are the A operand read transposed, B is all ones, so every
+// mma row is one column's sum of 16 rows, and a fragment comes straight from 16-byte row loads and byte permutes (no
+// transposing instruction, no shared memory). A warp owns a strip of 64 columns l0 .. l0+63 of one i and walks j in
+// chunks of 16 rows. Lane (g, t) loads 8 elements of each of the rows j0 + 2t, j0 + 2t + 1, j0 + 2t + 8, j0 + 2t + 9
+// at columns l0 + 8g .. l0 + 8g + 7 (one 16-byte load per row when aligned; fp8 8-byte loads converted to fp16): each
+// load instruction reads 4 rows x 128 contiguous bytes. For w = 0..3, prmt pairs the rows' halves 2w (and 2w + 1) into
+// the A fragment of mma w: mma row g is column l0 + 8g + 2w and row g + 8 is column l0 + 8g + 2w + 1, k = the 16 rows
+// in order (a[0]: rows 2t, 2t+1; a[2]: rows 2t+8, 2t+9). So every lane of quad g receives the sums of the 8 columns it
+// loaded, and each mma output is one fused block of the 16 values x[j0 .. j0+15][col], k in row order.
 // Work split: strips (i, l0) go to groups of WPS warps; rows are cut into `splits` ranges of whole 16-row chunks
 // (blockIdx.y); warp q of a group takes chunks q, q + WPS, ... of its range. Order: per warp and column, the flush
-// rule (per mma w; acc[2w + e] += c_w[e]); per column, the group's warps in q order from 0.0f; with splits > 1 the
-// split values go to ws[col_global * splits + s] and the last block of the strip adds them in s order from 0.0f.
+// rule (per mma w; acc[2w] += c_w[row g], acc[2w+1] += c_w[row g+8]); per column, the group's warps in q order from
+// 0.0f; with splits > 1 the split values go to ws[col_global * splits + s] and the last block of the strip adds them in
+// s order from 0.0f.
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
 // ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
 // at a time.
+namespace {
+constexpr int COLS_STRIP = 64;  // columns per warp strip
+
+// The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
+template <typename T, bool ALIGNED>
+__device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col, i64 bend,
+                                               int t, unsigned (&v)[4][4]) {
+    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t, j_end, sr, col, bend, v[0]);
+    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 1, j_end, sr, col, bend, v[1]);
+    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 8, j_end, sr, col, bend, v[2]);
+    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 9, j_end, sr, col, bend, v[3]);
+}
+
+// mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8).
+template <typename T>
+__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const unsigned (&v)[4][4]) {
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const unsigned a[4] = {__byte_perm(v[0][w], v[1][w], 0x5410), __byte_perm(v[0][w], v[1][w], 0x7632),
+                               __byte_perm(v[2][w], v[3][w], 0x5410), __byte_perm(v[2][w], v[3][w], 0x7632)};
+        mma_rowsum<T>(c[w], a);
+    }
+}
+
+// Lane (g, t) holds acc[e] = column 8g + e; it writes columns 8g + 2t and 8g + 2t + 1 (a warp: 64 in a row).
+__device__ __forceinline__ void pick_pair(const float (&acc)[8], int t, float& v0, float& v1) {
+    v0 = acc[0];
+    v1 = acc[1];
+#pragma unroll
+    for (int e = 1; e < 4; ++e) {
+        if (t == e) { v0 = acc[2 * e]; v1 = acc[2 * e + 1]; }
+    }
+}
+}  // namespace
+
 template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL>
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
-    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = COLS_STRIP;
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
-    __shared__ float red[WARPS][32];
+    __shared__ float red[WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int group = warp / WPS, q = warp % WPS;
-    const i64 strips_per_i = (b + 31) >> 5;
+    const i64 strips_per_i = (b + SW - 1) / SW;
     const i64 nstrips = a * strips_per_i;
     const i64 split = blockIdx.y;
     const SplitRange rows = split_range<16>(r, splits, split);
@@ -413,38 +449,34 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         static_assert(WPS == 1, "the short-column path has one warp per strip");
         const i64 step = (i64)gridDim.x * GROUPS;
         // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run of
-        // SHORT_UNROLL * 64 bytes instead of 64-byte pieces far apart
+        // SHORT_UNROLL * 64 elements
         for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
-            unsigned lo[SHORT_UNROLL][4], hi[SHORT_UNROLL][4];
+            unsigned v[SHORT_UNROLL][4][4];
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
                 const i64 strip = s0 + u;
                 const bool ok = strip < nstrips;
-                const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * 32 : 0;
-                load_row_piece<T, 8, ALIGNED>(x + i * sa, g, r, sr, l0 + 8 * t, ok ? b : 0, lo[u]);
-                load_row_piece<T, 8, ALIGNED>(x + i * sa, 8 + g, r, sr, l0 + 8 * t, ok ? b : 0, hi[u]);
+                const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
+                load_col_chunk<T, ALIGNED>(x + i * sa, 0, r, sr, l0 + 8 * g, ok ? b : 0, t, v[u]);
             }
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
                 const i64 strip = s0 + u;
                 if (strip >= nstrips) break;  // warp-uniform
-                const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * 32;
+                const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
+                float c[4][4] = {};
+                mma_col_chunk<T>(c, v[u]);
                 float acc[8];
 #pragma unroll
                 for (int w = 0; w < 4; ++w) {
-                    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                    const unsigned bf[2] = {movmatrix_trans(lo[u][w]), movmatrix_trans(hi[u][w])};
-                    mma_colsum<T>(c, bf);
-                    acc[2 * w] = 0.0f + c[0];  // the flush of the general path: acc (0) += c
-                    acc[2 * w + 1] = 0.0f + c[1];
+                    acc[2 * w] = 0.0f + c[w][0];  // the flush of the general path: acc (0) += c
+                    acc[2 * w + 1] = 0.0f + c[w][2];
                 }
-                float mine = 0.0f;
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const float v = __shfl_sync(0xffffffffu, acc[e], lane >> 3);
-                    if ((lane & 7) == e) mine = v;
-                }
-                if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(mine);
+                float v0, v1;
+                pick_pair(acc, t, v0, v1);
+                const i64 col = l0 + 8 * g + 2 * t;
+                if (col < b) out[i * b + col] = from_float<OutT>(v0);
+                if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
             }
         }
         return;
@@ -453,36 +485,29 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         const i64 strip = strip_base + group;
         const bool strip_ok = strip < nstrips;
         const i64 i = strip_ok ? strip / strips_per_i : 0;
-        const i64 l0 = strip_ok ? (strip % strips_per_i) * 32 : 0;
+        const i64 l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
         const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
         const T* __restrict__ xs = x + i * sa;
-        float c[4][4];
-        float acc[8];
-#pragma unroll
-        for (int w = 0; w < 4; ++w) { c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f; acc[2 * w] = acc[2 * w + 1] = 0.0f; }
+        float c[4][4] = {};
+        float acc[8] = {};
         int pending = 0;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-            unsigned lo[UNROLL][4], hi[UNROLL][4];
+            unsigned v[UNROLL][4][4];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                const i64 j0 = j_begin + (ch + (i64)u * WPS) * 16;
                 // rows past j_end load zeros (no memory access): chunks past the end cost no traffic
-                load_row_piece<T, 8, ALIGNED>(xs, j0 + g, j_end, sr, l0 + 8 * t, bend, lo[u]);
-                load_row_piece<T, 8, ALIGNED>(xs, j0 + 8 + g, j_end, sr, l0 + 8 * t, bend, hi[u]);
+                load_col_chunk<T, ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16, j_end, sr, l0 + 8 * g, bend, t,
+                                           v[u]);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-#pragma unroll
-                for (int w = 0; w < 4; ++w) {
-                    const unsigned bf[2] = {movmatrix_trans(lo[u][w]), movmatrix_trans(hi[u][w])};
-                    mma_colsum<T>(c[w], bf);
-                }
+                mma_col_chunk<T>(c, v[u]);
                 if (++pending == CHAIN) {
 #pragma unroll
                     for (int w = 0; w < 4; ++w) {
                         acc[2 * w] += c[w][0];
-                        acc[2 * w + 1] += c[w][1];
+                        acc[2 * w + 1] += c[w][2];
                         c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
                     }
                     pending = 0;
@@ -491,42 +516,40 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         }
         if (pending) {
 #pragma unroll
-            for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][1]; }
+            for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
         }
-        // lanes 0..3 (g = 0) hold columns l0 + 8t + 0..7
-        float col_total;
+        // lane (g, t) holds columns l0 + 8g + 0..7; it answers for columns l0 + 8g + 2t, + 1
+        float v0, v1;
+        pick_pair(acc, t, v0, v1);
+        const int c0 = 8 * g + 2 * t;  // this lane's first column in the strip
+        float tot0 = v0, tot1 = v1;
         if (WPS > 1) {
             __syncthreads();
-            if (g == 0) {
-#pragma unroll
-                for (int e = 0; e < 8; ++e) red[warp][8 * t + e] = acc[e];
-            }
+            red[warp][c0] = v0;
+            red[warp][c0 + 1] = v1;
             __syncthreads();
-            col_total = 0.0f;
+            tot0 = tot1 = 0.0f;
             if (q == 0) {
 #pragma unroll
-                for (int w = 0; w < WPS; ++w) col_total += red[group * WPS + w][lane];
+                for (int w = 0; w < WPS; ++w) { tot0 += red[group * WPS + w][c0]; tot1 += red[group * WPS + w][c0 + 1]; }
             }
-        } else {
-            // column l0 + lane lives in lane lane / 8 (t), slot lane % 8
-            float mine = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                const float v = __shfl_sync(0xffffffffu, acc[e], lane >> 3);
-                if ((lane & 7) == e) mine = v;
-            }
-            col_total = mine;
         }
-        const i64 col = l0 + lane;
+        const i64 col = l0 + c0;
         if (splits == 1) {
-            if (q == 0 && strip_ok && col < b) out[i * b + col] = from_float<OutT>(col_total);
+            if (q == 0 && strip_ok) {
+                if (col < b) out[i * b + col] = from_float<OutT>(tot0);
+                if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(tot1);
+            }
             continue;
         }
-        if (q == 0 && strip_ok) ws[(strip * 32 + lane) * splits + split] = col_total;
+        if (q == 0 && strip_ok) {
+            ws[(strip * SW + c0) * splits + split] = tot0;
+            ws[(strip * SW + c0 + 1) * splits + split] = tot1;
+        }
         if (arrive_last(counters + strip, (unsigned)splits)) {
-            if (threadIdx.x < 32 && l0 + threadIdx.x < b) {
+            if (threadIdx.x < SW && l0 + threadIdx.x < b) {
                 float s = 0.0f;
-                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (strip * 32 + threadIdx.x) * splits + j);
+                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (strip * SW + threadIdx.x) * splits + j);
                 out[i * b + l0 + threadIdx.x] = from_float<OutT>(s);
             }
         }

@@ -54,6 +54,8 @@ BLOCKS_PER_SM = {"rows": 4, "cols": 3}
 FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8_e4m3fn": (2, 8),
                "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
+COLS_UNROLL = 4  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
 ONE_PASS_ROWS = True  # rows with G <= 32: a grid over every row, no grid stride (each row's sum is the same)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -159,17 +161,17 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     if ncv >= cap * BLOCK // 2 or r <= MIN_J_PER_THREAD:
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
     else:
-        ct = 32 if ncv >= 32 else next_pow2(ncv)
+        ct = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
         splits = _choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap)
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
-    name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {UNROLL}, {ct}, {_bool(aligned)}, "
+    name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(aligned)}, "
             f"{minb}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
-    params = dict(kernel="cols", block=BLOCK, unroll=UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+    params = dict(kernel="cols", block=BLOCK, unroll=COLS_UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
                   ct=ct, jt=jt, nj=nj, splits=splits, strips=strips, cvecs=cvecs)
     ws = strips * ct * vec * splits if splits > 1 else 0
     return launch, ws, (strips if splits > 1 else 0), params
@@ -247,7 +249,7 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {UNROLL}, {ct}, {_bool(al)}, {BLOCKS_PER_SM['cols']}>")
+            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, {BLOCKS_PER_SM['cols']}>")
     return names
 
 

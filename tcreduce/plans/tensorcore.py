@@ -6,7 +6,8 @@ What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
 warps and, for few long rows, across blocks (the last block of a tile combines); rows of at least STREAM_MIN_K
 aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes:
-the ones as the A operand and the data as B (column sums, movmatrix transposes in registers), split the same way.
+the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips per warp,
+split the same way.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_r
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
-COLS_UNROLL_SHORT = 4  # strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
-COLS_UNROLL_LONG = 4  # 16-row chunks in flight per warp in tc_cols otherwise (2 blocks per SM)
+COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: COLS_STRIP)
+COLS_UNROLL_SHORT = 2  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
+COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -102,18 +104,20 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile))
     if isinstance(problem, Cols):
         aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
-        strips = problem.a * cdiv(problem.b, 32)
+        strips = problem.a * cdiv(problem.b, COLS_STRIP)
         work = split_work(strips, cdiv(problem.r, 16), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
         short = 0
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
-            short = COLS_UNROLL_SHORT if aligned else 2  # scalar loads need more registers
+            short = COLS_UNROLL_SHORT
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
         if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
             work = one_pass(work, strips, BLOCK // 32)
-        unroll = 1 if short else min(COLS_UNROLL_LONG, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
+        unroll_max = COLS_UNROLL_LONG if aligned else 2  # (scalar loads: 4 spill)
+        unroll = 1 if short else min(unroll_max, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}>")
-        return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips, 32,
+        return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
+                           COLS_STRIP,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
                                 unroll=unroll))
     raise TypeError(f"unknown problem {problem!r}")
