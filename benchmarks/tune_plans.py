@@ -52,13 +52,13 @@ COLS_SHAPES = {"cols16": (16, 1 << 24), "cols32": (32, 1 << 23), "cols64": (64, 
                "cols2p20": (1 << 20, 1 << 8)}
 COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130)]
 for _name, _shape in COLS_SHAPES.items():
-    _tc = ([dict(COLS_UNROLL_SHORT=u) for u in (2, 1, 4)] if _shape[0] <= 16 else
+    _tc = ([dict(COLS_UNROLL_SHORT=u) for u in (1, 2)] if _shape[0] <= 16 else
            [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for u, p in ((2, True), (4, True), (1, True), (2, False))])
     SWEEPS[_name] = (tc_plan, _tc, "float16", _shape, 0, COLS_CHECK)
     SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b},
                                                       COLS_CT_MAX=c)
-                                                 for u, b, c in ((4, 3, 32), (8, 3, 32), (4, 4, 32), (8, 2, 32),
-                                                                 (4, 3, 64), (8, 3, 64))],
+                                                 for u, b, c in ((8, 2, 32), (4, 3, 32), (8, 3, 32), (4, 4, 32),
+                                                                 (8, 2, 64))],
                                   "float16", _shape, 0, COLS_CHECK, "shuffle")
 SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
                                        for u, b, p in ((4, 2, True), (2, 3, False), (8, 2, False), (4, 2, False),

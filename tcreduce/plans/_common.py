@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "one_pass", "STREAM_WAVES"]
+           "stream_work", "one_pass", "choose_splits", "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
+SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
 
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16",
          "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
@@ -80,6 +81,21 @@ def stream_work(rows: int, chunks: int, warps_per_block: int, device: DeviceSpec
         splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
         work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
     return work
+
+
+def wave_efficiency(items: int, cap: int) -> float:
+    """Fraction of the block slots busy when ``items`` equal work items run on ``cap`` resident blocks."""
+    return items / (cap * cdiv(items, cap))
+
+
+def choose_splits(units: int, s_max: int, cap: int) -> int:
+    """Splits per unit (row, column strip) so that ``units * splits`` work items fill ``cap`` resident blocks
+    evenly: the fewest splits whose wave efficiency is at least (1 - SPLIT_TOLERANCE) times the best in
+    1..s_max."""
+    s_max = max(1, min(s_max, 4 * cap))
+    effs = [wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
+    best = max(effs)
+    return next(s for s, e in enumerate(effs, start=1) if e >= (1.0 - SPLIT_TOLERANCE) * best)
 
 
 def one_pass(work: WorkSplit, tiles: int, warps_per_block: int, tiles_per_warp: int = 1) -> WorkSplit:

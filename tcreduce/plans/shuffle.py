@@ -35,7 +35,7 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import cdiv, ctype, next_pow2
+from ._common import cdiv, choose_splits, ctype, next_pow2
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -45,9 +45,10 @@ SOURCE = "shuffle.cu"
 BLOCK = 256  # threads per block, every kernel
 UNROLL = 4  # 16-byte chunks in flight per thread (rows with G <= 32: rows per thread, 1 when rows are too few to
 #              fill the GPU that way; rows with G == BLOCK: chunks; cols: j rows). Full sums: FLAT_TUNING.
-# Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: rows and cols need
-# up to 64 / 80 registers for their 64-bit indexing and accumulators.
-BLOCKS_PER_SM = {"rows": 4, "cols": 3}
+# Blocks per SM each kernel is compiled for (__launch_bounds__(BLOCK, MINB)) and planned with: rows need up to 64
+# registers for their 64-bit indexing and accumulators; cols run 2 blocks with COLS_UNROLL = 8 rows in flight
+# (benchmarks/tune_plans.py on an H100: [1024, 2^18] over axis 0 2,418 -> 2,995 GB/s against 3 blocks with 4).
+BLOCKS_PER_SM = {"rows": 4, "cols": 2}
 # Full sums: (UNROLL, blocks per SM) per input dtype, from the H200 sweep of benchmarks/tune_flat.py
 # (notes/performance.md: at N = 2^28, fp32 unroll 8 at 4 blocks/SM: 4242 GB/s; fp16 unroll 2 at 8 blocks/SM:
 # 3982 GB/s).
@@ -55,12 +56,11 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
                "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
-COLS_UNROLL = 4  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
+COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
 ONE_PASS_ROWS = True  # rows with G <= 32: a grid over every row, no grid stride (each row's sum is the same)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
 MIN_J_PER_THREAD = 2 * UNROLL  # a split of the reduced axis (cols) gives every thread at least this many rows
-SPLIT_TOLERANCE = 0.05  # splits: the fewest whose wave efficiency is within this fraction of the best
 
 
 def _vec(in_dtype: str) -> int:
@@ -69,24 +69,6 @@ def _vec(in_dtype: str) -> int:
 
 def _bool(b: bool) -> str:
     return "true" if b else "false"
-
-
-def _wave_efficiency(items: int, cap: int) -> float:
-    """Fraction of the block slots busy when ``items`` equal work items run on ``cap`` resident blocks."""
-    return items / (cap * cdiv(items, cap))
-
-
-def _choose_splits(units: int, s_max: int, cap: int) -> int:
-    """Splits per unit (row or column strip) so that ``units * splits`` work items fill ``cap`` resident blocks
-    evenly: the fewest splits whose wave efficiency is at least (1 - SPLIT_TOLERANCE) times the best in
-    1..s_max."""
-    s_max = max(1, min(s_max, 4 * cap))
-    effs = [_wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
-    best = max(effs)
-    for s, e in enumerate(effs, start=1):
-        if e >= (1.0 - SPLIT_TOLERANCE) * best:
-            return s
-    return 1  # pragma: no cover
 
 
 def _check_elements_aligned(align: int, in_dtype: str) -> None:
@@ -136,7 +118,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         grid = cdiv(m, unroll * (BLOCK // group))
         grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     else:
-        splits = _choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
+        splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(cap, m * splits))
     name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
             f"{minb}>")
@@ -162,7 +144,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
     else:
         ct = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
-        splits = _choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap)
+        splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap)
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)

@@ -16,7 +16,7 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
+from ._common import WorkSplit, cdiv, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -32,7 +32,7 @@ STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: COLS_STRIP)
-COLS_UNROLL_SHORT = 2  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
+COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
@@ -105,7 +105,12 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     if isinstance(problem, Cols):
         aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
         strips = problem.a * cdiv(problem.b, COLS_STRIP)
-        work = split_work(strips, cdiv(problem.r, 16), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+        chunks = cdiv(problem.r, 16)
+        work = split_work(strips, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+        if work.splits > 1:  # split_work rounds the splits up, which can leave a nearly empty last wave of blocks
+            cap = device.sm_count * BLOCKS_PER_SM_TILED
+            splits = choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap)
+            work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
         short = 0
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT
