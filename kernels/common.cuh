@@ -232,13 +232,6 @@ __device__ __forceinline__ uint4 raw8_pairs(const raw8_t<T>& r) {
     }
 }
 
-// load8_raw then raw8_pairs: 8 elements as A-fragment registers (one 16-byte load for 16-bit formats, one 8-byte
-// load for fp8; p aligned to 8 * sizeof(T) bytes).
-template <typename T, int MODE>
-__device__ __forceinline__ uint4 load8_as_pairs(const T* p) {
-    return raw8_pairs<T>(load8_raw<T, MODE>(p));
-}
-
 // The element at p as 16 bits of the tensor core's input format (fp8 converted to fp16).
 template <typename T>
 __device__ __forceinline__ unsigned short load1_as_bits16(const T* p) {

@@ -58,31 +58,60 @@ __device__ __forceinline__ void mma_vector16(RowAccumulator<T, CHAIN>& acc, cons
     }
 }
 
-// VEC elements of one row starting at column col as VEC/2 registers of 16-bit pairs (fp8 converted to fp16), masked:
-// zero beyond cend or past the last row. ALIGNED: the plan checked that VEC-element loads are aligned.
+// VEC elements of one row as loaded: their raw bits, so fp8 keeps 1 byte per element in registers while loads are in
+// flight (twice the pieces in flight for the same registers); pairs() hands out the VEC/2 registers of 16-bit pairs
+// an A fragment takes (fp8 converted to fp16, exactly).
+template <typename T, int VEC>
+struct RowPiece {
+    static constexpr int WORDS = VEC * (int)sizeof(T) / 4;
+    unsigned w[WORDS];
+    __device__ __forceinline__ void pairs(unsigned (&p)[VEC / 2]) const {
+#pragma unroll
+        for (int i = 0; i < WORDS; ++i) {
+            if constexpr (is_fp8<T>::value) {
+                p[2 * i] = fp8x2_to_half2<T>(w[i]);
+                p[2 * i + 1] = fp8x2_to_half2<T>(w[i] >> 16);
+            } else {
+                p[i] = w[i];
+            }
+        }
+    }
+};
+
+// Loads the VEC elements of row `row` at columns col .. col+VEC-1, masked: zero beyond cend or past the last row m.
+// ALIGNED: the plan checked that VEC-element loads are aligned (one 4-, 8- or 16-byte load).
 template <typename T, int VEC, bool ALIGNED>
 __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row, i64 m, i64 ld, i64 col, i64 cend,
-                                               unsigned (&w)[VEC / 2]) {
+                                               RowPiece<T, VEC>& piece) {
+    constexpr int WORDS = RowPiece<T, VEC>::WORDS;
     const bool row_ok = row < m;
     const T* p = x + row * ld + col;
     if (ALIGNED && row_ok && col + VEC <= cend) {
-        if constexpr (VEC == 8) {
-            const uint4 q = load8_as_pairs<T, 0>(p);
-            w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
-        } else if constexpr (is_fp8<T>::value) {
-            const unsigned q = __ldg(reinterpret_cast<const unsigned*>(p));
-            w[0] = fp8x2_to_half2<T>(q); w[1] = fp8x2_to_half2<T>(q >> 16);
-        } else {
+        if constexpr (WORDS == 4) {
+            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+            piece.w[0] = q.x; piece.w[1] = q.y; piece.w[2] = q.z; piece.w[3] = q.w;
+        } else if constexpr (WORDS == 2) {
             const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
-            w[0] = q.x; w[1] = q.y;
+            piece.w[0] = q.x; piece.w[1] = q.y;
+        } else {
+            piece.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
         }
         return;
     }
+    constexpr int PER_WORD = 4 / (int)sizeof(T);  // elements per 32-bit word
 #pragma unroll
-    for (int e = 0; e < VEC; e += 2) {
-        const unsigned h0 = (row_ok && col + e < cend) ? load1_as_bits16(p + e) : 0u;
-        const unsigned h1 = (row_ok && col + e + 1 < cend) ? load1_as_bits16(p + e + 1) : 0u;
-        w[e / 2] = h0 | (h1 << 16);
+    for (int i = 0; i < WORDS; ++i) {
+        unsigned word = 0u;
+#pragma unroll
+        for (int e = 0; e < PER_WORD; ++e) {
+            const int c = i * PER_WORD + e;
+            if (row_ok && col + c < cend) {
+                const unsigned bits = sizeof(T) == 1 ? (unsigned)*reinterpret_cast<const unsigned char*>(p + c)
+                                                     : (unsigned)__ldg(reinterpret_cast<const unsigned short*>(p + c));
+                word |= bits << (8 * (int)sizeof(T) * e);
+            }
+        }
+        piece.w[i] = word;
     }
 }
 
@@ -179,7 +208,11 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     const i64 tile_step = (i64)gridDim.x * GROUPS;
 
-    auto mma_piece = [](RowAccumulator<T, CHAIN>& acc, const unsigned (&lo)[W], const unsigned (&hi)[W]) {
+    auto mma_piece = [](RowAccumulator<T, CHAIN>& acc, const RowPiece<T, VEC>& lo_raw,
+                        const RowPiece<T, VEC>& hi_raw) {
+        unsigned lo[W], hi[W];
+        lo_raw.pairs(lo);
+        hi_raw.pairs(hi);
         acc.mma(lo[0], hi[0], lo[1], hi[1]);
         if constexpr (VEC == 8) acc.mma(lo[2], hi[2], lo[3], hi[3]);
     };
@@ -226,7 +259,7 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
         // short rows (the plan guarantees one chunk per tile, WPT = 1, no splits): UNROLL row tiles in flight
         static_assert(WPT == 1, "the short-row path has one warp per tile");
         for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
-            unsigned lo[UNROLL][W], hi[UNROLL][W];
+            RowPiece<T, VEC> lo[UNROLL], hi[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 r = (tile0 + u * tile_step) * 16 + g;
@@ -251,7 +284,7 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
         const i64 r = tile * 16 + g;  // >= m for a tile past the end: loads are masked to zero
         RowAccumulator<T, CHAIN> acc;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
-            unsigned lo[UNROLL][W], hi[UNROLL][W];
+            RowPiece<T, VEC> lo[UNROLL], hi[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + VEC * t;
@@ -396,12 +429,10 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
 // at a time.
 namespace {
-constexpr int COLS_STRIP = 64;  // columns per warp strip
-
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
 template <typename T, bool ALIGNED>
 __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col, i64 bend,
-                                               int t, unsigned (&v)[4][4]) {
+                                               int t, RowPiece<T, 8> (&v)[4]) {
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t, j_end, sr, col, bend, v[0]);
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 1, j_end, sr, col, bend, v[1]);
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 8, j_end, sr, col, bend, v[2]);
@@ -410,7 +441,10 @@ __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0,
 
 // mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8).
 template <typename T>
-__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const unsigned (&v)[4][4]) {
+__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const RowPiece<T, 8> (&raw)[4]) {
+    unsigned v[4][4];
+#pragma unroll
+    for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
         const unsigned a[4] = {__byte_perm(v[0][w], v[1][w], 0x5410), __byte_perm(v[0][w], v[1][w], 0x7632),
@@ -420,7 +454,8 @@ __device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const unsigned (
 }
 
 // Lane (g, t) holds acc[e] = column 8g + e; it writes columns 8g + 2t and 8g + 2t + 1 (a warp: 64 in a row).
-__device__ __forceinline__ void pick_pair(const float (&acc)[8], int t, float& v0, float& v1) {
+template <int N = 8>
+__device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v0, float& v1) {
     v0 = acc[0];
     v1 = acc[1];
 #pragma unroll
@@ -434,7 +469,7 @@ template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
-    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = COLS_STRIP;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 64;  // SW: columns per warp strip
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
     __shared__ float red[WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -451,7 +486,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run of
         // SHORT_UNROLL * 64 elements
         for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
-            unsigned v[SHORT_UNROLL][4][4];
+            RowPiece<T, 8> v[SHORT_UNROLL][4];
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
                 const i64 strip = s0 + u;
@@ -492,7 +527,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         float acc[8] = {};
         int pending = 0;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-            unsigned v[UNROLL][4][4];
+            RowPiece<T, 8> v[UNROLL][4];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 // rows past j_end load zeros (no memory access): chunks past the end cost no traffic

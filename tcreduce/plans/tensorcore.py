@@ -25,13 +25,16 @@ FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs)
 BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
 FLAT_UNROLL = 2
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
+# fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
+# in flight, so twice the tiles or chunks in flight: the same bytes in flight in the same registers
+FP8_IN_FLIGHT = {1: 2}  # element size (bytes) -> factor
 ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
-COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: COLS_STRIP)
+COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -95,7 +98,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         short = cdiv(problem.k, chunk) == 1 and work.splits == 1 and work.warps_per_tile == 1
         if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
             work = split_work(tiles, 1, BLOCK // 32, device, 4)
-        unroll = ROWS_UNROLL_SHORT[vec] if short else ROWS_UNROLL_LONG
+        unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1) if short else ROWS_UNROLL_LONG
         if ONE_PASS_SHORT_ROWS if short else ONE_PASS_TILES:
             work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
@@ -117,7 +120,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
         if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
             work = one_pass(work, strips, BLOCK // 32)
-        unroll_max = COLS_UNROLL_LONG if aligned else 2  # (scalar loads: 4 spill)
+        unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
         unroll = 1 if short else min(unroll_max, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}>")
