@@ -4,9 +4,10 @@
 // Input formats (template parameter T): __half and __nv_bfloat16 go to the tensor core as stored (the .f16 or .bf16
 // instruction); __nv_fp8_e4m3 and __nv_fp8_e5m2 are converted to fp16 in registers (exact) and use the .f16
 // instruction. On Hopper that is what mma.sync.m16n8k32.e4m3 itself compiles to (F2FP conversions and two fp16
-// HMMA.16816: tcreduce/emulate/mma_model.py); doing it here lets every 16 values flush like fp16. Every kernel reads
-// 8 elements per lane where it reads 8 halves for fp16 (8-byte loads for fp8), so the order of additions, and the
-// emulator twin, are the fp16 ones on the converted values.
+// HMMA.16816: tcreduce/emulate/mma_model.py); doing it here lets every 16 values flush like fp16. tc_flat and
+// tc_rows_stream read 16 fp8 values per lane (one 16-byte load, two A fragments); tc_rows and tc_cols read 8 elements
+// per lane where they read 8 halves for fp16 (8-byte fp8 loads, kept raw while in flight), so the order of additions,
+// and the emulator twin, are the fp16 ones on the converted values.
 //
 // The idea of Dakkak et al. (ICS 2019) and Navarro et al. (TPDS 2021): a sum is a product with a matrix of ones.
 // Unlike both, every partial sum here is fp32, and the tensor core's own accumulation (aligned, truncated, rounded
@@ -414,7 +415,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // mma row is one column's sum of 16 rows, and a fragment comes straight from 16-byte row loads and byte permutes (no
 // transposing instruction, no shared memory). A warp owns a strip of 64 columns l0 .. l0+63 of one i and walks j in
 // chunks of 16 rows. Lane (g, t) loads 8 elements of each of the rows j0 + 2t, j0 + 2t + 1, j0 + 2t + 8, j0 + 2t + 9
-// at columns l0 + 8g .. l0 + 8g + 7 (one 16-byte load per row when aligned; fp8 8-byte loads converted to fp16): each
+// at columns l0 + 8g .. l0 + 8g + 7 (one 16-byte load per row when aligned; fp8: 8-byte loads, converted to fp16 before the mma): each
 // load instruction reads 4 rows x 128 contiguous bytes. For w = 0..3, prmt pairs the rows' halves 2w (and 2w + 1) into
 // the A fragment of mma w: mma row g is column l0 + 8g + 2w and row g + 8 is column l0 + 8g + 2w + 1, k = the 16 rows
 // in order (a[0]: rows 2t, 2t+1; a[2]: rows 2t+8, 2t+9). So every lane of quad g receives the sums of the 8 columns it

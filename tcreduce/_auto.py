@@ -31,9 +31,10 @@ from ._plan import DeviceSpec
 __all__ = ["choose_method", "lookup", "form_of", "FALLBACK"]
 
 FALLBACK = "shuffle"
-# Forms the sweep has not measured for a format borrow a measured format's rows: bf16 rows and columns move the same
-# bytes with the same instructions as fp16 (notes/formats.md: within 1% of fp16's on an H100). fp8 rows and columns:
-# FALLBACK (shuffle; the tensor-core kernel's short fp8 rows are slower, notes/formats.md).
+# Forms the sweep has not measured for a format borrow a measured format's rows: bf16 (where a sweep lacks it) moves
+# the same bytes with the same instructions as fp16 (notes/formats.md: within 1% of fp16's on an H100). fp8 rows and
+# columns: FALLBACK (shuffle; the tensor-core kernels tie it on fp8 rows of 32 and trail it by 4-10% on rows of 16
+# and on columns, notes/performance.md).
 MEASURED_AS = {"bfloat16": "float16"}
 
 
