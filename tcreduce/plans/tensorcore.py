@@ -121,7 +121,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
             work = one_pass(work, strips, BLOCK // 32)
         unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
-        unroll = 1 if short else min(unroll_max, cdiv(cdiv(problem.r, 16), work.warps_per_tile * work.splits))
+        unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
