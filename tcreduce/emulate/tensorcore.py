@@ -15,7 +15,6 @@ import numpy as np
 from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
 from .folds import block_combine, block_fold, fold, serial_sum
-from ..formats import get_format
 from .mma_model import fused_rowsum
 
 __all__ = ["emulate_tensorcore"]
@@ -91,7 +90,7 @@ def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
 
 
 def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    vec = 16 // get_format(plan.in_dtype).itemsize  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
+    vec = param_dict(plan)["vec"]  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
     n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec)
     step = threads * unroll
     mmas = iters * unroll
