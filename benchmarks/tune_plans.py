@@ -65,11 +65,16 @@ for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16",
                              ("e4m3_cols1024", (1024, 1 << 19), 0), ("e4m3_cols32", (32, 1 << 24), 0)):
     SWEEPS[_name] = (tc_plan, [dict(FP8_IN_FLIGHT={1: f}) for f in (2, 1)], "float8_e4m3fn", _shape, _axis,
                      [(4099, _shape[1]), (37, 300)] if _axis == -1 else COLS_CHECK)
-SWEEPS["fp32_cols4096"] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, ONE_PASS=p)
-                                       for u, b, p in ((4, 2, True), (2, 3, False), (8, 2, False), (4, 2, False),
-                                                       (8, 2, True))],
-                           "float32", (4096, 1 << 15), 0, [(4099, 40), (37, 300)])
-SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL_SHORT=u, ONE_PASS=p) for u, p in ((2, True), (2, False))],
+# float32 first-axis sums: tc32_cols (32-column strips, data as A): chunks in flight and blocks per SM (launch
+# geometry: the same sums, bits checked); short columns: adjacent strips in flight
+FP32_COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130), (3000, 36)]
+for _name, _shape in (("fp32_cols32", (32, 1 << 22)), ("fp32_cols4096", (4096, 1 << 15)),
+                      ("fp32_cols16384", (16384, 1 << 13)), ("fp32_cols2p20", (1 << 20, 1 << 7))):
+    SWEEPS[_name] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b) for u, b in ((2, 2), (1, 2), (4, 2),
+                                                                                       (2, 3), (1, 3))],
+                     "float32", _shape, 0, FP32_COLS_CHECK)
+SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL_SHORT=u, ONE_PASS=p) for u, p in ((2, True), (1, True),
+                                                                                        (2, False))],
                          "float32", (16, 1 << 23), 0, [(16, 4099), (5, 300)])
 SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (True, False)], "float32", (1 << 23, 16), -1,
                          [(4099, 16), (333, 40)])

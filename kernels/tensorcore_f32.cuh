@@ -125,28 +125,6 @@ struct RowsGeom {
     __device__ __forceinline__ i64 out_index(i64 tile, int r) const { return tile * 16 + r; }
 };
 
-// Cols problem: element (i, j, l) at i*sa + j*sr + l, summed over j. Segment = column (i, l) with element stride sr;
-// tile t = 16 adjacent columns of one i: i = t / strips, l = 16 (t % strips) + r, strips = ceil(b / 16).
-struct ColsGeom {
-    static constexpr bool UNIT_STRIDE = false;
-    const float* x;
-    i64 a, r, b, sa, sr, strips;
-    __device__ __forceinline__ i64 tiles() const { return a * strips; }
-    __device__ __forceinline__ i64 length() const { return r; }
-    __device__ __forceinline__ i64 stride() const { return sr; }
-    __device__ __forceinline__ bool segment(i64 tile, int rr, const float*& p) const {
-        const i64 i = tile / strips;
-        const i64 l = (tile - i * strips) * 16 + rr;
-        const bool ok = tile < a * strips && l < b;
-        p = x + (ok ? i * sa + l : 0);
-        return ok;
-    }
-    __device__ __forceinline__ i64 out_index(i64 tile, int rr) const {
-        const i64 i = tile / strips;
-        return i * b + (tile - i * strips) * 16 + rr;
-    }
-};
-
 // Elements e .. e+3 of a segment starting at p (stride s): zero where the segment does not exist or the element is at
 // or past `end`. One 16-byte load when VECTOR (unit stride, 16-byte aligned segments and e a multiple of 4) and all
 // four are present, else four scalar loads.
@@ -248,8 +226,7 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
 
 // -------------------------------------------------------------------------------------------------- tiles
 // Segment sums, 16 segments per tile, one per mma row (Reduction16/16n with the segments as the rows of A): last-axis
-// sums (RowsGeom: 16 rows) and other-axis sums (ColsGeom: 16 adjacent columns, the reduced axis walked with stride
-// sr; no transposes: each lane gathers its values with scalar loads). A chunk is 16 elements [e0, e0 + 16) of each
+// sums (RowsGeom: 16 rows; tc32_cols below steps on the same mapping with columns for segments). A chunk is 16 elements [e0, e0 + 16) of each
 // segment; lane (g, t) loads elements e0 + 4t .. e0 + 4t + 3 of segment g (lo) and of segment g + 8 (hi) and steps
 // on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g then sums 16 elements of segment g, row g + 8 of g + 8.
 // Work split: tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
@@ -392,12 +369,169 @@ tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT
     tcr32::tiles_body<FMT, tcr32::RowsGeom, BLOCK, WPT, VECTOR, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
 }
 
-template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, bool SHORT, int MINB>
+// -------------------------------------------------------------------------------------------------- tc32_cols
+// Sums over a non-last axis (Cols problem: element (i, j, l) at i*sa + j*sr + l; out[i*b + l] = sum over j). tc_cols'
+// design (tensorcore.cu) on the format's steps: the data are the A operand read transposed, B is all ones, and the
+// fragments come straight from 16-byte row loads (no transposes, no shared memory). A warp owns a strip of 32 columns
+// l0 .. l0+31 of one i and walks j in chunks of 16 rows. Lane (g, t) loads the 4 elements at columns l0 + 4g ..
+// l0 + 4g + 3 of the rows j0 + 4t .. j0 + 4t + 3 (one 16-byte load per row when ALIGNED, else masked scalar loads;
+// rows at or past the split's end and columns at or past b read as zero): each load instruction reads 4 rows x 128
+// contiguous bytes. With y[d][c] = row j0 + 4t + d, column l0 + 4g + c, step h (0, 1) of a chunk takes
+//   v = (y[0][2h], y[1][2h], y[0][2h+1], y[1][2h+1], y[2][2h], y[3][2h], y[2][2h+1], y[3][2h+1]):
+// mma row g sums column l0 + 4g + 2h and row g + 8 column l0 + 4g + 2h + 1 over the chunk's 16 rows, lane t holding
+// the column's chunk elements 4t .. 4t + 3 in the slots where tc32_rows holds a segment's (v0, v1, v4, v5; v2, v3,
+// v6, v7). So step h is tc32_rows' step on the 16 segments l0 + 4s + 2h (mma row s < 8) and l0 + 4(s - 8) + 2h + 1
+// (s >= 8), and every column has an accumulator of its own (acc[h], row g or g + 8).
+// Work split: strips (i, l0) go to groups of WPS warps (strip = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per
+// round); rows are cut into `splits` ranges of whole 16-row chunks (blockIdx.y); warp q of a group takes chunks q,
+// q + WPS, ... of its range, UNROLL chunks loaded per step of the loop. SHORT_UNROLL > 0 (the plan: r <= 16, so one
+// chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent strips before stepping on them.
+// Order, per column: the format's order over its chunks, one step per chunk; the group's warps' pairs add2'ed in q
+// order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go to ws[2((strip*32 + c)*splits + s)] (s
+// part, e part after it) and the strip's last block add2s them in s order from (0, 0). out = value2.
+namespace tcr32 {
+
+// Lane (g, t)'s 4 rows j0 + d (d = 0..3; the caller passes j0 = chunk start + 4t) at columns col .. col + 3, zero at
+// or past j_end or bend.
+template <bool ALIGNED>
+__device__ __forceinline__ void load_col_chunk(const float* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col,
+                                               i64 bend, float (&y)[4][4]) {
+#pragma unroll
+    for (int d = 0; d < 4; ++d) {
+        const i64 j = j0 + d;
+        const float* p = xs + j * sr + col;
+        if (ALIGNED && j < j_end && col + 4 <= bend) {
+            const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+            y[d][0] = q.x; y[d][1] = q.y; y[d][2] = q.z; y[d][3] = q.w;
+        } else {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) y[d][c] = (j < j_end && col + c < bend) ? __ldg(p + c) : 0.0f;
+        }
+    }
+}
+
+// Steps 0 and 1 of a loaded chunk (the mapping above).
+template <class FMT>
+__device__ __forceinline__ void step_col_chunk(typename FMT::Acc (&acc)[2], const float (&y)[4][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const float v[8] = {y[0][2 * h], y[1][2 * h], y[0][2 * h + 1], y[1][2 * h + 1],
+                            y[2][2 * h], y[3][2 * h], y[2][2 * h + 1], y[3][2 * h + 1]};
+        FMT::step(acc[h], v);
+    }
+}
+
+// Lane (g, t) holds the pairs of columns 4g .. 4g + 3 (acc[h]: row g is column 4g + 2h, row g + 8 column
+// 4g + 2h + 1) and answers for column 4g + t, its lane index. Every lane calls it (the rows may shuffle).
+template <class FMT>
+__device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int t) {
+    const F2 c0 = FMT::row_lo(acc[0]), c1 = FMT::row_hi(acc[0]), c2 = FMT::row_lo(acc[1]), c3 = FMT::row_hi(acc[1]);
+    return t == 0 ? c0 : t == 1 ? c1 : t == 2 ? c2 : c3;
+}
+
+}  // namespace tcr32
+
+template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
-    const tcr32::ColsGeom geo{x, a, r, b, sa, sr, (b + 15) >> 4};
-    tcr32::tiles_body<FMT, tcr32::ColsGeom, BLOCK, WPT, false, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
+    using namespace tcr;
+    using tcr32::F2;
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 32;  // SW: columns per warp strip
+    static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
+    __shared__ float red[2][WARPS][SW];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int group = warp / WPS, q = warp % WPS;
+    const i64 strips_per_i = (b + SW - 1) / SW;
+    const i64 nstrips = a * strips_per_i;
+    const i64 split = blockIdx.y;
+    const SplitRange rows = split_range<16>(r, splits, split);
+    const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
+
+    if constexpr (SHORT_UNROLL > 0) {
+        static_assert(WPS == 1, "the short-column path has one warp per strip");
+        const i64 step = (i64)gridDim.x * GROUPS;
+        // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run
+        for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
+            float y[SHORT_UNROLL][4][4];
+#pragma unroll
+            for (int u = 0; u < SHORT_UNROLL; ++u) {
+                const i64 strip = s0 + u;
+                const bool ok = strip < nstrips;
+                const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
+                tcr32::load_col_chunk<ALIGNED>(x + i * sa, 4 * t, r, sr, l0 + 4 * g, ok ? b : 0, y[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < SHORT_UNROLL; ++u) {
+                const i64 strip = s0 + u;
+                if (strip >= nstrips) break;  // warp-uniform
+                const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
+                typename FMT::Acc acc[2];
+                tcr32::step_col_chunk<FMT>(acc, y[u]);
+                const F2 v = tcr32::lane_column<FMT>(acc, t);
+                if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(v));
+            }
+        }
+        return;
+    } else {
+        // block-uniform strip loop (the group combination and the split combination synchronise the block)
+        for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
+            const i64 strip = strip_base + group;
+            const bool strip_ok = strip < nstrips;
+            const i64 i = strip_ok ? strip / strips_per_i : 0;
+            const i64 l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
+            const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
+            const float* __restrict__ xs = x + i * sa;
+            typename FMT::Acc acc[2];
+            for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
+                float y[UNROLL][4][4];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
+                    tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
+                                                   l0 + 4 * g, bend, y[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
+                    tcr32::step_col_chunk<FMT>(acc, y[u]);
+                }
+            }
+            const F2 mine = tcr32::lane_column<FMT>(acc, t);
+            F2 total = mine;
+            if (WPS > 1) {
+                __syncthreads();
+                red[0][warp][lane] = mine.s;
+                red[1][warp][lane] = mine.e;
+                __syncthreads();
+                total = {0.0f, 0.0f};
+                if (q == 0) {
+#pragma unroll
+                    for (int w = 0; w < WPS; ++w)
+                        total = tcr32::add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});
+                }
+            }
+            const i64 col = l0 + lane;
+            if (splits == 1) {
+                if (q == 0 && strip_ok && col < b) out[i * b + col] = from_float<OutT>(tcr32::value2(total));
+                continue;
+            }
+            // splits > 1: the plan makes WPS = WARPS (one strip per block), so arrive_last is block-uniform
+            if (q == 0 && strip_ok) {
+                float* w = ws + 2 * ((strip * SW + lane) * splits + split);
+                w[0] = total.s;
+                w[1] = total.e;
+            }
+            if (arrive_last(counters + strip, (unsigned)splits)) {
+                if (threadIdx.x < SW && l0 + threadIdx.x < b) {
+                    F2 v = {0.0f, 0.0f};
+                    const float* w = ws + 2 * (strip * SW + threadIdx.x) * splits;
+                    for (i64 j = 0; j < splits; ++j) v = tcr32::add2(v, F2{__ldcg(w + 2 * j), __ldcg(w + 2 * j + 1)});
+                    out[i * b + l0 + threadIdx.x] = from_float<OutT>(tcr32::value2(v));
+                }
+            }
+        }
+    }
 }
 
 // -------------------------------------------------------------------------------------------------- tc32_rows_stream

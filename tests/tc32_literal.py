@@ -372,12 +372,22 @@ def run(plan: Plan, data: np.ndarray, new_format, memory: np.ndarray | None = No
                 for t in range(-(-m // 16))]
         return np.array([v for t in tiles(plan, segs, new_format) for v in t if v is not None], F32)
     assert isinstance(prob, Cols)
+    # tc32_cols: a warp's strip is 32 columns; step h (0, 1) of a chunk puts column 4g + 2h of the strip in mma row g
+    # and column 4g + 2h + 1 in row g + 8, the lanes holding each column's chunk elements as tc32_rows holds a row's
     a, r, b = data.shape
-    strips = -(-b // 16)
-    segs = [[np.asarray(data[i, :, 16 * s + c], F32) if 16 * s + c < b else None for c in range(16)]
-            for i in range(a) for s in range(strips)]
-    res = tiles(plan, segs, new_format)
-    return np.array([v for t in res for v in t if v is not None], F32)
+    out = np.full((a, b), np.nan, F32)
+    keys, segs = [], []
+    for i in range(a):
+        for l0 in range(0, b, 32):
+            for h in range(2):
+                cols = [l0 + 4 * (s % 8) + 2 * h + s // 8 for s in range(16)]
+                keys.append((i, cols))
+                segs.append([np.asarray(data[i, :, c], F32) if c < b else None for c in cols])
+    for (i, cols), sums in zip(keys, tiles(plan, segs, new_format)):
+        for c, v in zip(cols, sums):
+            if v is not None:
+                out[i, c] = v
+    return out.reshape(-1)
 
 
 # ------------------------------------------------------------------------------------------------ test helpers
@@ -433,6 +443,8 @@ REPLAY_CASES = {
     "cols, 3-d, short": ((3, 7, 5), 1, None, ONE_SM),
     "cols, splits": ((3000, 3), 0, None, H100),
     "cols, strided view": ((40, 50), 0, lambda x: x[1:, 1:], ONE_SM),
+    "cols, 16-byte loads, a partial last strip": ((40, 72), 0, None, ONE_SM),
+    "cols, 16-byte loads, splits": ((1000, 36), 0, None, H100),
 }
 
 
@@ -467,6 +479,7 @@ GPU_CASES = [
     ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
     ((256, 1 << 14), -1), ((1 << 16, 16), -1), ((2000, 1025), -1), ((5000, 1024), -1), ((5, 1 << 16), -1),
     ((16, 1000), 0), ((1000, 40), 0), ((5, 17, 40), 1), ((3, 1 << 16, 8), 1), ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
+    ((1 << 18, 36), 0), ((48, 1 << 14), 0),
 ]
 
 

@@ -103,9 +103,14 @@ def test_the_replay_cases_cover_every_form_and_work_split():
                 seen.add(f"{p['form']} short")
             if p.get("vector"):
                 seen.add("vector loads")
+            if p["form"] == "cols":
+                seen.add(f"cols {'16-byte' if p['aligned'] else 'scalar'} loads{' short' if p['short'] else ''}")
+                if p["splits"] > 1 and p["aligned"]:
+                    seen.add("cols 16-byte loads splits")
     want = {"flat grid > 1", "flat grid 1", "head/tail", "aligned", "rows wpt 1", "rows wpt > 1", "rows splits",
             "rows short", "cols short", "cols wpt > 1", "cols splits", "stream wpt 1", "stream wpt > 1",
-            "stream splits", "vector loads"}
+            "stream splits", "vector loads", "cols 16-byte loads", "cols scalar loads", "cols 16-byte loads short",
+            "cols scalar loads short", "cols 16-byte loads splits"}
     assert want <= seen, want - seen
 
 
@@ -147,6 +152,22 @@ def test_special_values_twin_equals_literal_and_numpy(case, rng):
         assert abs(float(got[0]) - exact) <= float(error_bound(x, method=METHOD)), (got, exact)
 
 
+@pytest.mark.parametrize("case", ["cols, a group of 8 warps", "cols, 16-byte loads, a partial last strip",
+                                  "cols short"])
+def test_cols_wide_path_twin_equals_literal(case, rng):
+    """tc32_cols: a huge value (the wide path) and an infinity in some columns; the wide path is a warp-wide choice
+    per step, so the columns that share a step with them (mma rows g and g + 8 of the strip) change with it."""
+    def data(shape):
+        x = values(rng, shape)
+        x[3, 2] = 3e36
+        x[-1, 5] = np.inf
+        return x
+
+    plan, got, want = replay_case(METHOD, lambda: literal.LiteralSplit(), emulate_tensorcore_fp32, case, rng, data)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got, want)
+    assert np.isinf(got).sum() == 1 and np.isfinite(got).sum() == got.size - 1, got
+
+
 # ------------------------------------------------------------------------------------------------ forms and bounds
 def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
     for shape, axis, view in literal.AWKWARD_CASES:
@@ -166,13 +187,15 @@ def test_every_form_on_awkward_sizes_is_within_the_bound(rng):
                 assert np.all(got == 0) and not np.any(np.signbit(got)), (shape, axis)
 
 
-def test_segments_of_very_different_size_keep_their_own_bounds(rng):
+@pytest.mark.parametrize("period", [8, 1])
+def test_segments_of_very_different_size_keep_their_own_bounds(rng, period):
     """The 16 segments of a tile share warps and quads: each segment's error must stay within its own bound even
-    when the segment in the other half of the mma (row g + 8 beside row g) is 10^8 times larger."""
+    when the segment in the other half of the mma is 10^8 times larger (row g + 8 beside row g: segments 8 apart in
+    tc32_rows, adjacent columns in tc32_cols, so the scale alternates every ``period`` segments)."""
     for shape, axis in (((64, 40), -1), ((64, 1000), -1), ((64, 999), -1), ((40, 64), 0), ((17, 5000), 0)):
         x = rng.uniform(0.25, 1, shape).astype(F32)
         seg_axis = 0 if axis == -1 else 1
-        scale = np.where((np.arange(shape[seg_axis]) // 8) % 2 == 0, 1e-4, 1e4).astype(F32)
+        scale = np.where((np.arange(shape[seg_axis]) // period) % 2 == 0, 1e-4, 1e4).astype(F32)
         x *= scale[:, None] if seg_axis == 0 else scale[None, :]
         got = tcreduce.emulate.sum(x, axis=axis, method=METHOD).astype(np.float64)
         err = np.abs(got - exact_sum(x, axis=axis))
@@ -237,8 +260,9 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 4, float, false, 3>",
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 1, false, 4, float, false, 3>",
-             Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, 2, float, true, 4>",
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 1, 4, float, false, 2>"}
+             Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 2, true, 2, float, 0, 2>",
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Split, 256, 2, false, 2, float, 0, 2>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name and plan.launches[0].source == \

@@ -19,6 +19,7 @@ import numpy as np
 from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
 from ..plans._common import cdiv
+from ..plans.tensorcore_fp32 import COLS_STRIP
 from .mma_model import fused_rowsum
 from .tensorcore import _fragment_rows, flat_grid
 
@@ -305,13 +306,20 @@ def _rows(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray
     return _tiles(plan, seg.reshape(tiles, 16, k), new_format).reshape(-1)[:m]
 
 
+# tc32_cols: step h (0, 1) of a 32-column strip's chunk is the tiles step on the 16 segments (columns of the strip)
+# 4s + 2h (mma row s < 8) and 4(s - 8) + 2h + 1 (s >= 8)
+_COLS_STEP_COLUMNS = np.array([[4 * (s % 8) + 2 * h + s // 8 for s in range(16)] for h in range(2)])
+
+
 def _cols(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray:
     a, r, b = data.shape
-    strips = cdiv(b, 16)
-    seg = np.zeros((a, strips * 16, r), F32)
-    seg[:, :b] = np.transpose(np.asarray(data, F32), (0, 2, 1))
-    out = _tiles(plan, seg.reshape(a * strips, 16, r), new_format)
-    return out.reshape(a, strips * 16)[:, :b].reshape(-1)
+    strips = cdiv(b, COLS_STRIP)
+    cols = np.zeros((a * strips, COLS_STRIP, r), F32)
+    cols.reshape(a, strips * COLS_STRIP, r)[:, :b] = np.transpose(np.asarray(data, F32), (0, 2, 1))
+    sums = _tiles(plan, cols[:, _COLS_STEP_COLUMNS].reshape(a * strips * 2, 16, r), new_format)
+    out = np.empty((a * strips, COLS_STRIP), F32)
+    out[:, _COLS_STEP_COLUMNS] = sums.reshape(a * strips, 2, 16)
+    return out.reshape(a, strips * COLS_STRIP)[:, :b].reshape(-1)
 
 
 def emulate_forms(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray:

@@ -15,9 +15,11 @@ What it launches: one kernel per call.
   others go to ``tc32_rows``: 16 rows per warp (one per mma row), 16-element chunks, 16-byte loads where the rows
   are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
   flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
-- Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``: 16 adjacent output columns per warp, one per mma row,
-  each lane gathering its column elements with scalar loads (no transposes; correct for any strides, slower than
-  16-byte loads), split across warps and blocks as the rows are.
+- Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
+  transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
+  16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups,
+  the rows of few strips to several blocks (splits chosen by wave efficiency); rows of at most 16 take the short path
+  (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
+from ._common import WorkSplit, cdiv, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -41,9 +43,9 @@ FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows (short path: tiles in flight)
-COLS_UNROLL = 4  # chunks in flight per warp in tc32_cols, at 2 blocks per SM (0.90x shuffle at [4096, 2^15], 0.74x
-#                   with 2 chunks at 3 blocks: notes/performance.md)
-COLS_UNROLL_SHORT = 2  # tiles in flight in its short path (4 blocks per SM: 4 would spill)
+COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
+COLS_UNROLL = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
+COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
 TILE_BLOCKS_PER_SM = 3  # tc32_rows: __launch_bounds__(256, 3) (its MINB)
 COLS_BLOCKS_PER_SM = 2  # tc32_cols' MINB
 ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
@@ -86,35 +88,47 @@ def _steps_per_warp(chunks: int, splits: int, wpt: int) -> int:
     return cdiv(cdiv(chunks, splits), wpt) if chunks else 0
 
 
-def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows | Cols, device: DeviceSpec) -> Plan:
-    if isinstance(problem, Rows):
-        length, tiles = problem.k, cdiv(problem.m, 16)
-        vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-        args = (problem.m, problem.k, problem.ld)
-    else:
-        length, tiles = problem.r, problem.a * cdiv(problem.b, 16)
-        vector = False  # other axes: scalar gathers
-        args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
+def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
+    length, tiles = problem.k, cdiv(problem.m, 16)
+    vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
-    blocks_per_sm = TILE_BLOCKS_PER_SM if isinstance(problem, Rows) else COLS_BLOCKS_PER_SM
-    work = split_work(tiles, chunks, BLOCK // 32, device, blocks_per_sm)
+    work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
     short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
-    minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
-    unroll = TILE_UNROLL if isinstance(problem, Rows) else COLS_UNROLL_SHORT if short else COLS_UNROLL
-    if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
-        work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
-    if isinstance(problem, Rows):
-        name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
-                f"{_bool(short)}, {minb}>")
-        form = "rows"
-    else:
-        name = f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {unroll}, {out_t}, {_bool(short)}, {minb}>"
-        form = "cols"
+    minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
+    if ONE_PASS:  # the short path's warp takes TILE_UNROLL tiles per round
+        work = one_pass(work, tiles, BLOCK // 32, TILE_UNROLL if short else 1)
+    name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {TILE_UNROLL}, {out_t}, "
+            f"{_bool(short)}, {minb}>")
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
-    return _split_launch(common, fmt, name, work, args, tiles, 16,
-                         dict(form=form, vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
+    return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
+                         dict(form="rows", vector=vector, unroll=TILE_UNROLL, short=short, chunks=chunks, steps=steps))
+
+
+def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec) -> Plan:
+    aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
+    strips = problem.a * cdiv(problem.b, COLS_STRIP)
+    chunks = cdiv(problem.r, 16)
+    work = split_work(strips, chunks, BLOCK // 32, device, COLS_BLOCKS_PER_SM)
+    if work.splits > 1:  # split_work rounds the splits up, which can leave a nearly empty last wave of blocks
+        cap = device.sm_count * COLS_BLOCKS_PER_SM
+        work = WorkSplit(work.warps_per_tile, choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap),
+                         work.grid_x)
+    short = 0
+    if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
+        short = COLS_UNROLL_SHORT
+        work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
+    if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
+        work = one_pass(work, strips, BLOCK // 32, max(short, 1))
+    minb = SHORT_BLOCKS_PER_SM if short else COLS_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
+    unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
+    name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
+            f"{minb}>")
+    steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
+    return _split_launch(common, fmt, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
+                         COLS_STRIP, dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0,
+                                          short_unroll=short, chunks=chunks, steps=steps))
 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
@@ -134,8 +148,10 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
 
     ``params`` (:func:`~tcreduce._plan.param_dict`): form ("flat", "rows", "cols", "stream"), block, grid, unroll
     (flat: 16-byte vectors in flight per lane; others: chunks in flight), steps (the most steps any warp runs,
-    the head/tail step included); flat: minb, head, nvec, tail; others: wpt (warps per tile or row), splits,
-    chunks (per segment: 16 elements, 256 when streaming); rows/cols: vector (16-byte loads), short."""
+    the head/tail step included; per column for cols); flat: minb, head, nvec, tail; others: wpt (warps per tile,
+    row or column strip), splits, chunks (per segment: 16 elements, 256 when streaming); rows: vector (16-byte
+    loads), short; cols: aligned (16-byte loads), short, short_unroll (adjacent strips in flight, 0 off the short
+    path)."""
     if in_dtype != "float32":
         raise UnsupportedDtype(f"method {fmt.method!r} plans float32 input here, not {in_dtype}")
     if out_dtype not in ("float16", "float32", "float64"):
@@ -165,7 +181,7 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
             return _plan_stream(common, fmt, out_t, problem, device)
         return _plan_tiles(common, fmt, out_t, problem, device)
     if isinstance(problem, Cols):
-        return _plan_tiles(common, fmt, out_t, problem, device)
+        return _plan_cols(common, fmt, out_t, problem, device)
     raise TypeError(f"unknown problem {problem!r}")
 
 
