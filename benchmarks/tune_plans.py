@@ -70,12 +70,15 @@ for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16",
 FP32_COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130), (3000, 36)]
 for _name, _shape in (("fp32_cols32", (32, 1 << 22)), ("fp32_cols4096", (4096, 1 << 15)),
                       ("fp32_cols16384", (16384, 1 << 13)), ("fp32_cols2p20", (1 << 20, 1 << 7))):
-    SWEEPS[_name] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b) for u, b in ((2, 2), (1, 2), (4, 2),
-                                                                                       (2, 3), (1, 3))],
+    SWEEPS[_name] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, COLS_BLOCKS_PER_SM_FEW=f)
+                                 for u, b, f in ((1, 3, 4), (1, 3, 3), (1, 4, 4), (2, 2, 2), (1, 2, 2))],
                      "float32", _shape, 0, FP32_COLS_CHECK)
 SWEEPS["fp32_cols16"] = (tc32_plan, [dict(COLS_UNROLL_SHORT=u, ONE_PASS=p) for u, p in ((2, True), (1, True),
                                                                                         (2, False))],
                          "float32", (16, 1 << 23), 0, [(16, 4099), (5, 300)])
+SWEEPS["fp32_rows32"] = (tc32_plan, [dict(TILE_UNROLL=u, TILE_BLOCKS_PER_SM=b) for u, b in ((2, 4), (4, 3), (1, 4),
+                                                                                            (2, 3))],
+                         "float32", (1 << 22, 32), -1, [(4099, 32), (333, 40), (37, 300)])
 SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (True, False)], "float32", (1 << 23, 16), -1,
                          [(4099, 16), (333, 40)])
 STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "one_pass", "choose_splits", "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
+           "stream_work", "one_pass", "choose_splits", "choose_group", "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
@@ -96,6 +96,17 @@ def choose_splits(units: int, s_max: int, cap: int) -> int:
     effs = [wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
     best = max(effs)
     return next(s for s, e in enumerate(effs, start=1) if e >= (1.0 - SPLIT_TOLERANCE) * best)
+
+
+def choose_group(units: int, chunks: int, warps_per_block: int, cap: int) -> int:
+    """Warps per unit (column strip) for a one-pass grid without splits, where a block takes warps_per_block / wpt
+    units and every block has the same work: the fewest warps (a power of two, at most one per chunk) whose grid of
+    cdiv(units, warps_per_block / wpt) blocks fills ``cap`` resident blocks within SPLIT_TOLERANCE of the best."""
+    options = [w for w in (1 << i for i in range(warps_per_block.bit_length())) if w <= warps_per_block
+               and (w == 1 or w <= next_pow2(chunks))]
+    effs = [wave_efficiency(cdiv(units, warps_per_block // w), cap) for w in options]
+    best = max(effs)
+    return next(w for w, e in zip(options, effs) if e >= (1.0 - SPLIT_TOLERANCE) * best)
 
 
 def one_pass(work: WorkSplit, tiles: int, warps_per_block: int, tiles_per_warp: int = 1) -> WorkSplit:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import WorkSplit, cdiv, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
+from ._common import WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -42,12 +42,19 @@ BLOCK = 256
 FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
-TILE_UNROLL = 4  # chunks in flight per warp in tc32_rows (short path: tiles in flight)
+TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
+#                   against 2,305 with 4 at 3 blocks: benchmarks/tune_plans.py, notes/performance.md)
+TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (k <= 16)
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
-COLS_UNROLL = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
+COLS_UNROLL = 1  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
 COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
-TILE_BLOCKS_PER_SM = 3  # tc32_rows: __launch_bounds__(256, 3) (its MINB)
-COLS_BLOCKS_PER_SM = 2  # tc32_cols' MINB
+TILE_BLOCKS_PER_SM = 4  # tc32_rows: __launch_bounds__(256, 4) (its MINB)
+# tc32_cols' MINB: more resident warps hide the split's latency; columns of few chunks per strip (the epilogue weighs
+# more) run 4 blocks per SM (H100, [32, 2^22]: 2,606 GB/s against 2,487 at 3 and 2,299 at 2 with 2 chunks), others 3
+# ([2^20, 128]: 2,718 against 2,511 at 4)
+COLS_BLOCKS_PER_SM = 3
+COLS_BLOCKS_PER_SM_FEW = 4
+COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
 SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
@@ -97,31 +104,37 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
-    if ONE_PASS:  # the short path's warp takes TILE_UNROLL tiles per round
-        work = one_pass(work, tiles, BLOCK // 32, TILE_UNROLL if short else 1)
-    name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {TILE_UNROLL}, {out_t}, "
+    unroll = TILE_UNROLL_SHORT if short else TILE_UNROLL
+    if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
+        work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
+    name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
             f"{_bool(short)}, {minb}>")
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
-                         dict(form="rows", vector=vector, unroll=TILE_UNROLL, short=short, chunks=chunks, steps=steps))
+                         dict(form="rows", vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec) -> Plan:
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    work = split_work(strips, chunks, BLOCK // 32, device, COLS_BLOCKS_PER_SM)
+    blocks_per_sm = COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM
+    work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     if work.splits > 1:  # split_work rounds the splits up, which can leave a nearly empty last wave of blocks
-        cap = device.sm_count * COLS_BLOCKS_PER_SM
+        cap = device.sm_count * blocks_per_sm
         work = WorkSplit(work.warps_per_tile, choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap),
                          work.grid_x)
+    elif work.warps_per_tile > 1:  # a one-pass grid of equal blocks: warps per strip by wave efficiency
+        cap = device.sm_count * blocks_per_sm
+        wpt = choose_group(strips, chunks, BLOCK // 32, cap)
+        work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
-    minb = SHORT_BLOCKS_PER_SM if short else COLS_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
+    minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
             f"{minb}>")
