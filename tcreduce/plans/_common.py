@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "one_pass", "choose_splits", "choose_group", "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
+           "stream_work", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
+           "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
@@ -96,6 +97,16 @@ def choose_splits(units: int, s_max: int, cap: int) -> int:
     effs = [wave_efficiency(units * s, cap) for s in range(1, s_max + 1)]
     best = max(effs)
     return next(s for s, e in enumerate(effs, start=1) if e >= (1.0 - SPLIT_TOLERANCE) * best)
+
+
+def rebalance_splits(work: WorkSplit, chunks: int, cap: int) -> WorkSplit:
+    """``work`` from :func:`split_work` with its splits re-chosen by :func:`choose_splits` (split_work rounds them up,
+    which can leave a nearly empty last wave of blocks on ``cap`` resident blocks), each warp keeping at least 4 of a
+    unit's ``chunks`` per split. Work without splits is returned as it is."""
+    if work.splits == 1:
+        return work
+    splits = choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap)
+    return WorkSplit(work.warps_per_tile, splits, work.grid_x)
 
 
 def choose_group(units: int, chunks: int, warps_per_block: int, cap: int) -> int:

@@ -16,7 +16,7 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import WorkSplit, cdiv, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
+from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits, split_work, stream_work
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -110,10 +110,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         strips = problem.a * cdiv(problem.b, COLS_STRIP)
         chunks = cdiv(problem.r, 16)
         work = split_work(strips, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
-        if work.splits > 1:  # split_work rounds the splits up, which can leave a nearly empty last wave of blocks
-            cap = device.sm_count * BLOCKS_PER_SM_TILED
-            splits = choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap)
-            work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
+        work = rebalance_splits(work, chunks, device.sm_count * BLOCKS_PER_SM_TILED)
         short = 0
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT

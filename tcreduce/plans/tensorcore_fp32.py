@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass, split_work, stream_work
+from ._common import (WorkSplit, cdiv, choose_group, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
+                      split_work, stream_work)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -120,12 +121,10 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     chunks = cdiv(problem.r, 16)
     blocks_per_sm = COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
-    if work.splits > 1:  # split_work rounds the splits up, which can leave a nearly empty last wave of blocks
-        cap = device.sm_count * blocks_per_sm
-        work = WorkSplit(work.warps_per_tile, choose_splits(work.grid_x, cdiv(chunks, work.warps_per_tile * 4), cap),
-                         work.grid_x)
+    cap = device.sm_count * blocks_per_sm
+    if work.splits > 1:
+        work = rebalance_splits(work, chunks, cap)
     elif work.warps_per_tile > 1:  # a one-pass grid of equal blocks: warps per strip by wave efficiency
-        cap = device.sm_count * blocks_per_sm
         wpt = choose_group(strips, chunks, BLOCK // 32, cap)
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
     short = 0
