@@ -191,18 +191,6 @@ template <bool B, typename A, typename C> struct pick_type { typedef A type; };
 template <typename A, typename C> struct pick_type<false, A, C> { typedef C type; };
 template <typename T> using raw8_t = typename pick_type<is_fp8<T>::value, uint2, uint4>::type;
 
-// One aligned load of p[0..8) (p aligned to 8 * sizeof(T) bytes). MODE as load16.
-template <typename T, int MODE>
-__device__ __forceinline__ raw8_t<T> load8_raw(const T* p) {
-    if constexpr (is_fp8<T>::value) {
-        if constexpr (MODE == 2) return __ldcs(reinterpret_cast<const uint2*>(p));
-        else return __ldg(reinterpret_cast<const uint2*>(p));
-    } else {
-        static_assert(sizeof(T) == 2, "16-bit formats");
-        return load16<MODE>(reinterpret_cast<const uint4*>(p));
-    }
-}
-
 // p[0..valid) of one 16-byte vector (16 / sizeof(T) elements), one element at a time, as raw bits (valid below a
 // whole vector allowed; absent elements are +0 bits): the masked twin of load16 for the end of a row.
 template <typename T>
