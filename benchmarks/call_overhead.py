@@ -66,6 +66,15 @@ def _gpu(args) -> list[dict]:
         cases.append(("cupy.sum(x, dtype=float32)", lambda: cupy.sum(x, dtype=cupy.float32)))
         empty = cupy.RawKernel(r'extern "C" __global__ void tcr_empty() {}', "tcr_empty")
         cases.append(("empty CuPy kernel launch", lambda: empty((1,), (32,), ())))
+        # the pieces of tcreduce.sum's fast path, host cost only (where a call's microseconds go)
+        from tcreduce._api import _PREPARED
+
+        prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == x.shape and p.fast)
+        xp, op = x.data.ptr, out.data.ptr
+        cases += [("  piece: cupy.ndarray((), float32)", lambda: cupy.ndarray((), cupy.float32)),
+                  ("  piece: cupy.cuda.runtime.getDevice()", cupy.cuda.runtime.getDevice),
+                  ("  piece: cupy.cuda.get_current_stream()", cupy.cuda.get_current_stream),
+                  ("  piece: launcher(x_ptr, out_ptr, stream)", lambda: prep.launcher(xp, op, s))]
         for label, fn in cases:
             per = 100 if "100 calls" in label else 1
             gpu_us, host_us = _time(s, fn, args.calls // per, args.reps)

@@ -1,0 +1,110 @@
+// read_probe.cu: read-only kernels that differ only in how they walk memory and which cache hints their loads carry.
+// Not a reduction method: benchmarks/read_probe.py times them to find the access pattern that reads fastest (why
+// torch.compile's kernels read long rows and full arrays ~3% faster than our grid-stride "ceiling" kernel).
+//
+// Every kernel XOR-folds 16-byte words (no floating point) and stores only when the fold equals a magic constant, so
+// it moves only the bytes it reads. MODE picks the load:
+//   0 plain ld.global          1 ld.global.nc (__ldg)       2 ld.global.cs (__ldcs, evict-first)
+//   3 ld.global.nc.L1::no_allocate.L2::256B (our kernels' MODE 1)
+//   4 ld.global.L1::evict_first.L2::cache_hint with an L2 evict_first policy (what Triton emits for
+//     eviction_policy="evict_first")
+namespace probe {
+
+typedef long long i64;
+
+template <int MODE>
+__device__ __forceinline__ uint4 ld(const uint4* p, unsigned long long policy) {
+    uint4 v;
+    if (MODE == 1) return __ldg(p);
+    if (MODE == 2) return __ldcs(p);
+    if (MODE == 3) {
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+        return v;
+    }
+    if (MODE == 4) {
+        asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+        return v;
+    }
+    return *p;
+}
+
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+
+__device__ __forceinline__ void sink_if(unsigned acc, unsigned* sink) {
+    if (acc == 0x9E3779B9u) sink[0] = acc;
+}
+
+// Persistent grid-stride loop (the experiments' ceiling kernel): each pass of the grid reads one contiguous front.
+template <int U, int MODE>
+__global__ void __launch_bounds__(256) grid_stride(const uint4* __restrict__ x, i64 n16, unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0u;
+    for (; i + (U - 1) * stride < n16; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * stride, pol);
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n16; i += stride) {
+        const uint4 v = ld<MODE>(x + i, pol);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    sink_if(acc, sink);
+}
+
+// Block-contiguous: block b reads words [b * per, (b + 1) * per) with U loads of 256 adjacent words in flight. A
+// grid of n16 / per blocks (per small: many short blocks, Triton's and inductor's shape) or of a few per SM.
+template <int U, int MODE>
+__global__ void __launch_bounds__(256) block_chunk(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const i64 base = (i64)blockIdx.x * per;
+    const i64 end = base + per < n16 ? base + per : n16;
+    unsigned acc = 0u;
+    i64 i = base + threadIdx.x;
+    for (; i + (U - 1) * 256 < end; i += U * 256) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * 256, pol);
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < end; i += 256) {
+        const uint4 v = ld<MODE>(x + i, pol);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    sink_if(acc, sink);
+}
+
+// Warp-contiguous: warp w reads words [w * per, (w + 1) * per), lanes 32 words apart, U loads in flight (the walk of
+// tc_rows_stream, a warp per long row).
+template <int U, int MODE>
+__global__ void __launch_bounds__(256) warp_chunk(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const i64 base = ((i64)blockIdx.x * 8 + (threadIdx.x >> 5)) * per;
+    const i64 end = base + per < n16 ? base + per : n16;
+    unsigned acc = 0u;
+    i64 i = base + (threadIdx.x & 31);
+    for (; i + (U - 1) * 32 < end; i += U * 32) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * 32, pol);
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < end; i += 32) {
+        const uint4 v = ld<MODE>(x + i, pol);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    sink_if(acc, sink);
+}
+
+}  // namespace probe

@@ -1,0 +1,186 @@
+"""Which memory walk and which load hints read fastest on this GPU, beside torch.compile's and our kernels' reads.
+
+    python3 benchmarks/read_probe.py [--out DIR] [--reps 15] [--no-compile]
+
+Three parts, one CSV each (with a metadata line), plus the torch.compile sources:
+
+1. ``read_probe.csv``: the read-only kernels of benchmarks/read_probe.cu (grid-stride, block-contiguous,
+   warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (CUDA events,
+   warm-up, one buffer larger than L2).
+2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
+   torch.compile led the committed sweep (long rows, few long float32 columns, the full sum), same timing.
+3. ``inductor/``: the Triton sources torch.compile generated for those shapes and the launch configuration its
+   autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MODES = {0: "plain", 1: "ldg.nc", 2: "cs (evict-first)", 3: "nc.L1::no_allocate.L2::256B", 4: "L2 evict_first policy"}
+SHAPES = [  # (label, shape, axis, dtype)
+    ("rows [2^17, 2048]", (1 << 17, 2048), 1, "float16"),
+    ("rows [2^14, 16384]", (1 << 14, 16384), 1, "float16"),
+    ("rows [2^16, 1024] fp32", (1 << 17, 1024), 1, "float32"),
+    ("cols [2^20, 128] fp32", (1 << 20, 128), 0, "float32"),
+    ("cols [2^18, 1024]", (1 << 18, 1024), 0, "float16"),
+    ("full 2^28", (1 << 28,), None, "float16"),
+]
+
+
+def _events_median(fn, reps: int) -> float:
+    import cupy
+
+    for _ in range(3):
+        fn()
+    s, e = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for _ in range(reps):
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(s, e) * 1e-3)
+    return statistics.median(times)
+
+
+def probe_walks(reps: int, sms: int) -> list[dict]:
+    import cupy
+
+    src = (Path(__file__).parent / "read_probe.cu").read_text()
+    specs = []
+    for mode in MODES:
+        for u in (4, 8):
+            for bps in (2, 4, 8):
+                specs.append(("grid_stride", u, mode, ("bps", bps)))
+        for u in (2, 4, 8):
+            for iters in (1, 4, 16):
+                specs.append(("block_chunk", u, mode, ("iters", iters)))
+            specs.append(("block_chunk", u, mode, ("bps", 4)))
+        if mode in (0, 2, 3, 4):
+            for u in (4, 8):
+                for iters in (1, 4, 16):
+                    specs.append(("warp_chunk", u, mode, ("iters", iters)))
+    names = sorted({f"probe::{k}<{u}, {m}>" for k, u, m, _ in specs})
+    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    rows = []
+    for nbytes in (512 << 20, 2 << 30):
+        buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
+        n16 = nbytes // 16
+        for kind, u, mode, (what, val) in specs:
+            fn = mod.get_function(f"probe::{kind}<{u}, {mode}>")
+            if kind == "grid_stride":
+                grid = sms * val
+                args = (buf, cupy.int64(n16), sink)
+            else:
+                words = 256 if kind == "block_chunk" else 32
+                if what == "bps":
+                    grid = sms * val
+                    per = -(-n16 // grid)
+                    per = -(-per // (words * u)) * words * u
+                    grid = -(-n16 // per)
+                else:
+                    per = words * u * val
+                    grid = -(-n16 // per) if kind == "block_chunk" else -(-n16 // (8 * per))
+                args = (buf, cupy.int64(n16), cupy.int64(per), sink)
+            t = _events_median(lambda: fn((grid,), (256,), args), reps)
+            rows.append({"bytes": nbytes, "walk": kind, "unroll": u, "load": MODES[mode], what: val, "grid": grid,
+                         "GBps": round(nbytes / t / 1e9, 1)})
+            print(f"{nbytes >> 20:5d} MiB {kind:12s} U={u} {what}={val:<3d} grid={grid:<8d} {MODES[mode]:28s} "
+                  f"{rows[-1]['GBps']:8.1f} GB/s", flush=True)
+        del buf
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _inductor_configs() -> list[dict]:
+    """The launch configuration each of inductor's autotuned kernels kept."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except ImportError:
+        return []
+    found = []
+    for obj in gc.get_objects():
+        if isinstance(obj, CachingAutotuner):
+            kept = [str(getattr(ln, "config", ln)) for ln in getattr(obj, "launchers", [])]
+            found.append({"kernel": getattr(obj.fn, "__name__", str(obj.fn)), "kept": kept,
+                          "all": [str(c) for c in getattr(obj, "configs", [])]})
+    return found
+
+
+def probe_shapes(reps: int, out: Path, compile_too: bool) -> list[dict]:
+    import cupy
+    import torch
+
+    import tcreduce
+
+    rows = []
+    ind = out / "inductor"
+    ind.mkdir(parents=True, exist_ok=True)
+    for label, shape, axis, dtype in SHAPES:
+        x = cupy.random.default_rng(3).uniform(0.0, 1.0, shape, dtype=cupy.float32).astype(dtype)
+        t = torch.as_tensor(x, device="cuda")
+        nbytes = x.nbytes
+        cases = {m: (lambda m=m: tcreduce.sum(x, axis=axis, method=m)) for m in ("tensorcore", "shuffle", "auto")}
+        dims = [] if axis is None else [axis]
+        cases["torch.sum"] = lambda: torch.sum(t, dim=dims, dtype=torch.float32)
+        if compile_too:
+            from torch._inductor.utils import run_and_get_code
+
+            f = torch.compile(lambda a: torch.sum(a, dim=dims, dtype=torch.float32), dynamic=False)
+            _, code = run_and_get_code(f, t)
+            (ind / (label.replace(" ", "_").replace("[", "").replace("]", "").replace(",", "") + ".py")).write_text(
+                "\n\n# ----\n".join(code))
+            cases["torch.compile"] = lambda: f(t)
+        for name, fn in cases.items():
+            sec = _events_median(fn, reps)
+            rows.append({"case": label, "method": name, "GBps": round(nbytes / sec / 1e9, 1),
+                         "us": round(sec * 1e6, 2)})
+            print(f"{label:24s} {name:14s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
+        del x, t
+        cupy.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+    (ind / "inductor_configs.json").write_text(json.dumps(_inductor_configs(), indent=1))
+    return rows
+
+
+def _write(path: Path, rows: list[dict], meta: dict) -> None:
+    keys = sorted({k for r in rows for k in r}, key=lambda k: list(rows[0]).index(k) if k in rows[0] else 99)
+    with path.open("w", newline="") as fh:
+        fh.write("# " + json.dumps(meta) + "\n")
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
+    ap.add_argument("--skip-walks", action="store_true")
+    args = ap.parse_args()
+    import cupy
+
+    from experiments.env import command_line, device_info, git_info
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {**device_info(), **git_info(), "command": command_line()}
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    if not args.skip_walks:
+        _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
+    _write(out / "read_probe_shapes.csv", probe_shapes(args.reps, out, not args.no_compile), meta)
+
+
+if __name__ == "__main__":
+    main()
