@@ -212,8 +212,9 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         p = param_dict(plan)
         assert ln.kernel in names, ln.kernel
         cap = dev.sm_count * p["minb"]
-        if p["kernel"] == "rows" and p["group"] <= 32:  # one pass over the rows (ONE_PASS_ROWS)
-            want = _cdiv(prob.m, p["unroll"] * (sh.BLOCK // p["group"]))
+        if p["kernel"] == "rows":  # one pass over the rows, or row splits with a block per row (ONE_PASS_ROWS)
+            want = (_cdiv(prob.m, p["unroll"] * (sh.BLOCK // p["group"])) if p["group"] <= 32
+                    else prob.m * p["splits"])
             assert ln.grid[0] == max(1, want) if sh.ONE_PASS_ROWS else 1 <= ln.grid[0] <= cap
         elif p["kernel"] == "cols":  # one pass over the (strip, split) items (ONE_PASS_COLS)
             items = p["strips"] * p["splits"]

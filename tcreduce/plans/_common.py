@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
+           "stream_work", "spread_rows", "span_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
            "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
@@ -82,6 +82,29 @@ def stream_work(rows: int, chunks: int, warps_per_block: int, device: DeviceSpec
         splits = max(work.splits, min(waves, cdiv(chunks, work.warps_per_tile * 8)))
         work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
     return work
+
+
+def spread_rows(work: WorkSplit, rows: int, chunks: int, chunks_per_step: int, warps_per_block: int,
+                max_steps: int) -> WorkSplit:
+    """``work`` (streamed rows, no splits) with more warps per row when one warp would run more than ``max_steps``
+    steps of ``chunks_per_step`` chunks over a row: the fewest warps (a power of two, at most a block) that bring it
+    to ``max_steps``, on a one-pass grid. A block then reads a long row in a few rounds of adjacent chunks and exits:
+    a read walk of many short blocks reads 2-3% faster than warps that loop long over their own rows
+    (benchmarks/read_probe.py, notes/performance.md). ``max_steps`` 0, or work with splits: unchanged."""
+    if max_steps <= 0 or work.splits > 1:
+        return work
+    wpt = min(warps_per_block, max(work.warps_per_tile, next_pow2(cdiv(chunks, chunks_per_step * max_steps))))
+    if wpt == work.warps_per_tile:
+        return work
+    return WorkSplit(wpt, 1, max(1, cdiv(rows, warps_per_block // wpt)))
+
+
+def span_rows(strips_per_row: int, warps_per_block: int) -> int:
+    """Warps per column strip that let one block hold every strip of a row (the block's groups take adjacent
+    strips), so that its loads cover whole rows of the input; 0 when a row has more strips than a block has warps."""
+    if strips_per_row > warps_per_block:
+        return 0
+    return warps_per_block // next_pow2(strips_per_row)
 
 
 def wave_efficiency(items: int, cap: int) -> float:

@@ -16,7 +16,8 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits, split_work, stream_work
+from ._common import (WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits, split_work,
+                      spread_rows, stream_work)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -32,6 +33,7 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
+STREAM_MAX_STEPS = 2  # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows)
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
@@ -84,6 +86,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         rif = max(1, 8 // cpr) if cpr else 1
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
             work = one_pass(work, problem.m, BLOCK // 32, rif)
+            if not cpr:
+                work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
                 f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
