@@ -75,9 +75,6 @@ def _gpu(args) -> list[dict]:
                   ("  piece: cupy.cuda.runtime.getDevice()", cupy.cuda.runtime.getDevice),
                   ("  piece: cupy.cuda.get_current_stream()", cupy.cuda.get_current_stream),
                   ("  piece: launcher(x_ptr, out_ptr, stream)", lambda: prep.launcher(xp, op, s))]
-        bound = prep.launcher.bound_for(s.ptr)
-        if bound.direct:  # the same launches through CuPy's Function.__call__ (what tcreduce used before)
-            cases.append(("  piece: the same launch through CuPy", lambda: bound._launch_cupy(xp, op, s, 0)))
         for label, fn in cases:
             per = 100 if "100 calls" in label else 1
             gpu_us, host_us = _time(s, fn, args.calls // per, args.reps)

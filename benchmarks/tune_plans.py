@@ -94,16 +94,11 @@ SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (Tru
 # long rows: more warps per row beyond STREAM_MAX_STEPS steps per warp (benchmarks/read_probe.py: blocks that read a
 # few adjacent rounds and exit read faster than warps looping over their own rows); the check shapes take that path
 for _k in (4096, 16384, 65536):
-    SWEEPS[f"rows_spread{_k}"] = (tc_plan, [dict(STREAM_MAX_STEPS=s) for s in (2, 0, 1, 4)], "float16",
+    SWEEPS[f"rows_spread{_k}"] = (tc_plan, [dict(STREAM_MAX_STEPS=s) for s in (1, 0, 2, 4)], "float16",
                                   ((1 << 28) // _k, _k), -1, [(4500, 2104), (4400, 4104), (3, _k)])
 for _k in (2048, 8192, 32768):
-    SWEEPS[f"fp32_rows_spread{_k}"] = (tc32_plan, [dict(STREAM_MAX_STEPS=s) for s in (2, 0, 1, 4)], "float32",
+    SWEEPS[f"fp32_rows_spread{_k}"] = (tc32_plan, [dict(STREAM_MAX_STEPS=s) for s in (4, 0, 1, 2)], "float32",
                                        ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)])
-# float32 first-axis sums over few strips: one block holding all strips of a row (whole rows per load round)
-for _name, _shape in (("fp32_span128", (1 << 20, 128)), ("fp32_span64", (1 << 21, 64)),
-                      ("fp32_span256", (1 << 19, 256))):
-    SWEEPS[_name] = (tc32_plan, [dict(COLS_SPAN_ROWS=p) for p in (True, False)], "float32", _shape, 0,
-                     FP32_COLS_CHECK + [(40000, 128), (30000, 64), (20000, 256)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -6,13 +6,6 @@ change between calls (the workspace and counter addresses, the integers) into Cu
 that a call builds only the input and output addresses (:class:`BoundLaunch`). ``tcreduce.sum`` binds each launcher
 once per stream, to that stream's workspace and counters; a :func:`tcreduce.reducer` binds its own.
 
-Launch path: where the CUDA driver library is loaded (libcuda, as CuPy loads it) a step calls ``cuLaunchKernel``
-through ctypes with its argument array built once (:class:`DriverStep`): a call writes the two addresses into that
-array and makes one foreign call, about a microsecond of host time where CuPy's ``Function.__call__`` takes several
-(benchmarks/call_overhead.py measures both). Any failure of that call (no current context, a bad launch) falls back
-to CuPy's launch, which raises CuPy's error where there is one. ``TCREDUCE_LAUNCH=cupy`` always launches through
-CuPy.
-
 Workspace and counters (``workspace_for``, ``counters_for``): one pool per (device, stream), allocated on first use
 and grown when a plan needs more. A pool that grows is replaced, never freed: launches bound to the old buffer (and
 CUDA graphs that captured them) keep valid memory. Allocating a pool while the stream captures a CUDA graph would
@@ -21,9 +14,6 @@ bake a fresh allocation into the graph: that raises :class:`CaptureError` instea
 
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
 from typing import Any
 
 import numpy as np
@@ -31,8 +21,8 @@ import numpy as np
 from ._compile import get_function
 from ._plan import Buf, Plan
 
-__all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "DriverStep", "launcher_for",
-           "kernel_arg", "CaptureError", "is_capturing", "driver_launch"]
+__all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "launcher_for", "kernel_arg",
+           "CaptureError", "is_capturing"]
 
 try:  # an 8-byte kernel argument CuPy passes through as is (no conversion per launch)
     from cupy.cuda.function import CIntptr as kernel_arg
@@ -96,116 +86,41 @@ def workspace_for(device_id: int, stream_ptr: int, floats: int):
                  lambda n: cupy.empty(max(n, 1 << 16), dtype=np.float32))
 
 
-_DRIVER_LAUNCH: Any = None  # cuLaunchKernel from libcuda through ctypes; False where unavailable or turned off
-
-
-def driver_launch() -> Any:
-    """libcuda's ``cuLaunchKernel`` as a ctypes function (loaded once), or None when the library cannot be loaded
-    or ``TCREDUCE_LAUNCH=cupy``."""
-    global _DRIVER_LAUNCH
-    if _DRIVER_LAUNCH is None:
-        _DRIVER_LAUNCH = False
-        if os.environ.get("TCREDUCE_LAUNCH", "driver") != "cupy":
-            try:
-                f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-            except (OSError, AttributeError):
-                pass
-            else:
-                C = ctypes
-                f.argtypes = [C.c_void_p] + [C.c_uint] * 7 + [C.c_void_p] * 3
-                f.restype = C.c_int
-                _DRIVER_LAUNCH = f
-    return _DRIVER_LAUNCH or None
-
-
-def _is_cupy_function(fn: Any) -> bool:
-    from cupy.cuda.function import Function
-
-    return isinstance(fn, Function)
-
-
-class DriverStep:
-    """One launch through ``cuLaunchKernel`` with its kernel-parameter array built once: every parameter is 8 bytes
-    (tcreduce kernels take i64 and pointers only), held in ``values``; ``params`` points at each. A call writes the
-    input and output addresses into ``values`` and launches; the driver copies the parameters at launch, so the
-    array is free again when the call returns (the caller serialises calls: :class:`BoundLaunch`)."""
-
-    __slots__ = ("head", "values", "params", "xs", "outs", "launch")
-
-    def __init__(self, launch, fn_ptr: int, grid: tuple, block: tuple, shared: int, values: list,
-                 xs: tuple[int, ...], outs: tuple[int, ...]):
-        C = ctypes
-        n = len(values)
-        self.values = (C.c_uint64 * max(n, 1))(*[(v or 0) & 0xFFFFFFFFFFFFFFFF for v in values])
-        base = C.addressof(self.values)
-        self.params = (C.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
-        self.head = (C.c_void_p(fn_ptr), *(C.c_uint(int(v)) for v in (*grid, *block)), C.c_uint(int(shared)))
-        self.xs, self.outs, self.launch = xs, outs, launch
-
-    def __call__(self, x_ptr: int, out_ptr: int, stream_ptr: int) -> int:
-        values = self.values
-        for i in self.xs:
-            values[i] = x_ptr
-        for i in self.outs:
-            values[i] = out_ptr
-        return self.launch(*self.head, stream_ptr, self.params, None)
-
-
 class BoundLaunch:
     """A plan's launches with every argument but the input and output addresses converted once (the workspace and
-    counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``, through
-    ``cuLaunchKernel`` (:class:`DriverStep`) where it can, else through CuPy."""
+    counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``."""
 
-    __slots__ = ("steps", "direct", "lock", "workspace_ptr", "counters_ptr")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
         self.counters_ptr = counters_ptr
-        steps, direct = [], []
-        drv = driver_launch()
+        steps = []
         for fn, grid, block, shared, coop, template in launcher.steps:
-            values: list = []
+            const: list = []
             xs, outs = [], []
             for i, a in enumerate(template):
                 if isinstance(a, tuple):
                     name, byte_offset = a
                     if name == "x":
                         xs.append(i)
-                        values.append(None)
+                        const.append(None)
                     elif name == "out":
                         outs.append(i)
-                        values.append(None)
+                        const.append(None)
                     elif name == "ws":
-                        values.append(workspace_ptr + byte_offset)
+                        const.append(kernel_arg(workspace_ptr + byte_offset))
                     else:
-                        values.append(counters_ptr + byte_offset)
+                        const.append(kernel_arg(counters_ptr + byte_offset))
                 else:
-                    values.append(int(a))
-            const = tuple(None if v is None else kernel_arg(v) for v in values)
-            steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs)))
-            fn_ptr = fn.ptr if drv is not None and _is_cupy_function(fn) else 0
-            if fn_ptr and not coop:
-                direct.append(DriverStep(drv, fn_ptr, grid, block, shared, values, tuple(xs), tuple(outs)))
+                    const.append(kernel_arg(int(a)))
+            steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs)))
         self.steps = tuple(steps)
-        # every step or none through the driver: a fallback then re-launches from the failed step on
-        self.direct = tuple(direct) if len(direct) == len(steps) else ()
-        self.lock = threading.Lock()
 
     def __call__(self, x_ptr: int, out_ptr: int, stream) -> None:
-        if self.direct:
-            sp = stream.ptr
-            with self.lock:
-                for i, step in enumerate(self.direct):
-                    if step(x_ptr, out_ptr, sp):
-                        self._launch_cupy(x_ptr, out_ptr, stream, i)
-                        return
-            return
-        self._launch_cupy(x_ptr, out_ptr, stream, 0)
-
-    def _launch_cupy(self, x_ptr: int, out_ptr: int, stream, first: int) -> None:
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
-        for fn, grid, block, shared, coop, const, xs, outs in self.steps[first:]:
+        for fn, grid, block, shared, coop, const, xs, outs in self.steps:
             args = list(const)
             for i in xs:
                 args[i] = xa

@@ -129,7 +129,6 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(cupy, "zeros", lambda shape, dtype=float, order="C": cupy.ndarray(shape, dtype))
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))
-    patch(_launch, "driver_launch", lambda: None)  # fake kernels launch through their __call__, never the driver
     if record:
         patch(_launch, "kernel_arg", _Arg)
     allocator = cupy.cuda.get_allocator()

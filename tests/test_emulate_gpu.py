@@ -19,6 +19,8 @@ CASES = [
     ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
     # tensorcore's tc_rows_stream (aligned rows of >= 256): a group per row, splits, one warp per row, short rows
     ((64, 1032), -1), ((5, 1 << 16), -1), ((2000, 1025), -1), ((5000, 256), -1), ((300, 520), -1),
+    # long rows spread over 2 or 4 warps each on a one-pass grid (STREAM_MAX_STEPS; fp16 and fp32 streams)
+    ((4500, 2104), -1), ((4400, 4104), -1), ((4500, 2052), -1),
 ]
 
 

@@ -258,7 +258,7 @@ def test_planner_picks_a_kernel_per_form():
     cases = {Flat(1 << 28, 0): "tc32_flat<tcr32::Split, 256, 4, float, 2, 4>",
              Rows(1 << 20, 16, 16, 0): "tc32_rows<tcr32::Split, 256, 1, true, 4, float, true, 4>",
              Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
-             Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 4, 2, float, 2, 4>",
+             Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 2, false, 2, float, false, 4>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 4, true, 1, float, 0, 3>",

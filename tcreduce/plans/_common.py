@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "span_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
+           "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
            "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
@@ -97,14 +97,6 @@ def spread_rows(work: WorkSplit, rows: int, chunks: int, chunks_per_step: int, w
     if wpt == work.warps_per_tile:
         return work
     return WorkSplit(wpt, 1, max(1, cdiv(rows, warps_per_block // wpt)))
-
-
-def span_rows(strips_per_row: int, warps_per_block: int) -> int:
-    """Warps per column strip that let one block hold every strip of a row (the block's groups take adjacent
-    strips), so that its loads cover whole rows of the input; 0 when a row has more strips than a block has warps."""
-    if strips_per_row > warps_per_block:
-        return 0
-    return warps_per_block // next_pow2(strips_per_row)
 
 
 def wave_efficiency(items: int, cap: int) -> float:

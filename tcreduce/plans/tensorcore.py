@@ -33,7 +33,9 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
-STREAM_MAX_STEPS = 2  # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows)
+# tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
+# 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
+STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass,
-                      rebalance_splits, span_rows, split_work, spread_rows, stream_work)
+from ._common import (WorkSplit, cdiv, choose_group, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
+                      split_work, spread_rows, stream_work)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -61,8 +61,9 @@ SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
 STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
-STREAM_MAX_STEPS = 2  # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows)
-COLS_SPAN_ROWS = True  # tc32_cols with splits and at most 8 strips: one block holds all strips (_common.span_rows)
+# tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
+# [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
+STREAM_MAX_STEPS = 4
 ITEMSIZE = 4
 
 
@@ -124,11 +125,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     blocks_per_sm = COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
-    span = span_rows(strips, BLOCK // 32) if COLS_SPAN_ROWS and problem.a == 1 else 0
-    if work.splits > 1 and 0 < span < work.warps_per_tile:  # few strips: a block holds all of a row's strips
-        grid_x = cdiv(strips, (BLOCK // 32) // span)
-        work = WorkSplit(span, choose_splits(grid_x, cdiv(chunks, span * 4), cap), grid_x)
-    elif work.splits > 1:
+    if work.splits > 1:
         work = rebalance_splits(work, chunks, cap)
     elif work.warps_per_tile > 1:  # a one-pass grid of equal blocks: warps per strip by wave efficiency
         wpt = choose_group(strips, chunks, BLOCK // 32, cap)
