@@ -19,8 +19,6 @@ CASES = [
     ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
     # tensorcore's tc_rows_stream (aligned rows of >= 256): a group per row, splits, one warp per row, short rows
     ((64, 1032), -1), ((5, 1 << 16), -1), ((2000, 1025), -1), ((5000, 256), -1), ((300, 520), -1),
-    # long rows spread over 2 or 4 warps each on a one-pass grid (STREAM_MAX_STEPS; fp16 and fp32 streams)
-    ((4500, 2104), -1), ((4400, 4104), -1), ((4500, 2052), -1),
 ]
 
 
@@ -72,6 +70,36 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
                         mismatches.append((method, shape, axis, dist, view, got.reshape(-1)[:3], want.reshape(-1)[:3]))
     print("\nGPU == emulator (matching calls / calls):", {m: f"{a}/{b}" for m, (a, b) in counts.items()})
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+# long rows that _common.spread_rows gives more warps (STREAM_MAX_STEPS) on a one-pass grid: dtype -> (shape, wpt)
+SPREAD = {"float16": ((2200, 2104), 4), "bfloat16": ((4500, 2104), 4), "float8_e4m3fn": ((4500, 4112), 4),
+          "float32": ((4300, 2052), 2)}
+
+
+@pytest.mark.parametrize("dtype", sorted(SPREAD))
+def test_gpu_spread_long_rows_equal_emulator(dtype, rng):
+    """The tensor-core stream kernels with a long row spread over several warps: GPU == twin, bit for bit, and
+    within the bound of the float64 sum."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import plan_layout
+    from tcreduce._plan import param_dict
+    from tcreduce.testing import check_sum
+
+    shape, wpt = SPREAD[dtype]
+    device = current_device()[1]
+    isz = np.dtype(numpy_dtype(dtype)).itemsize
+    plan = get_plan("tensorcore", plan_layout(shape, (shape[1], 1), (1,), isz, 0).problem, dtype, "float32", device)
+    p = param_dict(plan)
+    assert "rows_stream" in plan.launches[0].kernel and p["wpt"] == wpt and p["splits"] == 1, plan.describe()
+    for xh in (random_input(rng, shape, dtype),
+               (rng.lognormal(0, 3, shape) * rng.choice([-1, 1], shape)).clip(-400, 400).astype(numpy_dtype(dtype))):
+        xd, kw = to_device(xh)
+        got = to_numpy(tcreduce.sum(xd, axis=-1, method="tensorcore", **kw))
+        want = tcreduce.emulate.sum(xh, axis=-1, method="tensorcore", gpu=device)
+        assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
+        check_sum(got, xh, -1, method="tensorcore")
 
 
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
