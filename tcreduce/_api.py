@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
-from sys import getrefcount
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -123,7 +122,6 @@ class _Prepared:
     byte_offset: int = 0
     out_np: Any = None  # the result dtype as a numpy dtype
     fast: bool = False
-    recycled: dict = field(default_factory=dict, compare=False, repr=False)  # (shape, stream) -> result array
 
 
 _PREPARED: dict[tuple, _Prepared] = {}
@@ -204,9 +202,8 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
         p = prep.call
         shape = p.keep_shape if keepdims else p.out_shape
         if out is None:
-            stream = cp.cuda.get_current_stream()
-            res = _result_array(cp, prep, shape, stream.ptr)
-            prep.launcher(mem.ptr + prep.byte_offset, res.data.ptr, stream)
+            res = cp.ndarray(shape, prep.out_np)
+            prep.launcher(mem.ptr + prep.byte_offset, res.data.ptr, cp.cuda.get_current_stream())
             return res if back is None else back(res)
         if (type(out) is cp.ndarray and out.dtype == prep.out_np and out.shape == shape and out.flags.c_contiguous
                 and out.data.device_id == device_id):
@@ -216,31 +213,6 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
     if out is not None:
         return out
     return res if back is None else back(res)
-
-
-RECYCLE_MAX_BYTES = 1 << 16  # results up to this size are recycled (see _result_array)
-
-
-def _result_array(cp: Any, prep: _Prepared, shape: tuple[int, ...], stream_ptr: int) -> Any:
-    """The result array of a call on the fast path: the previous result of the same signature, shape and stream
-    when nothing outside this cache holds it any more (neither the array nor its memory pointer: no view, no
-    ``.data`` kept), else a new array from CuPy's pool, kept for the next call when it has at most
-    RECYCLE_MAX_BYTES. Skips the pool's allocation, the largest host cost of a small call after the launch itself
-    (benchmarks/call_overhead.py). The recycled array is written by the next launch on the same stream, after
-    every earlier use of it on that stream, as memory returned to the pool would be. Never while the stream
-    captures a CUDA graph: a replay would write into an array handed out again."""
-    from ._launch import is_capturing
-
-    slot = (shape, stream_ptr)
-    recycled = prep.recycled
-    res = recycled.get(slot)
-    # references: the cache, `res`, getrefcount's argument; the array's own field and the argument for its pointer
-    if res is not None and getrefcount(res) == 3 and getrefcount(res.data) == 2 and not is_capturing(stream_ptr):
-        return res
-    res = cp.ndarray(shape, prep.out_np)
-    if res.nbytes <= RECYCLE_MAX_BYTES and not is_capturing(stream_ptr):
-        recycled[slot] = res
-    return res
 
 
 def _reduce_general(cp: Any, kind: str, prep: _Prepared, xc: Any, keepdims: bool, out: Any) -> Any:
