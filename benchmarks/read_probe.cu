@@ -61,46 +61,24 @@ __global__ void __launch_bounds__(256) grid_stride(const uint4* __restrict__ x, 
     sink_if(acc, sink);
 }
 
-// Block-contiguous: block b reads words [b * per, (b + 1) * per) with U loads of 256 adjacent words in flight. A
-// grid of n16 / per blocks (per small: many short blocks, Triton's and inductor's shape) or of a few per SM.
-template <int U, int MODE>
-__global__ void __launch_bounds__(256) block_chunk(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
+// Contiguous chunks: each group of WIDTH threads (256: a block; 32: a warp) reads words [g * per, (g + 1) * per) with
+// U loads of WIDTH adjacent words in flight. Block-wide with a grid of n16 / per blocks (per small: many short blocks,
+// Triton's and inductor's shape) or a few per SM; warp-wide it is tc_rows_stream's walk (a warp per long row).
+template <int U, int MODE, int WIDTH>
+__global__ void __launch_bounds__(256) chunk_walk(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
     const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
-    const i64 base = (i64)blockIdx.x * per;
+    const i64 base = ((i64)blockIdx.x * (256 / WIDTH) + threadIdx.x / WIDTH) * per;
     const i64 end = base + per < n16 ? base + per : n16;
     unsigned acc = 0u;
-    i64 i = base + threadIdx.x;
-    for (; i + (U - 1) * 256 < end; i += U * 256) {
+    i64 i = base + threadIdx.x % WIDTH;
+    for (; i + (U - 1) * WIDTH < end; i += U * WIDTH) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * 256, pol);
+        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * WIDTH, pol);
 #pragma unroll
         for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
-    for (; i < end; i += 256) {
-        const uint4 v = ld<MODE>(x + i, pol);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    sink_if(acc, sink);
-}
-
-// Warp-contiguous: warp w reads words [w * per, (w + 1) * per), lanes 32 words apart, U loads in flight (the walk of
-// tc_rows_stream, a warp per long row).
-template <int U, int MODE>
-__global__ void __launch_bounds__(256) warp_chunk(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
-    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
-    const i64 base = ((i64)blockIdx.x * 8 + (threadIdx.x >> 5)) * per;
-    const i64 end = base + per < n16 ? base + per : n16;
-    unsigned acc = 0u;
-    i64 i = base + (threadIdx.x & 31);
-    for (; i + (U - 1) * 32 < end; i += U * 32) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * 32, pol);
-#pragma unroll
-        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < end; i += 32) {
+    for (; i < end; i += WIDTH) {
         const uint4 v = ld<MODE>(x + i, pol);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }

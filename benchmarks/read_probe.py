@@ -10,8 +10,8 @@ Three parts, one CSV each (with a metadata line), plus the torch.compile sources
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
    torch.compile led the committed sweep (long rows, few long float32 columns, the full sum), 10 back-to-back calls
    per sample (part 1 times one call per sample).
-3. ``inductor/``: the Triton sources torch.compile generated for those shapes and the launch configuration its
-   autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
+3. ``inductor/``: the Triton sources (``*.triton.txt``) torch.compile generated for those shapes and the launch
+   configuration its autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import argparse
 import csv
 import gc
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from perf_floor import timed  # noqa: E402
 
 MODES = {0: "plain", 1: "ldg.nc", 2: "cs (evict-first)", 3: "nc.L1::no_allocate.L2::256B", 4: "L2 evict_first policy"}
 SHAPES = [  # (label, shape, axis, dtype)
@@ -35,24 +36,6 @@ SHAPES = [  # (label, shape, axis, dtype)
     ("cols [2^18, 1024]", (1 << 18, 1024), 0, "float16"),
     ("full 2^28", (1 << 28,), None, "float16"),
 ]
-
-
-def _events_median(fn, reps: int, batch: int = 1) -> float:
-    """Median seconds per call over ``reps`` samples of ``batch`` back-to-back calls between two CUDA events."""
-    import cupy
-
-    for _ in range(3):
-        fn()
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(batch):
-            fn()
-        e.record()
-        e.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(s, e) * 1e-3 / batch)
-    return statistics.median(times)
 
 
 def probe_walks(reps: int, sms: int) -> list[dict]:
@@ -72,7 +55,10 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
             for u in (4, 8):
                 for iters in (1, 4, 16):
                     specs.append(("warp_chunk", u, mode, ("iters", iters)))
-    names = sorted({f"probe::{k}<{u}, {m}>" for k, u, m, _ in specs})
+    width = {"block_chunk": 256, "warp_chunk": 32}
+    kernel = {k: f"probe::chunk_walk<{{}}, {{}}, {w}>" for k, w in width.items()}
+    kernel["grid_stride"] = "probe::grid_stride<{}, {}>"
+    names = sorted({kernel[k].format(u, m) for k, u, m, _ in specs})
     mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
     sink = cupy.zeros(1, dtype=cupy.uint32)
     rows = []
@@ -80,12 +66,12 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
         buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
         n16 = nbytes // 16
         for kind, u, mode, (what, val) in specs:
-            fn = mod.get_function(f"probe::{kind}<{u}, {mode}>")
+            fn = mod.get_function(kernel[kind].format(u, mode))
             if kind == "grid_stride":
                 grid = sms * val
                 args = (buf, cupy.int64(n16), sink)
             else:
-                words = 256 if kind == "block_chunk" else 32
+                words = width[kind]
                 if what == "bps":
                     grid = sms * val
                     per = -(-n16 // grid)
@@ -95,7 +81,7 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
                     per = words * u * val
                     grid = -(-n16 // per) if kind == "block_chunk" else -(-n16 // (8 * per))
                 args = (buf, cupy.int64(n16), cupy.int64(per), sink)
-            t = _events_median(lambda: fn((grid,), (256,), args), reps)
+            t = timed(lambda: fn((grid,), (256,), args), reps, batch=1)
             rows.append({"bytes": nbytes, "walk": kind, "unroll": u, "load": MODES[mode], what: val, "grid": grid,
                          "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{nbytes >> 20:5d} MiB {kind:12s} U={u} {what}={val:<3d} grid={grid:<8d} {MODES[mode]:28s} "
@@ -145,15 +131,15 @@ def probe_shapes(reps: int, out: Path, compile_too: bool) -> list[dict]:
 
             f = torch.compile(lambda a: torch.sum(a, dim=dims, dtype=torch.float32), dynamic=False)
             _, code = run_and_get_code(f, t)
-            (ind / (label.replace(" ", "_").replace("[", "").replace("]", "").replace(",", "") + ".py")).write_text(
-                "\n\n# ----\n".join(code))
+            stem = label.replace(" ", "_").replace("[", "").replace("]", "").replace(",", "")
+            (ind / f"{stem}.triton.txt").write_text("\n\n# ----\n".join(code))
             cases["torch.compile"] = lambda: f(t)
         for name, fn in cases.items():
-            sec = _events_median(fn, reps, batch=10)  # torch.compile's host cost overlaps the GPU's work
+            sec = timed(fn, reps, batch=10)  # torch.compile's host cost overlaps the GPU's work
             rows.append({"case": label, "method": name, "GBps": round(nbytes / sec / 1e9, 1),
                          "us": round(sec * 1e6, 2)})
             print(f"{label:24s} {name:14s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
-        del x, t
+        x = t = None  # free the input before the next shape
         cupy.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
     (ind / "inductor_configs.json").write_text(json.dumps(_inductor_configs(), indent=1))

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group", "wave_efficiency",
-           "STREAM_WAVES", "SPLIT_TOLERANCE"]
+           "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group",
+           "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
