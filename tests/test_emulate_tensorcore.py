@@ -23,6 +23,7 @@ from tcreduce._plan import DeviceSpec, param_dict
 from tcreduce.emulate.folds import block_combine
 from tcreduce.emulate.mma_model import mma_m16n8k16
 from tcreduce.emulate.tensorcore import emulate_tensorcore
+from tcreduce.plans import tensorcore as tensorcore_plans
 from tcreduce.plans.tensorcore import plan_tensorcore
 from tcreduce.reference import exact_sum
 from tcreduce.testing import bound_for
@@ -116,7 +117,10 @@ ONE_SM = DeviceSpec("one-SM test GPU", 1, (9, 0))
 STREAM_CASES = {
     "one chunk, 8 rows per warp": ((40, 256), 1, ONE_SM),
     "3 chunks, the last partial, 2 rows per warp": ((40, 712), 1, ONE_SM),
-    "one warp per row, 5 chunks": ((40, 1032), 1, ONE_SM),
+    # plans spread rows of more than STREAM_MAX_STEPS steps over a group of warps (_common.spread_rows); with the
+    # spread off (as tune_plans' STREAM_MAX_STEPS=0 setting launches it) one warp streams the whole row
+    "one warp per row, 5 chunks, spread off": ((40, 1032), 1, ONE_SM),
+    "the same rows spread over a group of warps": ((40, 1032), 1, ONE_SM),
     "a group of warps per row, a chunk with only lane 0 loaded": ((3, 1032), 1, KNOWN_GPUS["H100"]),
     "few long rows: a group per row and splits": ((2, 40000), 1, KNOWN_GPUS["H100"]),
     "chains of 2 (the flush rule with leftovers)": ((2, 5000), 2, KNOWN_GPUS["H100"]),
@@ -127,8 +131,13 @@ STREAM_CASES = {
 }
 
 
-def _stream_plan(shape, chain, device, dtype="float16"):
-    plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), dtype, "float32", device, chain=chain)
+def _stream_plan(case: str):
+    shape, chain, device, *dtype = STREAM_CASES[case]
+    with pytest.MonkeyPatch.context() as mp:
+        if "spread off" in case:
+            mp.setattr(tensorcore_plans, "STREAM_MAX_STEPS", 0)
+        plan = plan_tensorcore(Rows(shape[0], shape[1], shape[1], 0), *(dtype or ["float16"]), "float32", device,
+                               chain=chain)
     assert param_dict(plan)["stream"]
     return plan
 
@@ -137,13 +146,13 @@ def _stream_plan(shape, chain, device, dtype="float16"):
 def test_rows_stream_twin_equals_literal_replay(case, rng):
     import ml_dtypes
 
-    shape, chain, device, *dtype = STREAM_CASES[case]
+    shape, _, _, *dtype = STREAM_CASES[case]
     dtype = dtype[0] if dtype else "float16"
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float16)
     if dtype != "float16":  # every binade of the fp8 format, so that fp32 sums round and the order shows
         top = 8 if dtype == "float8_e4m3fn" else 15
         x = (rng.choice([-1.0, 1.0], shape) * 2.0 ** rng.uniform(-14, top, shape)).astype(getattr(ml_dtypes, dtype))
-    plan = _stream_plan(shape, chain, device, dtype)
+    plan = _stream_plan(case)
     want = _replay_rows_stream(plan, x)
     got = emulate_tensorcore(plan, x, "H100")
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
@@ -151,8 +160,8 @@ def test_rows_stream_twin_equals_literal_replay(case, rng):
 
 def test_the_replay_cases_cover_every_stream_work_split():
     seen = set()
-    for shape, chain, device, *dtype in STREAM_CASES.values():
-        p = param_dict(_stream_plan(shape, chain, device, *dtype))
+    for case in STREAM_CASES:
+        p = param_dict(_stream_plan(case))
         seen.add(("rows per warp > 1" if p["rows_in_flight"] > 1 else "one row per warp" if p["wpt"] == 1
                   else "group") + (", splits" if p["splits"] > 1 else ""))
         if p["chunks_per_row"]:
