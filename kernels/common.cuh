@@ -93,6 +93,31 @@ __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected
     return is_last;
 }
 
+// The last block's serial combinations: acc = add(acc, load(j)) for j = 0, 1, ..., n - 1, in that order, with the
+// values of BATCH consecutive j loaded before any of them is added. The additions and their order are a plain loop's;
+// only the loads in flight differ (a plain loop of L2 reads gets about 4, so a last block adding a few hundred
+// partials per output waited a few L2 round trips per 4 of them while the rest of the grid had finished). Absent
+// values are not added (adding +0.0f would turn an accumulator of -0.0f into +0.0f).
+template <int BATCH, typename Acc, typename Load, typename Add>
+__device__ __forceinline__ Acc ordered_fold(Acc acc, i64 n, Load load, Add add) {
+    for (i64 j0 = 0; j0 < n; j0 += BATCH) {
+        decltype(load(j0)) v[BATCH];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) v[u] = j0 + u < n ? load(j0 + u) : decltype(load(j0)){};
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) {
+            if (j0 + u < n) acc = add(acc, v[u]);
+        }
+    }
+    return acc;
+}
+
+// ordered_fold of n consecutive floats p[0] .. p[n-1] from +0.0f, read through L2 (written by other blocks of this
+// launch): ((0.0f + p[0]) + p[1]) + ...
+__device__ __forceinline__ float ordered_sum_ldcg(const float* p, i64 n) {
+    return ordered_fold<8>(0.0f, n, [p](i64 j) { return __ldcg(p + j); }, [](float a, float v) { return a + v; });
+}
+
 // Serial-then-fold sum of count partials (read through L2: written by other blocks in this launch).
 template <int BLOCK>
 __device__ __forceinline__ float combine_partials(const float* p, i64 count, i64 stride, float* smem) {

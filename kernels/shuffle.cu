@@ -423,17 +423,40 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
 
         if (splits > 1) {
             if (tcr::arrive_last(counters + strip, (unsigned)splits)) {
+                // a warp takes KC columns at once, their lane chains side by side: KC * QB loads in flight per lane
+                // (each column's additions as in step 4)
+                constexpr int KC = NCOL < 8 ? NCOL : 8, QB = 4;
                 const int warp = threadIdx.x >> 5;
-                for (int col = warp; col < NCOL; col += WARPS) {
-                    const float* __restrict__ pp = ws + (strip * NCOL + col) * splits;
-                    float v = 0.0f;
-                    for (i64 q = lane; q < splits; q += 32) v += __ldcg(pp + q);
-                    v = tcr::warp_fold(v);
-                    const int e = col / CT, cc = col % CT;
-                    const i64 cv2 = strip * CT + cc;
-                    if (lane == 0 && cv2 < ncv) {
-                        const i64 i2 = cv2 / cvecs, c2 = cv2 - i2 * cvecs;
-                        if (c2 * N + e < b) out[i2 * b + c2 * N + e] = tcr::from_float<OutT>(v);
+                for (int col0 = warp * KC; col0 < NCOL; col0 += WARPS * KC) {
+                    const float* __restrict__ pp = ws + (strip * NCOL + col0) * splits;
+                    float v[KC];
+#pragma unroll
+                    for (int k = 0; k < KC; ++k) v[k] = 0.0f;
+                    for (i64 q0 = lane; q0 < splits; q0 += 32 * QB) {
+                        float w[QB][KC];
+#pragma unroll
+                        for (int u = 0; u < QB; ++u) {
+#pragma unroll
+                            for (int k = 0; k < KC; ++k)
+                                w[u][k] = q0 + 32 * u < splits ? __ldcg(pp + k * splits + q0 + 32 * u) : 0.0f;
+                        }
+#pragma unroll
+                        for (int u = 0; u < QB; ++u) {
+                            if (q0 + 32 * u < splits) {
+#pragma unroll
+                                for (int k = 0; k < KC; ++k) v[k] += w[u][k];
+                            }
+                        }
+                    }
+#pragma unroll
+                    for (int k = 0; k < KC; ++k) {
+                        const float tot = tcr::warp_fold(v[k]);
+                        const int col = col0 + k, e = col / CT, cc = col % CT;
+                        const i64 cv2 = strip * CT + cc;
+                        if (lane == 0 && cv2 < ncv) {
+                            const i64 i2 = cv2 / cvecs, c2 = cv2 - i2 * cvecs;
+                            if (c2 * N + e < b) out[i2 * b + c2 * N + e] = tcr::from_float<OutT>(tot);
+                        }
                     }
                 }
             }

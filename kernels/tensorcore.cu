@@ -248,9 +248,7 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
         if (q == 0 && lane < 16 && tile < ntiles) ws[row * splits + split] = row_total;
         if (arrive_last(counters + tile, (unsigned)splits)) {
             if (threadIdx.x < 16 && row0 + threadIdx.x < m) {
-                float s = 0.0f;
-                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (row0 + threadIdx.x) * splits + j);
-                out[row0 + threadIdx.x] = from_float<OutT>(s);
+                out[row0 + threadIdx.x] = from_float<OutT>(ordered_sum_ldcg(ws + (row0 + threadIdx.x) * splits, splits));
             }
         }
         }
@@ -400,9 +398,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
         if (writer) ws[row * splits + split] = row_total;
         if (arrive_last(counters + row, (unsigned)splits)) {
             if (threadIdx.x == 0) {
-                float s = 0.0f;
-                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + row * splits + j);
-                out[row] = from_float<OutT>(s);
+                out[row] = from_float<OutT>(ordered_sum_ldcg(ws + row * splits, splits));
             }
         }
     }
@@ -584,9 +580,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         }
         if (arrive_last(counters + strip, (unsigned)splits)) {
             if (threadIdx.x < SW && l0 + threadIdx.x < b) {
-                float s = 0.0f;
-                for (i64 j = 0; j < splits; ++j) s += __ldcg(ws + (strip * SW + threadIdx.x) * splits + j);
-                out[i * b + l0 + threadIdx.x] = from_float<OutT>(s);
+                out[i * b + l0 + threadIdx.x] =
+                    from_float<OutT>(ordered_sum_ldcg(ws + (strip * SW + threadIdx.x) * splits, splits));
             }
         }
     }

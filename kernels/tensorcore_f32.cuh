@@ -61,6 +61,13 @@ __device__ __forceinline__ float value2(F2 x) {
     return fabsf(x.s) == __uint_as_float(0x7F800000u) ? x.s : __fadd_rn(x.s, x.e);
 }
 
+// The last block's combination of n pairs w[2j], w[2j + 1] (j = 0 .. n-1, written by other blocks of this launch):
+// add2 from (0, 0) in increasing j, 8 pairs loaded ahead (tcr::ordered_fold).
+__device__ __forceinline__ F2 ordered_sum2_ldcg(const float* w, i64 n) {
+    return tcr::ordered_fold<8>(F2{0.0f, 0.0f}, n, [w](i64 j) { return F2{__ldcg(w + 2 * j), __ldcg(w + 2 * j + 1)}; },
+                                [](F2 a, F2 v) { return add2(a, v); });
+}
+
 __device__ __forceinline__ F2 shfl_xor2(F2 v, int off) {
     return {__shfl_xor_sync(0xffffffffu, v.s, off), __shfl_xor_sync(0xffffffffu, v.e, off)};
 }
@@ -297,9 +304,7 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
             if (arrive_last(counters + tile, (unsigned)splits)) {  // block-uniform (splits > 1: WPT = WARPS)
                 const int r = threadIdx.x;
                 if (r < 16 && geo.segment(tile, r & 15, unused)) {
-                    F2 v = {0.0f, 0.0f};
-                    const float* w = ws + 2 * (tile * 16 + r) * splits;
-                    for (i64 j = 0; j < splits; ++j) v = add2(v, F2{__ldcg(w + 2 * j), __ldcg(w + 2 * j + 1)});
+                    const F2 v = ordered_sum2_ldcg(ws + 2 * (tile * 16 + r) * splits, splits);
                     out[geo.out_index(tile, r)] = from_float<OutT>(value2(v));
                 }
             }
@@ -524,9 +529,7 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
             }
             if (arrive_last(counters + strip, (unsigned)splits)) {
                 if (threadIdx.x < SW && l0 + threadIdx.x < b) {
-                    F2 v = {0.0f, 0.0f};
-                    const float* w = ws + 2 * (strip * SW + threadIdx.x) * splits;
-                    for (i64 j = 0; j < splits; ++j) v = tcr32::add2(v, F2{__ldcg(w + 2 * j), __ldcg(w + 2 * j + 1)});
+                    const F2 v = tcr32::ordered_sum2_ldcg(ws + 2 * (strip * SW + threadIdx.x) * splits, splits);
                     out[i * b + l0 + threadIdx.x] = from_float<OutT>(tcr32::value2(v));
                 }
             }
@@ -612,9 +615,7 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
         if (writer) { ws[2 * (row * splits + split)] = row_total.s; ws[2 * (row * splits + split) + 1] = row_total.e; }
         if (arrive_last(counters + row, (unsigned)splits)) {
             if (threadIdx.x == 0) {
-                F2 v = {0.0f, 0.0f};
-                for (i64 j = 0; j < splits; ++j)
-                    v = tcr32::add2(v, F2{__ldcg(ws + 2 * (row * splits + j)), __ldcg(ws + 2 * (row * splits + j) + 1)});
+                const F2 v = tcr32::ordered_sum2_ldcg(ws + 2 * row * splits, splits);
                 out[row] = from_float<OutT>(tcr32::value2(v));
             }
         }

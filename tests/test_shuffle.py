@@ -473,6 +473,9 @@ AXIS_CASES = [
     ((16, 1000), 0, None), ((1000, 16), 0, None), ((257, 33), 0, None), ((5, 17, 40), 1, None),
     ((65537, 8), 0, None), ((16, 1 << 18), 0, None), ((3, 40000, 5), 1, None), ((1, 100000, 24), 1, None),
     ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None), ((40, 50), (0, 1), None),
+    # few long columns: about 250 splits on an H100, so the last block's combination runs several batches of
+    # split indices per lane (kernels/shuffle.cu, step 4), with KC = 4 (fp32, 4 columns) or 8 columns at once
+    ((1 << 20, 4), 0, None), ((1 << 19, 40), 0, None),
     # views: misaligned, strided, transposed, reversed
     ((64, 257), -1, lambda x: x[:, 1:]), ((64, 256), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
     ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T), ((96, 80), -1, lambda x: x[:, ::2]),

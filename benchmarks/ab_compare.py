@@ -1,0 +1,123 @@
+"""A/B timing of two tcreduce trees on one GPU in one run: the checkout this script lives in ("after") against another
+checkout ("before", e.g. ``git archive HEAD~1 | tar x -C .before``), on shapes where a kernel change should show.
+
+    python benchmarks/ab_compare.py --before .before [--rounds 2] [--reps 20] [--cases cols,rows] [--out DIR]
+
+Each round runs one child process per tree, alternating (before, after, before, after, ...), so that a drift of the
+GPU's clocks over the run falls on both trees alike; a child imports tcreduce from its tree only, times every case
+with perf_floor.timed (CUDA events around batches of back-to-back calls, warm-up, median; 512 MiB inputs, far larger
+than L2), and checks its result against a float64 sum first (|error| <= n 2^-23 sum|x|: recursive summation's bound for any
+order of n fp32 additions, toward zero included). The table gives each tree's median GB/s over the rounds
+and after / before; ab_compare.csv (with perf_floor's metadata header) keeps every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+TOTAL = 1 << 29  # bytes per input
+# (case group, dtype, reduced length n, form): first-axis sums [n, TOTAL / itemsize / n] over axis 0 and last-axis sums
+# [TOTAL / itemsize / n, n]; few columns and few long rows are where the plans split the reduced axis over blocks
+CASES = [(group, dtype, n) for group, ns in (("cols", (8192, 16384, 1 << 17, 1 << 20)), ("rows", (1 << 20,)))
+         for dtype in ("float16", "float32", "bfloat16") for n in ns]
+METHODS = ("tensorcore", "shuffle")
+
+
+def _shape(group: str, dtype: str, n: int) -> tuple[tuple[int, int], int]:
+    other = TOTAL // (4 if dtype == "float32" else 2) // n
+    return ((n, other), 0) if group == "cols" else ((other, n), -1)
+
+
+def child(tree: Path, groups: list[str], reps: int) -> None:
+    """Time every case with the tcreduce of ``tree``; one JSON line per (case, method) on stdout."""
+    sys.path.insert(0, str(tree))
+    sys.path.insert(1, str(HERE))
+    import cupy
+    import tcreduce
+
+    assert Path(tcreduce.__file__).resolve().is_relative_to(tree.resolve()), tcreduce.__file__
+    from perf_floor import make_input, timed
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rng = cupy.random.default_rng(1)
+    for group, dtype, n in CASES:
+        if group not in groups:
+            continue
+        shape, axis = _shape(group, dtype, n)
+        x, _, kw = make_input(rng, shape, dtype, torch)
+        x64 = None
+        for method in METHODS:
+            got = tcreduce.sum(x, axis=axis, method=method, **kw)
+            if x64 is None:  # float64 reference from the method's own input bits (bf16: as fp32)
+                x64 = (x.astype(cupy.float64) if dtype != "bfloat16"
+                       else (x.astype(cupy.uint32) << 16).view(cupy.float32).astype(cupy.float64))
+                ref = cupy.sum(x64, axis=axis)
+                scale = cupy.sum(cupy.abs(x64), axis=axis)
+            err = float(cupy.max(cupy.abs(got.astype(cupy.float64) - ref) / scale))
+            if not err <= n * 2.0 ** -23:  # fp32 sums of n terms in any order: gamma_n (2^-23 covers rounding toward
+                raise AssertionError(f"{method} {dtype} {shape} axis={axis}: relative error {err:.3g}")
+            t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), reps)
+            print(json.dumps(dict(case=group, dtype=dtype, n=n, shape="x".join(map(str, shape)), method=method,
+                                  gbs=x.nbytes / t / 1e9)), flush=True)
+        x = x64 = ref = scale = None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--before", type=Path, help="the other checkout (its tcreduce/ and kernels/)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cases", default="cols,rows", help="case groups: cols, rows")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    groups = args.cases.split(",")
+    if args.child:
+        child(args.child, groups, args.reps)
+        return
+    if args.before is None:
+        ap.error("--before is required")
+    trees = {"before": args.before.resolve(), "after": HERE.parent}
+    results: list[dict] = []
+    for rnd in range(args.rounds):
+        for label, tree in trees.items():
+            cmd = [sys.executable, __file__, "--child", str(tree), "--cases", args.cases, "--reps", str(args.reps)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode:
+                sys.exit(f"{label} round {rnd} failed:\n{proc.stderr}")
+            results += [dict(json.loads(line), tree=label, round=rnd) for line in proc.stdout.splitlines()
+                        if line.startswith("{")]
+    sys.path.insert(0, str(HERE))
+    from perf_floor import metadata
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "ab_compare.csv", "w", newline="") as f:
+        for k, v in metadata().items():
+            f.write(f"# {k}: {v}\n")
+        w = csv.DictWriter(f, fieldnames=list(results[0]))
+        w.writeheader()
+        w.writerows(results)
+    print(f"{'case':5} {'dtype':9} {'shape':16} {'method':11} {'before':>7} {'after':>7}  after/before")
+    keys = dict.fromkeys((r["case"], r["dtype"], r["shape"], r["method"]) for r in results)
+    for key in keys:
+        med = {t: float(np.median([r["gbs"] for r in results if (r["case"], r["dtype"], r["shape"], r["method"]) == key
+                                   and r["tree"] == t])) for t in trees}
+        print(f"{key[0]:5} {key[1]:9} {key[2]:16} {key[3]:11} {med['before']:7.0f} {med['after']:7.0f}  "
+              f"{med['after'] / med['before']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
