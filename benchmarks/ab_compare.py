@@ -99,6 +99,14 @@ def main() -> None:
                 sys.exit(f"{label} round {rnd} failed:\n{proc.stderr}")
             results += [dict(json.loads(line), tree=label, round=rnd) for line in proc.stdout.splitlines()
                         if line.startswith("{")]
+    print(f"{'case':5} {'dtype':9} {'shape':16} {'method':11} {'before':>7} {'after':>7}  after/before")
+    keys = dict.fromkeys((r["case"], r["dtype"], r["shape"], r["method"]) for r in results)
+    for key in keys:
+        med = {t: float(np.median([r["gbs"] for r in results if (r["case"], r["dtype"], r["shape"], r["method"]) == key
+                                   and r["tree"] == t])) for t in trees}
+        print(f"{key[0]:5} {key[1]:9} {key[2]:16} {key[3]:11} {med['before']:7.0f} {med['after']:7.0f}  "
+              f"{med['after'] / med['before']:.3f}")
+
     sys.path.insert(0, str(HERE))
     from perf_floor import metadata
 
@@ -110,13 +118,6 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=list(results[0]))
         w.writeheader()
         w.writerows(results)
-    print(f"{'case':5} {'dtype':9} {'shape':16} {'method':11} {'before':>7} {'after':>7}  after/before")
-    keys = dict.fromkeys((r["case"], r["dtype"], r["shape"], r["method"]) for r in results)
-    for key in keys:
-        med = {t: float(np.median([r["gbs"] for r in results if (r["case"], r["dtype"], r["shape"], r["method"]) == key
-                                   and r["tree"] == t])) for t in trees}
-        print(f"{key[0]:5} {key[1]:9} {key[2]:16} {key[3]:11} {med['before']:7.0f} {med['after']:7.0f}  "
-              f"{med['after'] / med['before']:.3f}")
 
 
 if __name__ == "__main__":
