@@ -40,25 +40,31 @@ __device__ __forceinline__ void sink_if(unsigned acc, unsigned* sink) {
     if (acc == 0x9E3779B9u) sink[0] = acc;
 }
 
+// The XOR of words x[i], x[i + step], x[i + 2 step], ... below end, U loads in flight: the walk of both probes below.
+template <int U, int MODE>
+__device__ __forceinline__ unsigned xor_walk(const uint4* __restrict__ x, i64 i, i64 end, i64 step,
+                                             unsigned long long pol) {
+    unsigned acc = 0u;
+    for (; i + (U - 1) * step < end; i += U * step) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * step, pol);
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < end; i += step) {
+        const uint4 v = ld<MODE>(x + i, pol);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    return acc;
+}
+
 // Persistent grid-stride loop (the experiments' ceiling kernel): each pass of the grid reads one contiguous front.
 template <int U, int MODE>
 __global__ void __launch_bounds__(256) grid_stride(const uint4* __restrict__ x, i64 n16, unsigned* sink) {
     const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
     const i64 stride = (i64)gridDim.x * blockDim.x;
-    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned acc = 0u;
-    for (; i + (U - 1) * stride < n16; i += U * stride) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * stride, pol);
-#pragma unroll
-        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < n16; i += stride) {
-        const uint4 v = ld<MODE>(x + i, pol);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    sink_if(acc, sink);
+    sink_if(xor_walk<U, MODE>(x, (i64)blockIdx.x * blockDim.x + threadIdx.x, n16, stride, pol), sink);
 }
 
 // Contiguous chunks: each group of WIDTH threads (256: a block; 32: a warp) reads words [g * per, (g + 1) * per) with
@@ -69,20 +75,7 @@ __global__ void __launch_bounds__(256) chunk_walk(const uint4* __restrict__ x, i
     const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
     const i64 base = ((i64)blockIdx.x * (256 / WIDTH) + threadIdx.x / WIDTH) * per;
     const i64 end = base + per < n16 ? base + per : n16;
-    unsigned acc = 0u;
-    i64 i = base + threadIdx.x % WIDTH;
-    for (; i + (U - 1) * WIDTH < end; i += U * WIDTH) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = ld<MODE>(x + i + u * WIDTH, pol);
-#pragma unroll
-        for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < end; i += WIDTH) {
-        const uint4 v = ld<MODE>(x + i, pol);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    sink_if(acc, sink);
+    sink_if(xor_walk<U, MODE>(x, base + threadIdx.x % WIDTH, end, WIDTH, pol), sink);
 }
 
 }  // namespace probe
