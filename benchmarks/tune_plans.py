@@ -60,6 +60,13 @@ for _name, _shape in COLS_SHAPES.items():
                                                  for u, b, c in ((8, 2, 32), (4, 3, 32), (8, 3, 32), (4, 4, 32),
                                                                  (8, 2, 64))],
                                   "float16", _shape, 0, COLS_CHECK, "shuffle")
+# float32 shuffle_cols (the pick of auto for fp32 first-axis sums): rows in flight, blocks per SM and the waves its
+# splits are chosen for (more waves: more, shorter blocks; these change the splits: the bits check follows)
+for _name, _shape in (("shuffle_fp32_cols8192", (8192, 1 << 14)), ("shuffle_fp32_cols2p17", (1 << 17, 1 << 10)),
+                      ("shuffle_fp32_cols2p20", (1 << 20, 1 << 7))):
+    SWEEPS[_name] = (shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b}, COLS_SPLIT_WAVES=w)
+                                    for u, b, w in ((8, 2, 1), (8, 2, 2), (8, 2, 4), (4, 3, 1), (4, 4, 1), (4, 4, 2))],
+                     "float32", _shape, 0, [(4099, 40), (37, 300), (2000, 130), (3000, 36)], "shuffle")
 # fp8 short rows and columns: raw fp8 in flight, twice fp16's tiles or chunks (FP8_IN_FLIGHT) or as many
 for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16", (1 << 25, 16), -1),
                              ("e4m3_cols1024", (1024, 1 << 19), 0), ("e4m3_cols32", (32, 1 << 24), 0)):

@@ -57,6 +57,9 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
 COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
+# cols: splits chosen for this many waves of resident blocks (more: shorter blocks, each reading a shorter range of
+# the reduced axis; the last block then combines more partials per column)
+COLS_SPLIT_WAVES = 1
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -144,7 +147,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
     else:
         ct = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
-        splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap)
+        splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap * COLS_SPLIT_WAVES)
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
