@@ -6,9 +6,9 @@ checkout ("before", e.g. ``git archive HEAD~1 | tar x -C .before``), on shapes w
 Each round runs one child process per tree, alternating (before, after, before, after, ...), so that a drift of the
 GPU's clocks over the run falls on both trees alike; a child imports tcreduce from its tree only, times every case
 with perf_floor.timed (CUDA events around batches of back-to-back calls, warm-up, median; 512 MiB inputs, far larger
-than L2), and checks its result against a float64 sum first (|error| <= n 2^-23 sum|x|: recursive summation's bound for any
-order of n fp32 additions, toward zero included). The table gives each tree's median GB/s over the rounds
-and after / before; ab_compare.csv (with perf_floor's metadata header) keeps every round.
+than L2), and checks its result against a float64 sum first (|error| <= n 2^-23 sum|x|: recursive summation's bound
+for any order of n fp32 additions, rounding toward zero included). The table gives each tree's median GB/s over the
+rounds and after / before; ab_compare.csv (with perf_floor's metadata header) keeps every round.
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ METHODS = ("tensorcore", "shuffle")
 
 
 def _shape(group: str, dtype: str, n: int) -> tuple[tuple[int, int], int]:
-    other = TOTAL // (4 if dtype == "float32" else 2) // n
+    """(shape, axis) of a case: TOTAL bytes, n the length of the reduced axis."""
+    from tcreduce.formats import get_format  # the tree's own tcreduce, imported first by the child
+
+    other = TOTAL // get_format(dtype).itemsize // n
     return ((n, other), 0) if group == "cols" else ((other, n), -1)
 
 
@@ -66,7 +69,7 @@ def child(tree: Path, groups: list[str], reps: int) -> None:
                 ref = cupy.sum(x64, axis=axis)
                 scale = cupy.sum(cupy.abs(x64), axis=axis)
             err = float(cupy.max(cupy.abs(got.astype(cupy.float64) - ref) / scale))
-            if not err <= n * 2.0 ** -23:  # fp32 sums of n terms in any order: gamma_n (2^-23 covers rounding toward
+            if not err <= n * 2.0 ** -23:  # fp32 sums of n terms in any order: gamma_n with u = 2^-23 (toward zero)
                 raise AssertionError(f"{method} {dtype} {shape} axis={axis}: relative error {err:.3g}")
             t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), reps)
             print(json.dumps(dict(case=group, dtype=dtype, n=n, shape="x".join(map(str, shape)), method=method,

@@ -14,14 +14,14 @@ sys.path.insert(0, str(BENCH))
 
 import ab_compare  # noqa: E402
 
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+from tcreduce.formats import get_format  # noqa: E402
 
 
 @pytest.mark.parametrize("case", ab_compare.CASES, ids=[f"{g}-{d}-{n}" for g, d, n in ab_compare.CASES])
 def test_every_case_reads_512_mib_in_its_form(case):
     group, dtype, n = case
     (rows, cols), axis = ab_compare._shape(group, dtype, n)
-    assert rows * cols * ITEMSIZE[dtype] == ab_compare.TOTAL == 1 << 29
+    assert rows * cols * get_format(dtype).itemsize == ab_compare.TOTAL == 1 << 29
     reduced = rows if axis == 0 else cols
     assert reduced == n and axis == (0 if group == "cols" else -1)
 
