@@ -280,7 +280,16 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
             }
-            for (; c < chunks; c += Q) add_chunk<T>(acc, load_chunk<T, ALIGNED>(rp + c * N, k - c * N));
+            {  // the last partial round, its loads issued together (an absent chunk adds +0.0f: acc is never -0.0f)
+                uint4 v[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 cc = c + u * Q;
+                    v[u] = cc < chunks ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+            }
 
             float r = tcr::block_fold<BLOCK>(acc, smem);
             if (splits == 1) {
@@ -377,7 +386,14 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
         }
-        for (; j < rr; j += QJ, q += step) add_cols<T>(acc, load_chunk<T, ALIGNED>(q, valid));
+        {  // the last partial round, its loads issued together (an absent row adds +0.0f: acc is never -0.0f)
+            uint4 v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                v[u] = j + u * QJ < rr ? load_chunk<T, ALIGNED>(q + u * step, valid) : zero4();
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
+        }
 
         // ---- 2. fold the j lanes within a warp
         if constexpr (CT < 32) {

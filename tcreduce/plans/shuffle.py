@@ -60,6 +60,14 @@ COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additio
 # cols: splits chosen for this many waves of resident blocks (more: shorter blocks, each reading a shorter range of
 # the reduced axis; the last block then combines more partials per column)
 COLS_SPLIT_WAVES = 1
+# cols: the narrowest strip (column chunks) a split plan may narrow to: halving CT from COLS_CT_MAX until the strips
+# alone fill the GPU (splits == 1, no combination) or CT reaches this (COLS_CT_MAX: never narrowed)
+COLS_CT_MIN = 32
+# rows: rows of at least this many chunks get a block per row (G == BLOCK) even when they are plentiful enough for a
+# warp each (None: only rows too few to fill the GPU with warps)
+ROWS_BLOCK_MIN_CHUNKS: int | None = None
+# rows with G == BLOCK: splits chosen for this many waves of resident blocks (more: shorter blocks)
+ROWS_SPLIT_WAVES = 1
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -109,7 +117,8 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     warps = BLOCK // 32
     if chunks <= 32:
         group = next_pow2(chunks)  # one pass of G lanes covers the row
-    elif chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap:
+    elif (ROWS_BLOCK_MIN_CHUNKS is None or chunks < ROWS_BLOCK_MIN_CHUNKS) and (
+            chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap):
         group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
     else:
         group = BLOCK  # a block (or several) per row
@@ -121,7 +130,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         grid = cdiv(m, unroll * (BLOCK // group))
         grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     else:
-        splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
+        splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap * ROWS_SPLIT_WAVES)
         grid = max(1, min(m * splits, (1 << 31) - 1) if ONE_PASS_ROWS else min(cap, m * splits))
     name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
             f"{minb}>")
@@ -147,7 +156,11 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
     else:
         ct = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
-        splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap * COLS_SPLIT_WAVES)
+        while True:
+            splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap * COLS_SPLIT_WAVES)
+            if splits == 1 or ct <= COLS_CT_MIN:
+                break
+            ct //= 2  # narrower strips: more of them, fewer splits
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
