@@ -60,35 +60,22 @@ for _name, _shape in COLS_SHAPES.items():
                                                  for u, b, c in ((8, 2, 32), (4, 3, 32), (8, 3, 32), (4, 4, 32),
                                                                  (8, 2, 64))],
                                   "float16", _shape, 0, COLS_CHECK, "shuffle")
-# float32 shuffle_cols (the pick of auto for fp32 first-axis sums): rows in flight, blocks per SM and the waves its
-# splits are chosen for (more waves: more, shorter blocks; these change the splits: the bits check follows)
-for _name, _shape in (("shuffle_fp32_cols8192", (8192, 1 << 14)), ("shuffle_fp32_cols2p17", (1 << 17, 1 << 10)),
-                      ("shuffle_fp32_cols2p20", (1 << 20, 1 << 7))):
-    SWEEPS[_name] = (shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b}, COLS_SPLIT_WAVES=w)
-                                    for u, b, w in ((8, 2, 1), (8, 2, 2), (8, 2, 4), (4, 3, 1), (4, 4, 1), (4, 4, 2))],
-                     "float32", _shape, 0, [(4099, 40), (37, 300), (2000, 130), (3000, 36)], "shuffle")
-# shuffle_cols with splits: narrower strips (COLS_CT_MIN) so that the strips alone fill the GPU, with no split of the
-# reduced axis and no last-block combination (segments at 818c900: fp32 first-axis sums read at 3,049-3,063 GB/s
-# without splits, n <= 4096, and 2,926-2,965 with them, n >= 8192); the check shapes take the narrowed paths
-for _dt, _isz in (("float32", 4), ("float16", 2)):
-    for _n in (8192, 16384, 65536, 1 << 20):
-        SWEEPS[f"shuffle_{_dt}_narrow{_n}"] = (
-            shuffle_plan, [dict(COLS_CT_MIN=c, COLS_SPLIT_WAVES=w) for c, w in ((32, 1), (16, 1), (8, 1), (4, 1),
-                                                                                 (8, 2))],
+# shuffle_cols with splits: narrower strips (COLS_CT_MIN, COLS_CT_UNSPLIT_MIN) so that the strips alone fill the GPU
+# with no split of the reduced axis and no last-block combination, else 256-byte strips with splits (run 11 picked
+# them; segments at 818c900 read fp32 first-axis sums at 3,049-3,063 GB/s without splits, n <= 4096, and 2,926-2,965
+# with 512-byte strips and splits, n >= 8192); the check shapes take the narrowed paths. shuffle_rows: a block per
+# row (G == BLOCK, one pass) for rows of ROWS_BLOCK_MIN_CHUNKS chunks or more instead of a warp per row
+_FORMATS = (("float32", 4), ("float16", 2), ("bfloat16", 2), ("float8_e4m3fn", 1))
+for _dt, _isz in _FORMATS:
+    for _n in (8192, 16384, 32768, 1 << 17, 1 << 20):
+        SWEEPS[f"shuffle_{_dt}_strips{_n}"] = (
+            shuffle_plan, [dict(COLS_CT_MIN=c, COLS_CT_UNSPLIT_MIN=u) for c, u in ((16, 8), (16, 16), (32, 32))],
             _dt, (_n, (1 << 29) // _isz // _n), 0, [(2048, 16384 // _isz), (4099, 40), (3000, 36), (1 << 16, 64)],
             "shuffle")
-# shuffle_rows: a block per row (G == BLOCK, one pass, 1-4 chunks per thread) instead of a warp per row for rows of
-# 1024-4096 floats (read_probe: blocks that read one 8-16 KiB round and exit read fastest); long rows' splits for
-# more waves of shorter blocks
-for _dt, _isz, _ks in (("float32", 4, (1024, 2048, 4096)), ("float16", 2, (2048, 4096))):
-    for _k in _ks:
-        SWEEPS[f"shuffle_{_dt}_rows{_k}"] = (
-            shuffle_plan, [dict(ROWS_BLOCK_MIN_CHUNKS=c) for c in (None, 256, 512)], _dt,
-            ((1 << 29) // _isz // _k, _k), -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
-for _dt, _isz, _k in (("float32", 4, 1 << 20), ("float32", 4, 1 << 18), ("float16", 2, 1 << 20)):
-    SWEEPS[f"shuffle_{_dt}_rows_splits{_k}"] = (
-        shuffle_plan, [dict(ROWS_SPLIT_WAVES=w) for w in (1, 2, 4, 8)], _dt, ((1 << 29) // _isz // _k, _k), -1,
-        [(3, _k), (5, 40000), (37, 70001)], "shuffle")
+    _k = 4096 * 4 // _isz  # 1024 chunks per row
+    SWEEPS[f"shuffle_{_dt}_block_rows{_k}"] = (
+        shuffle_plan, [dict(ROWS_BLOCK_MIN_CHUNKS=c) for c in (1024, None, 2048)], _dt, ((1 << 29) // _isz // _k, _k),
+        -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
 # fp8 short rows and columns: raw fp8 in flight, twice fp16's tiles or chunks (FP8_IN_FLIGHT) or as many
 for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16", (1 << 25, 16), -1),
                              ("e4m3_cols1024", (1024, 1 << 19), 0), ("e4m3_cols32", (32, 1 << 24), 0)):

@@ -16,11 +16,12 @@ they use).
   at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
   other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
-  the GPU (combined by the row's last block).
+  the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS`` chunks always get a block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
   the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
-  share a block whose other threads split the reduced axis, and ``splits`` blocks per strip split it further.
+  share a block whose other threads split the reduced axis, and ``splits`` blocks per strip split it further. When
+  splits would be needed, the strips narrow (down to 8 chunks) if that alone fills the GPU, else run 16 chunks wide.
 - ``splits`` (rows and cols) is the fewest that fill the resident blocks within 5% of the best wave efficiency,
   never leaving a thread fewer than ``2 * UNROLL`` chunks (rows) or reduced rows (cols).
 
@@ -57,17 +58,17 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
 COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
-# cols: splits chosen for this many waves of resident blocks (more: shorter blocks, each reading a shorter range of
-# the reduced axis; the last block then combines more partials per column)
-COLS_SPLIT_WAVES = 1
-# cols: the narrowest strip (column chunks) a split plan may narrow to: halving CT from COLS_CT_MAX until the strips
-# alone fill the GPU (splits == 1, no combination) or CT reaches this (COLS_CT_MAX: never narrowed)
-COLS_CT_MIN = 32
-# rows: rows of at least this many chunks get a block per row (G == BLOCK) even when they are plentiful enough for a
-# warp each (None: only rows too few to fill the GPU with warps)
-ROWS_BLOCK_MIN_CHUNKS: int | None = None
-# rows with G == BLOCK: splits chosen for this many waves of resident blocks (more: shorter blocks)
-ROWS_SPLIT_WAVES = 1
+# cols: strip widths (column chunks) when the reduced axis must be split: a split plan narrows its strips from
+# COLS_CT_MAX to the first width whose strips alone fill the GPU (no split, no last-block combination) down to
+# COLS_CT_UNSPLIT_MIN, and otherwise runs strips of COLS_CT_MIN chunks with splits (tune_plans run 11, H100:
+# 256-byte strips read +1.5-7% faster than 512-byte ones with splits; 128-byte strips only without splits, 64-byte
+# ones 15-20% slower)
+COLS_CT_MIN = 16
+COLS_CT_UNSPLIT_MIN = 8
+# rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
+# enough for a warp each (tune_plans run 11, H100: fp32 [32768, 4096] 2,958 -> 3,111 GB/s at 4 chunks per thread;
+# 2 chunks per thread are 8-16% slower than a warp per row); None: only rows too few to fill the GPU with warps
+ROWS_BLOCK_MIN_CHUNKS: int | None = 4 * BLOCK
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -80,6 +81,14 @@ def _vec(in_dtype: str) -> int:
 
 def _bool(b: bool) -> str:
     return "true" if b else "false"
+
+
+def _halvings(start: int, stop: int) -> list[int]:
+    """start, start/2, ... down to stop (or to start, when start <= stop): powers of two."""
+    out = [start]
+    while out[-1] > stop:
+        out.append(out[-1] // 2)
+    return out
 
 
 def _check_elements_aligned(align: int, in_dtype: str) -> None:
@@ -130,7 +139,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         grid = cdiv(m, unroll * (BLOCK // group))
         grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     else:
-        splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap * ROWS_SPLIT_WAVES)
+        splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(m * splits, (1 << 31) - 1) if ONE_PASS_ROWS else min(cap, m * splits))
     name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
             f"{minb}>")
@@ -155,12 +164,14 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     if ncv >= cap * BLOCK // 2 or r <= MIN_J_PER_THREAD:
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
     else:
-        ct = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
-        while True:
-            splits = choose_splits(cdiv(ncv, ct), r // ((BLOCK // ct) * MIN_J_PER_THREAD), cap * COLS_SPLIT_WAVES)
-            if splits == 1 or ct <= COLS_CT_MIN:
-                break
-            ct //= 2  # narrower strips: more of them, fewer splits
+        widest = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
+
+        def splits_for(width: int) -> int:
+            return choose_splits(cdiv(ncv, width), r // ((BLOCK // width) * MIN_J_PER_THREAD), cap)
+
+        ct = next((w for w in _halvings(widest, COLS_CT_UNSPLIT_MIN) if splits_for(w) == 1),
+                  min(widest, COLS_CT_MIN))
+        splits = splits_for(ct)
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
