@@ -73,9 +73,18 @@ for _dt, _isz in _FORMATS:
             _dt, (_n, (1 << 29) // _isz // _n), 0, [(2048, 16384 // _isz), (4099, 40), (3000, 36), (1 << 16, 64)],
             "shuffle")
     _k = 4096 * 4 // _isz  # 1024 chunks per row
-    SWEEPS[f"shuffle_{_dt}_block_rows{_k}"] = (
-        shuffle_plan, [dict(ROWS_BLOCK_MIN_CHUNKS=c) for c in (1024, None, 2048)], _dt, ((1 << 29) // _isz // _k, _k),
-        -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
+    SWEEPS[f"shuffle_{_dt}_block_rows{_k}"] = (  # keyed by bytes per element: the default, none, every format
+        shuffle_plan, [dict(ROWS_BLOCK_MIN_CHUNKS=c) for c in ({2: 1024, 4: 1024}, {}, {1: 1024, 2: 1024, 4: 1024})],
+        _dt, ((1 << 29) // _isz // _k, _k), -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
+# rows of 512 chunks (2 per thread of a block): a block per row loses to a warp per row at 4 resident blocks per SM
+# (run 12); with more blocks per SM (fewer registers) more rows are in flight
+for _dt, _isz in (("float32", 4), ("float16", 2)):
+    _k = 2048 * 4 // _isz
+    SWEEPS[f"shuffle_{_dt}_rows{_k}_minb"] = (
+        shuffle_plan, [dict(BLOCKS_PER_SM={"rows": b, "cols": 2}, ROWS_BLOCK_MIN_CHUNKS=c)
+                       for b, c in ((4, {2: 1024, 4: 1024}), (4, {2: 512, 4: 512}), (6, {2: 512, 4: 512}),
+                                    (8, {2: 512, 4: 512}), (6, {2: 1024, 4: 1024}), (8, {2: 1024, 4: 1024}))],
+        _dt, ((1 << 29) // _isz // _k, _k), -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
 # fp8 short rows and columns: raw fp8 in flight, twice fp16's tiles or chunks (FP8_IN_FLIGHT) or as many
 for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16", (1 << 25, 16), -1),
                              ("e4m3_cols1024", (1024, 1 << 19), 0), ("e4m3_cols32", (32, 1 << 24), 0)):

@@ -300,6 +300,8 @@ SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, spli
     ((5, 40000), -1, None, "float32"), ((2, 40003), -1, lambda x: x[:, 1:], "float16"),
     ((16, 8000), 0, None, "float32"), ((16, 8000), 0, None, "float16"), ((16, 8003), 0, None, "float64"),
     ((20000, 16), 0, None, "float32"), ((3000, 1000), 0, None, "float32"), ((3, 30000, 3), 1, None, "float32"),
+    # strips narrowed from 32 chunks: to 16 (fp32) or 8 (fp16) with no split; to 16 with splits
+    ((4000, 200), 0, None, "float32"), ((3000, 80), 0, None, "float32"),
 ]
 
 
@@ -476,6 +478,8 @@ AXIS_CASES = [
     # few long columns: about 250 splits on an H100, so the last block's combination runs several batches of
     # split indices per lane (kernels/shuffle.cu, step 4), with KC = 4 (fp32, 4 columns) or 8 columns at once
     ((1 << 20, 4), 0, None), ((1 << 19, 40), 0, None),
+    # strips narrowed from 32 chunks on an H100: to 8 chunks with no split, and to 16 chunks with splits
+    ((300, 8192), 0, None), ((2048, 4096), 0, None),
     # views: misaligned, strided, transposed, reversed
     ((64, 257), -1, lambda x: x[:, 1:]), ((64, 256), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
     ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T), ((96, 80), -1, lambda x: x[:, ::2]),

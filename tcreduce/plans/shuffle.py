@@ -16,7 +16,7 @@ they use).
   at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
   other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
-  the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS`` chunks always get a block.
+  the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS[itemsize]`` chunks always get a block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
   the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
@@ -66,9 +66,11 @@ COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additio
 COLS_CT_MIN = 16
 COLS_CT_UNSPLIT_MIN = 8
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
-# enough for a warp each (tune_plans run 11, H100: fp32 [32768, 4096] 2,958 -> 3,111 GB/s at 4 chunks per thread;
-# 2 chunks per thread are 8-16% slower than a warp per row); None: only rows too few to fill the GPU with warps
-ROWS_BLOCK_MIN_CHUNKS: int | None = 4 * BLOCK
+# enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
+# (tune_plans runs 11-12, H100, 1024 chunks per row: fp32 [32768, 4096] 2,925 -> 3,109 GB/s, fp16 and bf16
+# [32768, 8192] +3-4%; 2 chunks per thread 8-16% slower than a warp per row; fp8 [32768, 16384] 2,931 -> 1,924: not
+# for fp8)
+ROWS_BLOCK_MIN_CHUNKS = {2: 4 * BLOCK, 4: 4 * BLOCK}
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -126,7 +128,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     warps = BLOCK // 32
     if chunks <= 32:
         group = next_pow2(chunks)  # one pass of G lanes covers the row
-    elif (ROWS_BLOCK_MIN_CHUNKS is None or chunks < ROWS_BLOCK_MIN_CHUNKS) and (
+    elif chunks < ROWS_BLOCK_MIN_CHUNKS.get(isz, chunks + 1) and (
             chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap):
         group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
     else:
