@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
             }
-            {  // the last partial round, its loads issued together (an absent chunk adds +0.0f: acc is never -0.0f)
+            if (c < chunks) {  // last partial round, loads together (an absent chunk adds +0.0f: acc is never -0.0f)
                 uint4 v[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
         }
-        {  // the last partial round, its loads issued together (an absent row adds +0.0f: acc is never -0.0f)
+        if (j < rr) {  // the last partial round, its loads together (an absent row adds +0.0f: acc is never -0.0f)
             uint4 v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
