@@ -3,7 +3,7 @@ rounded), the fastest eligible method measured in the committed sweeps. GENERATE
 do not edit; re-run the sweep (python -m experiments throughput segments), then the script.
 
 Sources: throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 9a225bd, 2026-11-25T13:49:55+00:00;
-segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 9a225bd, 2026-11-25T13:47:02+00:00.
+segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 43f11b6, 2026-11-25T14:00:36+00:00.
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -19,9 +19,9 @@ EXCLUDED = {
 
 TABLE = {
     ('bfloat16', 'cols'): {
-        4: 'shuffle', 5: 'tensorcore', 6: 'tensorcore', 7: 'shuffle',
+        4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
         8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
-        12: 'tensorcore', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
+        12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
@@ -37,13 +37,13 @@ TABLE = {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
         8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
-        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'shuffle',
+        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'shuffle',
     },
     ('float16', 'cols'): {
-        4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
+        4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
         8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
-        12: 'tensorcore', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
+        12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
@@ -59,7 +59,7 @@ TABLE = {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
         8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
-        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
+        16: 'tensorcore', 17: 'shuffle', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('float32', 'cols'): {
@@ -81,7 +81,7 @@ TABLE = {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
         8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
-        16: 'tensorcore', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
+        16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
         20: 'shuffle',
     },
     ('float8_e4m3fn', 'full'): {
