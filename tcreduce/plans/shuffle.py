@@ -16,7 +16,8 @@ they use).
   at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
   other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
-  the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS[itemsize]`` chunks always get a block.
+  the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS[itemsize]`` chunks always
+  get a block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
   the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
