@@ -193,12 +193,36 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
     }
 }
 
+// Combines per-warp totals across groups of G consecutive threads (G a multiple of 32 dividing BLOCK): lane 0 of
+// warp w stores smem[w]; the first warp of each group loads its group's G/32 totals (0.0f for lanes past them) and
+// warp_folds. G == BLOCK is tcr::block_combine<BLOCK>. Every thread of the block calls it; the result is valid in
+// the first warp of each group.
+template <int G, int BLOCK>
+__device__ __forceinline__ float group_combine(float warp_total, float* smem) {
+    if constexpr (G == BLOCK) {
+        return tcr::block_combine<BLOCK>(warp_total, smem);
+    } else {
+        constexpr int GW = G / 32;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        __syncthreads();  // smem is reused across work items
+        if (lane == 0) smem[warp] = warp_total;
+        __syncthreads();
+        float v = 0.0f;
+        if (warp % GW == 0) {
+            v = lane < GW ? smem[warp + lane] : 0.0f;
+            v = tcr::warp_fold(v);
+        }
+        return v;
+    }
+}
+
 // =====================================================================================================================
 // shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB>: m rows of k elements, row i at x + i*ld;
 // out[i] = sum of row i.
 //
 // Variant: seed 003 v5 / reduce7 per row: a row is a segment reduced by a group of G lanes (segmented
-// __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory) or by a whole block (G == BLOCK: long rows,
+// __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory), by a group of G/32 warps of a block (G = 64
+// .. BLOCK/2: rows of a few hundred chunks, several rows per block) or by a whole block (G == BLOCK: long rows,
 // block_fold, optionally split over `splits` blocks combined by the row's last block).
 // ALIGNED: x and ld * sizeof(T) are multiples of 16 bytes (whole chunks use 16-byte loads); otherwise scalar loads.
 // Chunk c of a row is its elements [c*VEC, min(k, c*VEC + VEC)); chunks = ceil(k / VEC).
@@ -210,10 +234,13 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 //   folded in halves: v[:G/2] + v[G/2:], then [:G/4] + [G/4:], ...). out[i] = from_float<OutT>(v[0]).
 //   (Which block and which UNROLL slot handle row i: rows are dealt in tiles of UNROLL * BLOCK/G rows, grid-strided
 //   over blocks; row = tile*UNROLL*(BLOCK/G) + u*(BLOCK/G) + threadIdx.x/G. This does not affect the order.)
-// Order of additions, G == BLOCK (split s = 0..splits-1 of row i is handled by one block):
-//   Thread t of split s, with q = s*BLOCK + t and Q = splits*BLOCK: acc = +0.0f, then adds the chunks
+// Order of additions, G a multiple of 32 (G == BLOCK: split s = 0..splits-1 of row i is handled by one block;
+// G < BLOCK: splits must be 1, and BLOCK / G rows share a block, row = tile*(BLOCK/G) + threadIdx.x/G):
+//   Thread t (0 <= t < G) of split s, with q = s*G + t and Q = splits*G: acc = +0.0f, then adds the chunks
 //   c = q, q + Q, q + 2Q, ... (c < chunks) in increasing c, each chunk's elements in increasing order.
-//   Then tcr::block_fold<BLOCK> over the BLOCK threads. If splits == 1 that is the row's sum. Else the split's value
+//   Then the G threads fold: tcr::warp_fold in each warp, then group_combine (lane 0 of each of the group's G/32
+//   warps stores its total, the group's first warp loads them, 0.0f for lanes >= G/32, and warp_folds), which for
+//   G == BLOCK is tcr::block_fold<BLOCK>. If splits == 1 that is the row's sum. Else the split's value
 //   goes to ws[i*splits + s] and the last of the row's blocks to arrive (counters[i]) computes
 //   tcr::combine_partials<BLOCK>(ws + i*splits, splits): thread t adds ws[i*splits + t], ws[i*splits + t + BLOCK],
 //   ... to +0.0f in increasing index, then block_fold; that is the row's sum. out[i] = from_float<OutT>(sum).
@@ -225,7 +252,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
                                                       OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
-    static_assert(G == BLOCK || (G >= 1 && G <= 32 && (G & (G - 1)) == 0), "G: a power of two <= 32, or BLOCK");
+    static_assert(G >= 1 && G <= BLOCK && (G & (G - 1)) == 0 && BLOCK % G == 0,
+                  "G: a power of two dividing BLOCK");
     constexpr int N = Vec<T>::N;
     const i64 chunks = (k + N - 1) / N;
 
@@ -260,17 +288,23 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
                 if (l == 0 && row < m) out[row] = tcr::from_float<OutT>(s);
             }
         }
-    } else {
+    } else {  // G a multiple of 32: BLOCK / G rows per block (G < BLOCK: splits == 1), or a block per split row
         __shared__ float smem[32];
+        constexpr int RPB = BLOCK / G;  // work items per block
+        const int t = threadIdx.x % G;
+        const i64 gi = threadIdx.x / G;
         const i64 items = m * splits;
-        const i64 Q = splits * BLOCK;
-        for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-            const i64 row = item / splits;
-            const i64 s = item - row * splits;
+        const i64 Q = splits * G;
+        for (i64 tile = blockIdx.x; tile * RPB < items; tile += gridDim.x) {  // block-uniform: __syncthreads inside
+            const i64 item = tile * RPB + gi;
+            const bool live = item < items;
+            const i64 row = live ? item / splits : 0;
+            const i64 s = live ? item - row * splits : 0;
+            const i64 cend = live ? chunks : 0;
             const T* __restrict__ rp = x + row * ld;
             float acc = 0.0f;
-            i64 c = s * BLOCK + threadIdx.x;
-            for (; c + (UNROLL - 1) * Q < chunks; c += UNROLL * Q) {
+            i64 c = s * G + t;
+            for (; c + (UNROLL - 1) * Q < cend; c += UNROLL * Q) {
                 uint4 v[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
@@ -280,21 +314,21 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
             }
-            if (c < chunks) {  // last partial round, loads together (an absent chunk adds +0.0f: acc is never -0.0f)
+            if (c < cend) {  // last partial round, loads together (an absent chunk adds +0.0f: acc is never -0.0f)
                 uint4 v[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     const i64 cc = c + u * Q;
-                    v[u] = cc < chunks ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
+                    v[u] = cc < cend ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
                 }
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
             }
 
-            float r = tcr::block_fold<BLOCK>(acc, smem);
+            float r = group_combine<G, BLOCK>(tcr::warp_fold(acc), smem);
             if (splits == 1) {
-                if (threadIdx.x == 0) out[row] = tcr::from_float<OutT>(r);
-            } else {
+                if (live && t == 0) out[row] = tcr::from_float<OutT>(r);
+            } else if constexpr (G == BLOCK) {
                 if (threadIdx.x == 0) ws[row * splits + s] = r;
                 if (tcr::arrive_last(counters + row, (unsigned)splits)) {
                     r = tcr::combine_partials<BLOCK>(ws + row * splits, splits, 1, smem);

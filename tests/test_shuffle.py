@@ -12,6 +12,7 @@ ten repeated calls bitwise equal; NaN and Inf propagation as NumPy's float64 sum
 
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
 import pytest
@@ -214,7 +215,7 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         cap = dev.sm_count * p["minb"]
         if p["kernel"] == "rows":  # one pass over the rows, or row splits with a block per row (ONE_PASS_ROWS)
             want = (_cdiv(prob.m, p["unroll"] * (sh.BLOCK // p["group"])) if p["group"] <= 32
-                    else prob.m * p["splits"])
+                    else _cdiv(prob.m, sh.BLOCK // p["group"]) * p["splits"])
             assert ln.grid[0] == max(1, want) if sh.ONE_PASS_ROWS else 1 <= ln.grid[0] <= cap
         elif p["kernel"] == "cols":  # one pass over the (strip, split) items (ONE_PASS_COLS)
             items = p["strips"] * p["splits"]
@@ -305,14 +306,40 @@ SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, spli
 ]
 
 
+# rows of a few hundred chunks with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD, prepared, off by
+# default): G = 64 (fp32 275 chunks; fp16 263), G = 128 (fp32 513 chunks), a misaligned view, rows past the last one
+# in the last block
+ROW_GROUP_CASES = [((300, 1100), -1, None, "float32"), ((301, 2052), -1, None, "float32"),
+                   ((300, 2100), -1, None, "float16"), ((257, 1101), -1, lambda x: x[:, 1:], "float64")]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_kernel_code_matches_its_order_comment_on_the_cpu(dtype, tmp_path, rng):
+    _simt_cases_match_the_twin(SIMT_CASES, dtype, tmp_path, rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_row_groups_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, monkeypatch):
+    monkeypatch.setattr(sh, "ROWS_GROUP_CHUNKS_PER_THREAD", {2: 4, 4: 4})
+    groups = set()
+    for shape, axis, view, _ in ROW_GROUP_CASES:
+        x = _rand(rng, shape, dtype)
+        xh = view(x) if view else x
+        p = param_dict(sh.plan_shuffle(Rows(xh.shape[0], xh.shape[1], x.shape[1]), dtype, "float32", SIMT_DEVICE))
+        groups.add(p["group"])
+    assert groups >= {64, 128} if dtype == "float32" else 64 in groups
+    _simt_cases_match_the_twin(ROW_GROUP_CASES, dtype, tmp_path, rng)
+
+
+def _simt_cases_match_the_twin(cases: list, dtype: str, tmp_path: Any, rng: np.random.Generator) -> None:
+    """Runs shuffle.cu's code on the CPU (tests/simt.py) for every case and compares the bits with the twin."""
     import subprocess
 
     gxx = simt.prepare(tmp_path, {"kernel.cu": "shuffle.cu"})
     jobs = []
-    for idx, (shape, axis, view, out_dtype) in enumerate(SIMT_CASES):
+    for idx, (shape, axis, view, out_dtype) in enumerate(cases):
         owner = _rand(rng, shape, dtype)
         xh = view(owner) if view else owner
         isz = xh.itemsize
@@ -634,3 +661,28 @@ def test_gpu_counters_left_at_zero(rng):
     c = counters_for(dev, cupy.cuda.get_current_stream().ptr, 1)
     assert int(c.sum()) == 0
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_row_groups_match_the_twin(dtype, rng, monkeypatch):
+    """Rows with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD, prepared, off by default): every output
+    written, within the bound, bitwise the twin's replay; a misaligned view takes scalar loads."""
+    cupy = _cupy()
+    from tcreduce import _api
+
+    monkeypatch.setattr(sh, "ROWS_GROUP_CHUNKS_PER_THREAD", {2: 4, 4: 4})
+    _api.get_plan.cache_clear()
+    try:
+        groups = set()
+        for shape, view in (((300, 1100), None), ((300, 2048), None), ((300, 4096), None),
+                            ((257, 2101), lambda x: x[:, 1:])):
+            xh = _rand(rng, shape, dtype)
+            xd = cupy.asarray(xh)
+            hv, dv = (view(xh), view(xd)) if view else (xh, xd)
+            _, plan, _ = run_raw(dv, -1)
+            groups.add(param_dict(plan)["group"])
+            check_against_references(dv, hv, -1)
+        assert {64, 128} <= groups
+    finally:
+        _api.get_plan.cache_clear()

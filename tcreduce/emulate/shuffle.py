@@ -66,16 +66,16 @@ def replay(plan: Plan, elems: np.ndarray) -> np.ndarray:
                 for e in range(vec):
                     acc = acc + pad[:, t, :, e]
             return _xor_fold(acc, g) if g > 1 else acc[:, 0]
-        q = splits * block
+        q = splits * g  # g: a multiple of 32 (several warps per row), BLOCK when a block takes a row or a split
         rounds = _cdiv(chunks, q)
         pad = np.zeros((m, rounds * q * vec), np.float32)
         pad[:, :k] = xf
-        pad = pad.reshape(m, rounds, splits, block, vec)
-        acc = np.zeros((m, splits, block), np.float32)
+        pad = pad.reshape(m, rounds, splits, g, vec)
+        acc = np.zeros((m, splits, g), np.float32)
         for t in range(rounds):
             for e in range(vec):
                 acc = acc + pad[:, t, :, :, e]
-        per_split = _block_fold(acc, block)  # (m, splits)
+        per_split = _block_fold(acc, g)  # (m, splits): warp folds, then the group's first warp folds their totals
         return per_split[:, 0] if splits == 1 else _serial_partials(per_split, block)
     # cols
     a, r, b = xf.shape

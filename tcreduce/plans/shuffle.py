@@ -17,7 +17,8 @@ they use).
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
   other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
   the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS[itemsize]`` chunks always
-  get a block.
+  get a block. Prepared, off by default: rows that would get a warp take a group of ``G`` = 64 or 128 threads
+  (several rows per block) when ``ROWS_GROUP_CHUNKS_PER_THREAD[itemsize]`` is set.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
   the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
@@ -72,6 +73,10 @@ COLS_CT_UNSPLIT_MIN = 8
 # [32768, 8192] +3-4%; 2 chunks per thread 8-16% slower than a warp per row; fp8 [32768, 16384] 2,931 -> 1,924: not
 # for fp8)
 ROWS_BLOCK_MIN_CHUNKS = {2: 4 * BLOCK, 4: 4 * BLOCK}
+# rows that get a warp (G = 32) although they have at least 64 * this many chunks: a group of G = 64 .. BLOCK/2
+# threads instead (BLOCK / G rows per block), G the largest power of two giving each thread at least this many
+# chunks; keyed by bytes per element, a size not listed: a warp (prepared for tune_plans, not yet the default)
+ROWS_GROUP_CHUNKS_PER_THREAD: dict[int, int] = {}
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -132,6 +137,9 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     elif chunks < ROWS_BLOCK_MIN_CHUNKS.get(isz, chunks + 1) and (
             chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap):
         group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
+        per_thread = ROWS_GROUP_CHUNKS_PER_THREAD.get(isz)
+        if per_thread and chunks >= 64 * per_thread:
+            group = min(BLOCK // 2, 1 << ((chunks // per_thread).bit_length() - 1))  # several warps per row
     else:
         group = BLOCK  # a block (or several) per row
     unroll = UNROLL
@@ -140,6 +148,10 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         if cdiv(m, UNROLL * (BLOCK // group)) < cap:
             unroll = 1  # too few rows for UNROLL rows per thread: spread them over more blocks instead
         grid = cdiv(m, unroll * (BLOCK // group))
+        grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
+    elif group < BLOCK:
+        splits = 1  # the kernel splits rows only with a block per row
+        grid = cdiv(m, BLOCK // group)
         grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     else:
         splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
@@ -235,7 +247,7 @@ def chain_length(plan: Plan) -> int:
         assert isinstance(prob, Rows)
         if p["group"] <= 32:
             return p["vec"] * cdiv(p["chunks"], p["group"]) + _log2(p["group"])
-        length = p["vec"] * cdiv(p["chunks"], p["splits"] * p["block"]) + fold
+        length = p["vec"] * cdiv(p["chunks"], p["splits"] * p["group"]) + 5 + _log2(p["group"] // 32)
         if p["splits"] > 1:
             length += cdiv(p["splits"], p["block"]) + fold
         return length
@@ -257,7 +269,7 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     fu, fm = FLAT_TUNING[in_dtype]
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
-        for g in (1, 2, 4, 8, 16, 32, BLOCK):
+        for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
