@@ -193,27 +193,54 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
     }
 }
 
-// Combines per-warp totals across groups of G consecutive threads (G a multiple of 32 dividing BLOCK): lane 0 of
-// warp w stores smem[w]; the first warp of each group loads its group's G/32 totals (0.0f for lanes past them) and
-// warp_folds. G == BLOCK is tcr::block_combine<BLOCK>. Every thread of the block calls it; the result is valid in
-// the first warp of each group.
+// One thread's part of a row (shuffle_rows, G >= 32): acc = +0.0f, then the chunks c, c + Q, c + 2Q, ... (< chunks)
+// in increasing c, each chunk's elements in increasing order; rounds of UNROLL loads, then one last partial round
+// with its loads issued together (an absent chunk adds +0.0f, and acc is never -0.0f: the same sums).
+template <typename T, int UNROLL, bool ALIGNED>
+__device__ __forceinline__ float walk_row(const T* __restrict__ rp, i64 k, i64 chunks, i64 c, i64 Q) {
+    constexpr int N = Vec<T>::N;
+    float acc = 0.0f;
+    for (; c + (UNROLL - 1) * Q < chunks; c += UNROLL * Q) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 cc = c + u * Q;
+            v[u] = load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+    }
+    if (c < chunks) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 cc = c + u * Q;
+            v[u] = cc < chunks ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
+    }
+    return acc;
+}
+
+// Combines per-warp totals across groups of G consecutive threads (G a multiple of 32 below BLOCK, dividing it):
+// lane 0 of warp w stores smem[w]; the first warp of each group loads its group's G/32 totals (0.0f for lanes past
+// them) and warp_folds, as tcr::block_combine does for a whole block. Every thread of the block calls it; the result
+// is valid in the first warp of each group.
 template <int G, int BLOCK>
 __device__ __forceinline__ float group_combine(float warp_total, float* smem) {
-    if constexpr (G == BLOCK) {
-        return tcr::block_combine<BLOCK>(warp_total, smem);
-    } else {
-        constexpr int GW = G / 32;
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-        __syncthreads();  // smem is reused across work items
-        if (lane == 0) smem[warp] = warp_total;
-        __syncthreads();
-        float v = 0.0f;
-        if (warp % GW == 0) {
-            v = lane < GW ? smem[warp + lane] : 0.0f;
-            v = tcr::warp_fold(v);
-        }
-        return v;
+    static_assert(G % 32 == 0 && G < BLOCK && BLOCK % G == 0, "G: a multiple of 32 dividing BLOCK, below it");
+    constexpr int GW = G / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // smem is reused across rows
+    if (lane == 0) smem[warp] = warp_total;
+    __syncthreads();
+    float v = 0.0f;
+    if (warp % GW == 0) {
+        v = lane < GW ? smem[warp + lane] : 0.0f;
+        v = tcr::warp_fold(v);
     }
+    return v;
 }
 
 // =====================================================================================================================
@@ -238,9 +265,10 @@ __device__ __forceinline__ float group_combine(float warp_total, float* smem) {
 // G < BLOCK: splits must be 1, and BLOCK / G rows share a block, row = tile*(BLOCK/G) + threadIdx.x/G):
 //   Thread t (0 <= t < G) of split s, with q = s*G + t and Q = splits*G: acc = +0.0f, then adds the chunks
 //   c = q, q + Q, q + 2Q, ... (c < chunks) in increasing c, each chunk's elements in increasing order.
-//   Then the G threads fold: tcr::warp_fold in each warp, then group_combine (lane 0 of each of the group's G/32
-//   warps stores its total, the group's first warp loads them, 0.0f for lanes >= G/32, and warp_folds), which for
-//   G == BLOCK is tcr::block_fold<BLOCK>. If splits == 1 that is the row's sum. Else the split's value
+//   Then the G threads fold: tcr::warp_fold in each warp, then the group's G/32 warp totals are combined as
+//   tcr::block_combine does for a block (the group's first warp loads them, 0.0f for lanes >= G/32, and
+//   warp_folds): group_combine for G < BLOCK, tcr::block_fold<BLOCK> for G == BLOCK. If splits == 1 that is the
+//   row's sum. Else the split's value
 //   goes to ws[i*splits + s] and the last of the row's blocks to arrive (counters[i]) computes
 //   tcr::combine_partials<BLOCK>(ws + i*splits, splits): thread t adds ws[i*splits + t], ws[i*splits + t + BLOCK],
 //   ... to +0.0f in increasing index, then block_fold; that is the row's sum. out[i] = from_float<OutT>(sum).
@@ -288,47 +316,31 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
                 if (l == 0 && row < m) out[row] = tcr::from_float<OutT>(s);
             }
         }
-    } else {  // G a multiple of 32: BLOCK / G rows per block (G < BLOCK: splits == 1), or a block per split row
+    } else if constexpr (G < BLOCK) {  // G/32 warps per row, BLOCK/G rows per block (splits must be 1)
         __shared__ float smem[32];
-        constexpr int RPB = BLOCK / G;  // work items per block
+        constexpr int RPB = BLOCK / G;
         const int t = threadIdx.x % G;
         const i64 gi = threadIdx.x / G;
+        for (i64 tile = blockIdx.x; tile * RPB < m; tile += gridDim.x) {  // block-uniform: __syncthreads inside
+            const i64 row = tile * RPB + gi;
+            const bool live = row < m;
+            const float acc = walk_row<T, UNROLL, ALIGNED>(x + (live ? row : 0) * ld, k, live ? chunks : 0, t, G);
+            const float r = group_combine<G, BLOCK>(tcr::warp_fold(acc), smem);
+            if (live && t == 0) out[row] = tcr::from_float<OutT>(r);
+        }
+    } else {
+        __shared__ float smem[32];
         const i64 items = m * splits;
-        const i64 Q = splits * G;
-        for (i64 tile = blockIdx.x; tile * RPB < items; tile += gridDim.x) {  // block-uniform: __syncthreads inside
-            const i64 item = tile * RPB + gi;
-            const bool live = item < items;
-            const i64 row = live ? item / splits : 0;
-            const i64 s = live ? item - row * splits : 0;
-            const i64 cend = live ? chunks : 0;
-            const T* __restrict__ rp = x + row * ld;
-            float acc = 0.0f;
-            i64 c = s * G + t;
-            for (; c + (UNROLL - 1) * Q < cend; c += UNROLL * Q) {
-                uint4 v[UNROLL];
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const i64 cc = c + u * Q;
-                    v[u] = load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N);
-                }
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
-            }
-            if (c < cend) {  // last partial round, loads together (an absent chunk adds +0.0f: acc is never -0.0f)
-                uint4 v[UNROLL];
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const i64 cc = c + u * Q;
-                    v[u] = cc < cend ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
-                }
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
-            }
+        const i64 Q = splits * BLOCK;
+        for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+            const i64 row = item / splits;
+            const i64 s = item - row * splits;
+            const float acc = walk_row<T, UNROLL, ALIGNED>(x + row * ld, k, chunks, s * BLOCK + threadIdx.x, Q);
 
-            float r = group_combine<G, BLOCK>(tcr::warp_fold(acc), smem);
+            float r = tcr::block_fold<BLOCK>(acc, smem);
             if (splits == 1) {
-                if (live && t == 0) out[row] = tcr::from_float<OutT>(r);
-            } else if constexpr (G == BLOCK) {
+                if (threadIdx.x == 0) out[row] = tcr::from_float<OutT>(r);
+            } else {
                 if (threadIdx.x == 0) ws[row * splits + s] = r;
                 if (tcr::arrive_last(counters + row, (unsigned)splits)) {
                     r = tcr::combine_partials<BLOCK>(ws + row * splits, splits, 1, smem);
