@@ -207,8 +207,8 @@ def plan_shuffle(problem: Problem, in_dtype: str, out_dtype: str, device: Device
     ``params`` (see :func:`~tcreduce._plan.param_dict`): kernel ("flat", "rows", "cols"), block (threads), unroll,
     vec (elements per 16-byte chunk), minb (blocks per SM compiled for), aligned (16-byte loads legal), grid
     (blocks); flat: head, nv (whole chunks), tail (elements); rows: group (threads per row: 1-32, 64-128 or
-    BLOCK), splits, chunks (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups combined through shared
-    memory), splits, strips, cvecs (column chunks per row of the output)."""
+    BLOCK), splits, chunks (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups
+    combined through shared memory), splits, strips, cvecs (column chunks per row of the output)."""
     if in_dtype not in ITEMSIZE:
         raise UnsupportedDtype(f"method 'shuffle' sums {', '.join(ITEMSIZE)} input, not {in_dtype}")
     if out_dtype not in ("float16", "float32", "float64"):
