@@ -2,15 +2,17 @@
 ``tcreduce.sum``, the build-once handle (``tcreduce.reducer``), CUDA graph replay, ``torch.sum`` and ``cupy.sum``,
 and an empty CuPy kernel launch (the launch floor).
 
-    python3 benchmarks/call_overhead.py [--n 65536] [--dtype float16] [--calls 1000] [--reps 21] [--out DIR]
+    python3 benchmarks/call_overhead.py [--n 65536 ...] [--dtype float16] [--calls 1000] [--reps 21] [--out DIR]
     python3 benchmarks/call_overhead.py --cpu      # no GPU: the Python cost with fake launches (tcreduce.fake_gpu)
 
 GPU mode: everything runs on one non-blocking CuPy stream (torch through an ExternalStream on it). Per sample,
 ``--calls`` back-to-back calls are bracketed by two CUDA events; ``us_per_call`` is the median over ``--reps``
 samples of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost
-and the GPU's work), ``host_us`` the host time spent issuing them. "graph replay (1 call)": one captured handle call
-per ``graph.launch``; "graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without
-host dispatch). The number to look at: ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against
+and the GPU's work), ``host_us`` the host time spent issuing them. Cases marked "[no graph replay]" launch the
+kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
+before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
+"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch). Several
+``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at: ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against
 ``torch.sum`` (target: the handle's host cost <= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
 
 CPU mode: host microseconds per call with the kernels and allocations faked (what tcreduce's Python costs before
@@ -35,24 +37,49 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _gpu(args) -> list[dict]:
+    rows: list[dict] = []
+    for n in args.n:
+        rows += _gpu_one(args, n)
+    return rows
+
+
+def _gpu_one(args, n: int) -> list[dict]:
     import cupy
 
     import tcreduce
+    from tcreduce import _launch
 
     s = cupy.cuda.Stream(non_blocking=True)
     rows: list[dict] = []
     with s:
-        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, args.n, dtype=cupy.float32).astype(args.dtype)
+        x = cupy.random.default_rng(1).uniform(-0.25, 0.75, n, dtype=cupy.float32).astype(args.dtype)
         out = cupy.empty((), dtype=cupy.float32)
         r = tcreduce.reducer(like=x)
         tcreduce.sum(x)
         tcreduce.sum(x, out=out)
+        # the same handle and tcreduce.sum with graph replay off (what every call cost before it; _launch)
+        r_kernels = tcreduce.reducer(like=x)
+        r_kernels._launch.graphs = None
+        from tcreduce._api import _PREPARED
+
+        prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == x.shape and p.fast)
+        bound = prep.launcher.bound_for(s.ptr)
+
+        def sum_kernels():
+            saved, bound.graphs = bound.graphs, None
+            try:
+                return tcreduce.sum(x, out=out)
+            finally:
+                bound.graphs = saved
+
         cases = [("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
                  ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
+                 ("tcreduce.sum(x, out=out) [no graph replay]", sum_kernels),
                  ("reducer(x)", lambda: r(x)),
-                 ("reducer(x, out=out)", lambda: r(x, out=out))]
-        g1 = _graph(s, lambda: r(x, out=out), 1)
-        g100 = _graph(s, lambda: r(x, out=out), 100)
+                 ("reducer(x, out=out)", lambda: r(x, out=out)),
+                 ("reducer(x, out=out) [no graph replay]", lambda: r_kernels(x, out=out))]
+        g1 = _graph(s, lambda: r_kernels(x, out=out), 1)
+        g100 = _graph(s, lambda: r_kernels(x, out=out), 100)
         cases += [("graph replay (1 call)", lambda: g1.launch(s)), ("graph replay (100 calls)", lambda: g100.launch(s))]
         try:
             import torch
@@ -66,24 +93,30 @@ def _gpu(args) -> list[dict]:
         cases.append(("cupy.sum(x, dtype=float32)", lambda: cupy.sum(x, dtype=cupy.float32)))
         empty = cupy.RawKernel(r'extern "C" __global__ void tcr_empty() {}', "tcr_empty")
         cases.append(("empty CuPy kernel launch", lambda: empty((1,), (32,), ())))
-        # the pieces of tcreduce.sum's fast path, host cost only (where a call's microseconds go)
-        from tcreduce._api import _PREPARED
-
-        prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == x.shape and p.fast)
+        # the pieces of a call, host cost only (where a call's microseconds go)
         xp, op = x.data.ptr, out.data.ptr
+        graph = next(iter(r._launch.graphs.values())) if r._launch.graphs else None
         cases += [("  piece: cupy.ndarray((), float32)", lambda: cupy.ndarray((), cupy.float32)),
                   ("  piece: cupy.cuda.runtime.getDevice()", cupy.cuda.runtime.getDevice),
                   ("  piece: cupy.cuda.get_current_stream()", cupy.cuda.get_current_stream),
-                  ("  piece: launcher(x_ptr, out_ptr, stream)", lambda: prep.launcher(xp, op, s))]
+                  ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
+                  ("  piece: the handle's checks of x", lambda: (x.shape != r.shape or x.strides != r.strides
+                                                                or x.dtype != r.dtype or x.data.ptr & 15)),
+                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: prep.launcher.bound_for(
+                      s.ptr).launch(xp, op, s))]
+        if graph is not None:
+            cases.append(("  piece: graph_launch(graph, stream)", lambda: _launch.graph_launch(graph, s.ptr)))
         for label, fn in cases:
             per = 100 if "100 calls" in label else 1
             gpu_us, host_us = _time(s, fn, args.calls // per, args.reps)
-            rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=args.n, dtype=args.dtype))
-        # correctness of what was timed: the handle, the graph and tcreduce.sum agree bit for bit
+            rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=n, dtype=args.dtype))
+        # correctness of what was timed: the handles, the graphs and tcreduce.sum agree bit for bit
         want = tcreduce.sum(x)
-        g1.launch(s)
-        s.synchronize()
-        assert cupy.array_equal(want.view(cupy.uint32), out.view(cupy.uint32)), "graph replay differs"
+        for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, lambda: tcreduce.sum(x, out=out)):
+            out.fill(float("nan"))
+            fn()
+            s.synchronize()
+            assert cupy.array_equal(want.view(cupy.uint32), out.view(cupy.uint32)), "a timed path differs"
         assert cupy.array_equal(want.view(cupy.uint32), r(x).view(cupy.uint32)), "handle differs"
     return rows
 
@@ -132,7 +165,7 @@ def _cpu(args) -> list[dict]:
     with fake_gpu(record=False) as gpu:
         import cupy
 
-        x = gpu.array((args.n,), args.dtype)
+        x = gpu.array((args.n[0],), args.dtype)
         out = gpu.array((), "float32")
         r = tcreduce.reducer(like=x)
         tcreduce.sum(x)
@@ -140,7 +173,7 @@ def _cpu(args) -> list[dict]:
                           ("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
                           ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
                           ("reducer(x)", lambda: r(x)), ("reducer(x, out=out)", lambda: r(x, out=out))]:
-            rows.append(dict(case=label, host_us=best(fn), n=args.n, dtype=args.dtype))
+            rows.append(dict(case=label, host_us=best(fn), n=args.n[0], dtype=args.dtype))
     rows += _conversion_cost()
     return rows
 
@@ -180,7 +213,7 @@ def _conversion_cost() -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=1 << 16)
+    ap.add_argument("--n", type=int, nargs="+", default=[1 << 16], help="elements per call (several: one run each)")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=21)

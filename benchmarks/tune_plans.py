@@ -86,12 +86,12 @@ for _dt, _isz in (("float32", 4), ("float16", 2)):
                                     (8, {2: 512, 4: 512}), (6, {2: 1024, 4: 1024}), (8, {2: 1024, 4: 1024}))],
         _dt, ((1 << 29) // _isz // _k, _k), -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
 # rows of 256-1023 chunks that get a warp each: a group of 64 or 128 threads instead (several rows per block), the
-# threads' chunks per row as keyed (by bytes per element) in ROWS_GROUP_CHUNKS_PER_THREAD; the check shapes take the
-# group path under every setting but the first
+# threads' chunks per row as keyed (by bytes per element) in ROWS_GROUP_CHUNKS_PER_THREAD (the default first, then
+# a warp per row); the check shapes are rows of the same length, so they take whatever path the setting gives
 for _dt, _isz in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
     for _k in (1024 * 4 // _isz, 2048 * 4 // _isz):  # 256 and 512 chunks per row
         SWEEPS[f"shuffle_{_dt}_row_groups{_k}"] = (
-            shuffle_plan, [dict(ROWS_GROUP_CHUNKS_PER_THREAD=c) for c in ({}, {2: 4, 4: 4}, {2: 2, 4: 2},
+            shuffle_plan, [dict(ROWS_GROUP_CHUNKS_PER_THREAD=c) for c in ({2: 4, 4: 4}, {}, {2: 2, 4: 2},
                                                                           {2: 8, 4: 8})],
             _dt, ((1 << 29) // _isz // _k, _k), -1, [(300, _k), (257, _k + 20), (3, _k)], "shuffle")
 # fp8 short rows and columns: raw fp8 in flight, twice fp16's tiles or chunks (FP8_IN_FLIGHT) or as many

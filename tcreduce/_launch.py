@@ -6,6 +6,15 @@ change between calls (the workspace and counter addresses, the integers) into Cu
 that a call builds only the input and output addresses (:class:`BoundLaunch`). ``tcreduce.sum`` binds each launcher
 once per stream, to that stream's workspace and counters; a :func:`tcreduce.reducer` binds its own.
 
+Small calls replay CUDA graphs (:class:`BoundLaunch`): a plan that reads at most ``GRAPH_MAX_BYTES`` is host-bound
+(CuPy's kernel launch costs more host time than the GPU spends on the kernel), so when a call repeats the input and
+output addresses of a recent call on the same stream, its launches are captured once into a CUDA graph (on a private
+capture stream) and that graph is replayed from then on: one ``cudaGraphLaunch`` instead of a CuPy launch per kernel,
+the same kernels with the same arguments, so the same bits. At most ``GRAPH_CACHE`` graphs per bound plan (the oldest
+is dropped); a bound plan that keeps dropping them (``GRAPH_DROPS_MAX``), or whose capture fails, launches directly
+from then on. A stream that is itself capturing (the caller's CUDA graph) always gets the kernels, never a graph
+launch (which CUDA refuses there), so capturing tcreduce calls keeps working as before.
+
 Workspace and counters (``workspace_for``, ``counters_for``): one pool per (device, stream), allocated on first use
 and grown when a plan needs more. A pool that grows is replaced, never freed: launches bound to the old buffer (and
 CUDA graphs that captured them) keep valid memory. Allocating a pool while the stream captures a CUDA graph would
@@ -14,6 +23,7 @@ bake a fresh allocation into the graph: that raises :class:`CaptureError` instea
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -22,7 +32,7 @@ from ._compile import get_function
 from ._plan import Buf, Plan
 
 __all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "launcher_for", "kernel_arg",
-           "CaptureError", "is_capturing"]
+           "CaptureError", "is_capturing", "GRAPH_MAX_BYTES"]
 
 try:  # an 8-byte kernel argument CuPy passes through as is (no conversion per launch)
     from cupy.cuda.function import CIntptr as kernel_arg
@@ -33,15 +43,24 @@ _COUNTERS: dict[tuple[int, int], Any] = {}
 _WORKSPACES: dict[tuple[int, int], Any] = {}
 _RETIRED: list = []  # pools replaced by larger ones: kept alive for launches and graphs bound to them
 
+# graph replay of small calls (module docstring): plans reading at most this many input bytes (0: never); graphs kept
+# per bound plan; graphs dropped before a bound plan stops capturing; addresses remembered per bound plan
+GRAPH_MAX_BYTES = 1 << 22
+GRAPH_CACHE = 8
+GRAPH_DROPS_MAX = 64
+GRAPH_SEEN_MAX = 64
+_CAPTURE_STREAMS: dict[int, Any] = {}  # device id -> the private stream graphs are captured on
+_CAPTURE_LOCK = threading.Lock()
+
 
 class CaptureError(RuntimeError):
     """Something tcreduce would have to allocate or free is needed while the stream is capturing a CUDA graph."""
 
 
 def is_capturing(stream_ptr: int) -> bool:
-    """Whether the stream (a raw handle) is capturing a CUDA graph (False for the legacy and per-thread default
-    streams, which cannot capture)."""
-    if stream_ptr in (0, 1, 2):
+    """Whether the stream (a raw handle) is capturing a CUDA graph (False for the legacy default stream, 0 or 1,
+    which cannot capture)."""
+    if stream_ptr in (0, 1):
         return False
     import cupy
 
@@ -86,15 +105,43 @@ def workspace_for(device_id: int, stream_ptr: int, floats: int):
                  lambda n: cupy.empty(max(n, 1 << 16), dtype=np.float32))
 
 
+def capture_stream(device_id: int):
+    """The private non-blocking stream of ``device_id`` that :class:`BoundLaunch` captures its graphs on."""
+    st = _CAPTURE_STREAMS.get(device_id)
+    if st is None:
+        import cupy
+
+        with cupy.cuda.Device(device_id):
+            st = _CAPTURE_STREAMS[device_id] = cupy.cuda.Stream(non_blocking=True)
+    return st
+
+
+def graph_launch(graph: Any, stream_ptr: int) -> None:
+    """Launch a captured CuPy graph on a raw stream handle (``cudaGraphLaunch``)."""
+    import cupy
+
+    cupy.cuda.runtime.graphLaunch(graph.graphExec, stream_ptr)
+
+
+def plan_bytes(plan: Plan) -> int:
+    """Bytes of input a plan reads (its outputs times the length of each, times the input's element size)."""
+    from .formats import get_format
+
+    return plan.problem.outputs * plan.problem.length * get_format(plan.in_dtype).itemsize
+
+
 class BoundLaunch:
     """A plan's launches with every argument but the input and output addresses converted once (the workspace and
-    counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``."""
+    counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``, replaying a captured
+    CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
+    kernels."""
 
-    __slots__ = ("steps", "workspace_ptr", "counters_ptr")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
         self.counters_ptr = counters_ptr
+        self.device_id = launcher.device_id
         steps = []
         for fn, grid, block, shared, coop, template in launcher.steps:
             const: list = []
@@ -116,8 +163,32 @@ class BoundLaunch:
                     const.append(kernel_arg(int(a)))
             steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs)))
         self.steps = tuple(steps)
+        small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
+        # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
+        self.graphs: dict | None = {} if small and steps and not any(st[4] for st in steps) else None
+        self._seen: dict = {}
+        self._drops = 0
 
     def __call__(self, x_ptr: int, out_ptr: int, stream) -> None:
+        graphs = self.graphs
+        if graphs is not None:
+            sp = stream.ptr
+            key = (x_ptr, out_ptr, sp)
+            g = graphs.get(key)
+            if g is None and key in self._seen:
+                g = self._capture(key, x_ptr, out_ptr)
+            if g is not None:
+                if sp < 2 or not is_capturing(sp):
+                    graph_launch(g, sp)
+                    return
+            elif len(self._seen) < GRAPH_SEEN_MAX:
+                self._seen[key] = None
+            else:
+                self._seen = {key: None}
+        self.launch(x_ptr, out_ptr, stream)
+
+    def launch(self, x_ptr: int, out_ptr: int, stream) -> None:
+        """Launch the kernels in order on ``stream`` (no graph)."""
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
         for fn, grid, block, shared, coop, const, xs, outs in self.steps:
@@ -127,6 +198,31 @@ class BoundLaunch:
             for i in outs:
                 args[i] = oa
             fn(grid, block, args, shared, stream, coop)
+
+    def _capture(self, key: tuple, x_ptr: int, out_ptr: int) -> Any:
+        """Capture this call's launches into a graph kept under ``key``; None while the caller's stream is itself
+        capturing, or when capturing fails (then graphs are off for this bound plan)."""
+        graphs = self.graphs
+        if key[2] >= 2 and is_capturing(key[2]):
+            return None
+        side = capture_stream(self.device_id)
+        try:
+            with _CAPTURE_LOCK:
+                side.begin_capture()
+                try:
+                    self.launch(x_ptr, out_ptr, side)
+                finally:
+                    g = side.end_capture()
+        except Exception:  # the direct launch that follows reports any real error
+            self.graphs = None
+            return None
+        if len(graphs) >= GRAPH_CACHE:
+            del graphs[next(iter(graphs))]
+            self._drops += 1
+            if self._drops > GRAPH_DROPS_MAX:  # addresses that never settle: capturing costs more than it saves
+                self.graphs = None
+        graphs[key] = g
+        return g
 
 
 class Launcher:

@@ -31,13 +31,18 @@ class FakeGPU:
     """The state of one :func:`fake_gpu` session. ``launches``: (kernel name, grid, block, argument values, shared
     bytes, stream handle, cooperative) per launch (when recording). ``allocations``: sizes in bytes of every
     allocation through CuPy's allocator. ``capturing``: what ``streamIsCapturing`` answers (set it to test the
-    capture rules)."""
+    capture rules). ``graphs``: graphs captured by tcreduce's graph replay (each the launches captured, in the same
+    form as ``launches``); ``graph_launches``: how many times one was replayed (each replay appends its captured
+    launches to ``launches`` with the replaying stream)."""
 
     record: bool = True
     launches: list = field(default_factory=list)
     allocations: list = field(default_factory=list)
     capturing: bool = False
     stream_ptr: int = 0x5000
+    graphs: list = field(default_factory=list)
+    graph_launches: int = 0
+    _capture: list | None = None
     _next: Iterator[int] = field(default_factory=lambda: itertools.count(0x7F0000000000, 1 << 32))
 
     def array(self, shape: tuple[int, ...], dtype: Any, offset: int = 0):
@@ -65,6 +70,35 @@ class _Stream:
         return self._gpu.stream_ptr
 
 
+class _CaptureStream:
+    """tcreduce's private capture stream: launches between begin_capture and end_capture go into a graph."""
+
+    ptr = 0x6000
+
+    def __init__(self, gpu: FakeGPU):
+        self._gpu = gpu
+
+    def begin_capture(self) -> None:
+        self._gpu._capture = []
+
+    def end_capture(self) -> "_Graph":
+        g = _Graph(self._gpu._capture)
+        self._gpu._capture = None
+        self._gpu.graphs.append(g.launches)
+        return g
+
+
+class _Graph:
+    def __init__(self, launches: list):
+        self.launches = launches
+
+
+def _graph_launch(gpu: FakeGPU, graph: _Graph, stream_ptr: int) -> None:
+    gpu.graph_launches += 1
+    if gpu.record:
+        gpu.launches.extend(ln[:5] + (stream_ptr,) + ln[6:] for ln in graph.launches)
+
+
 class _Device:
     def __init__(self, device_id: int = 0):
         if device_id != 0:
@@ -83,7 +117,10 @@ class _Kernel:
         self.gpu, self.name, self.ptr = gpu, name, 0x1234
 
     def __call__(self, grid, block, args, shared=0, stream=None, coop=False) -> None:
-        if self.gpu.record:
+        if self.gpu._capture is not None and isinstance(stream, _CaptureStream):
+            self.gpu._capture.append((self.name, tuple(grid), tuple(block), tuple(int(a) for a in args), shared,
+                                      stream.ptr, coop))
+        elif self.gpu.record:
             self.gpu.launches.append((self.name, tuple(grid), tuple(block), tuple(int(a) for a in args), shared,
                                       stream.ptr if stream is not None else None, coop))
 
@@ -102,6 +139,7 @@ def _clear_caches() -> None:
     _launch._COUNTERS.clear()
     _launch._WORKSPACES.clear()
     _launch._RETIRED.clear()
+    _launch._CAPTURE_STREAMS.clear()
 
 
 @contextlib.contextmanager
@@ -129,6 +167,9 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(cupy, "zeros", lambda shape, dtype=float, order="C": cupy.ndarray(shape, dtype))
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))
+    capture = _CaptureStream(gpu)
+    patch(_launch, "capture_stream", lambda device_id: capture)
+    patch(_launch, "graph_launch", lambda graph, stream_ptr: _graph_launch(gpu, graph, stream_ptr))
     if record:
         patch(_launch, "kernel_arg", _Arg)
     allocator = cupy.cuda.get_allocator()

@@ -209,6 +209,87 @@ def test_capture_rules_of_the_handle():
             cub(x)
 
 
+def test_small_calls_replay_one_graph_of_the_same_launches():
+    """A repeated (input, output, stream) of a small plan is captured once on the private stream and replayed; every
+    launch, direct or replayed, carries the plan's resolved arguments on the caller's stream."""
+    from tcreduce import _launch
+
+    with fake_gpu() as gpu:
+        x = gpu.array((1 << 16,), "float16")
+        out = gpu.array((), "float32")
+        r = tcreduce.reducer(like=x)
+        bound = r._launch
+        assert bound.graphs is not None
+        start, graphs0 = len(gpu.launches), len(gpu.graphs)
+        for _ in range(5):
+            r(x, out=out)
+        assert len(gpu.graphs) == graphs0 + 1 and gpu.graph_launches == 4  # call 1 direct, call 2 captures
+        want = _resolved(r.plan, x.data.ptr, out.data.ptr, bound.workspace_ptr, bound.counters_ptr)
+        assert _recorded(gpu, start) == want * 5
+        assert {ln[5] for ln in gpu.launches[start:]} == {gpu.stream_ptr}
+        assert gpu.graphs[-1] == [w[:4] + (w[4], _launch.capture_stream(0).ptr, w[5]) for w in want]
+        # another stream has its own graph; a stream that is capturing gets the kernels, never a graph launch
+        gpu.stream_ptr = 0x7000
+        r(x, out=out)
+        r(x, out=out)
+        assert len(gpu.graphs) == graphs0 + 2 and gpu.graph_launches == 5
+        gpu.capturing = True
+        n, start = gpu.graph_launches, len(gpu.launches)
+        for _ in range(3):
+            r(x, out=out)
+        assert gpu.graph_launches == n and len(gpu.graphs) == graphs0 + 2
+        assert _recorded(gpu, start) == want * 3
+        # tcreduce.sum with out: the same replay, through the launcher bound to the stream's pools
+        gpu.capturing = False
+        n = gpu.graph_launches
+        for _ in range(3):
+            tcreduce.sum(x, out=out)
+        assert gpu.graph_launches == n + 2
+
+
+def test_graph_replay_limits():
+    """Plans above GRAPH_MAX_BYTES and cooperative plans never capture; at most GRAPH_CACHE graphs per bound plan;
+    addresses that never settle, or a capture that fails, turn graphs off and the kernels are launched directly."""
+    from tcreduce import _launch
+
+    with fake_gpu() as gpu:
+        big = gpu.array((_launch.GRAPH_MAX_BYTES // 2 + 8,), "float16")
+        out = gpu.array((), "float32")
+        rb = tcreduce.reducer(like=big)
+        assert rb._launch.graphs is None
+        for _ in range(3):
+            rb(big, out=out)
+        assert gpu.graph_launches == 0 and not gpu.graphs
+        coop = tcreduce.reducer(like=gpu.array((1 << 12,), "float16"), method="ladder_grid_sync")
+        assert any(ln.cooperative for ln in coop.plan.launches) and coop._launch.graphs is None
+
+        x = gpu.array((4096,), "float16")
+        r = tcreduce.reducer(like=x)
+        outs = [gpu.array((), "float32") for _ in range(_launch.GRAPH_CACHE + 2)]
+        for _ in range(2):
+            for o in outs:
+                r(x, out=o)
+        assert len(r._launch.graphs) == _launch.GRAPH_CACHE and r._launch._drops == 2
+        for _ in range(_launch.GRAPH_DROPS_MAX):
+            for o in outs:
+                r(x, out=o)
+        assert r._launch.graphs is None
+        n, start = gpu.graph_launches, len(gpu.launches)
+        r(x, out=outs[0])
+        assert gpu.graph_launches == n and len(gpu.launches) == start + len(r.plan.launches)
+
+        r2 = tcreduce.reducer(like=x)
+
+        def refuse():
+            raise RuntimeError("capture refused")
+
+        _launch.capture_stream(0).begin_capture = refuse
+        start = len(gpu.launches)
+        r2(x, out=out)
+        r2(x, out=out)
+        assert r2._launch.graphs is None and len(gpu.launches) == start + 2 * len(r2.plan.launches)
+
+
 def test_pools_grow_without_freeing_what_is_bound():
     from tcreduce import _launch
 
@@ -335,6 +416,45 @@ def test_gpu_graph_replays_match_eager(shape, axis, method, dtype, rng):
             check_sum(out_h, yh, axis, method=r.method)
     # the counters are back at zero after the replays: an eager call on the default stream agrees too
     assert np.array_equal(to_numpy(r(x)).view(np.uint32), e.view(np.uint32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((4097,), None), ((300, 1032), -1), ((16, 1000), 0),
+                                        ((1 << 19) + 3, None)])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("blocking", [True, False], ids=["null-stream", "nonblocking-stream"])
+def test_gpu_graph_replay_of_small_calls(shape, axis, dtype, blocking, rng):
+    """Small plans replay a captured graph once their addresses repeat (tcreduce._launch): on new data in the same
+    buffers, the replay equals the kernels launched directly, bit for bit, writes every output, and is within the
+    bound; tcreduce.sum with the same out likewise."""
+    from tcreduce.testing import check_sum, poisoned, random_input, to_numpy
+
+    cupy = _cupy()
+    s = cupy.cuda.Stream.null if blocking else cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x = cupy.asarray(random_input(rng, shape, dtype))
+        r = tcreduce.reducer(like=x, axis=axis)
+        out = poisoned(r.result_shape, "float32")
+        for _ in range(3):
+            r(x, out=out)
+        assert len(r._launch.graphs) == 1, "the repeated call was not captured"
+        for k in range(3):
+            yh = random_input(rng, shape, dtype)
+            x.set(yh, stream=s)
+            out[...] = np.nan
+            n = len(r._launch.graphs)
+            r(x, out=out)  # a replay
+            assert len(r._launch.graphs) == n
+            direct = poisoned(r.result_shape, "float32")
+            r._launch.launch(x.data.ptr + r._offset, direct.data.ptr, s)
+            s.synchronize()
+            assert np.array_equal(to_numpy(out).view(np.uint32), to_numpy(direct).view(np.uint32)), k
+            check_sum(out, yh, axis, method=r.method)
+            o2 = poisoned(r.result_shape, "float32")
+            for _ in range(3):
+                tcreduce.sum(x, axis=axis, out=o2)
+            s.synchronize()
+            assert np.array_equal(to_numpy(o2).view(np.uint32), to_numpy(direct).view(np.uint32)), k
 
 
 @pytest.mark.gpu

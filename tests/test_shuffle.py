@@ -144,9 +144,16 @@ def test_rows_few_long_rows_are_split(dtype):
     assert many["group"] == sh.BLOCK and many["splits"] == 1
 
 
-def test_rows_medium_rows_use_a_warp():
-    p = param_dict(sh.plan_shuffle(Rows(1 << 16, 4096, 4096), "float16", "float32", H100))
-    assert p["group"] == 32 and p["splits"] == 1
+def test_rows_medium_rows_use_a_warp_or_a_group():
+    """Rows of 33-255 chunks get a warp; plentiful rows of 256-1023 chunks a group of 64 or 128 threads (fp16, bf16,
+    fp32: ROWS_GROUP_CHUNKS_PER_THREAD), fp8 a warp."""
+    def plan(k: int, dtype: str) -> dict:
+        return param_dict(sh.plan_shuffle(Rows(1 << 16, k, k), dtype, "float32", H100))
+
+    assert (plan(1024, "float16")["group"], plan(1024, "float16")["splits"]) == (32, 1)  # 128 chunks
+    assert plan(2048, "float16")["group"] == 64 and plan(4096, "float16")["group"] == 128
+    assert plan(1024, "float32")["group"] == 64 and plan(4000, "float32")["group"] == 128
+    assert plan(4096, "float8_e4m3fn")["group"] == 32
 
 
 @pytest.mark.parametrize("dtype,isz", [("float16", 2), ("float32", 4)])
@@ -306,8 +313,8 @@ SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, spli
 ]
 
 
-# rows of a few hundred chunks with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD, prepared, off by
-# default): G = 64 (fp32 275 chunks; fp16 263), G = 128 (fp32 513 chunks), a misaligned view, rows past the last one
+# rows of a few hundred chunks with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD): G = 64 (fp32 275
+# chunks; fp16 263), G = 128 (fp32 513 chunks), a misaligned view, rows past the last one
 # in the last block
 ROW_GROUP_CASES = [((300, 1100), -1, None, "float32"), ((301, 2052), -1, None, "float32"),
                    ((300, 2100), -1, None, "float16"), ((257, 1101), -1, lambda x: x[:, 1:], "float64")]
@@ -666,7 +673,7 @@ def test_gpu_counters_left_at_zero(rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_gpu_row_groups_match_the_twin(dtype, rng, monkeypatch):
-    """Rows with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD, prepared, off by default): every output
+    """Rows with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD): every output
     written, within the bound, bitwise the twin's replay; a misaligned view takes scalar loads."""
     cupy = _cupy()
     from tcreduce import _api

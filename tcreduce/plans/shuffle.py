@@ -17,8 +17,8 @@ they use).
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
   other long rows get a whole block (``G = BLOCK``), split over ``splits`` blocks when there are too few rows to fill
   the GPU (combined by the row's last block). Rows of at least ``ROWS_BLOCK_MIN_CHUNKS[itemsize]`` chunks always
-  get a block. Prepared, off by default: rows that would get a warp take a group of ``G`` = 64 or 128 threads
-  (several rows per block) when ``ROWS_GROUP_CHUNKS_PER_THREAD[itemsize]`` is set.
+  get a block. Rows that would get a warp but have at least ``64 * ROWS_GROUP_CHUNKS_PER_THREAD[itemsize]`` chunks
+  take a group of ``G`` = 64 or 128 threads instead (several rows per block; fp16, bf16 and fp32).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``shuffle_cols``: each thread owns VEC consecutive columns and walks
   the reduced axis. With at least half a GPU of threads' worth of column chunks (or a short reduced axis), one
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
@@ -75,8 +75,9 @@ COLS_CT_UNSPLIT_MIN = 8
 ROWS_BLOCK_MIN_CHUNKS = {2: 4 * BLOCK, 4: 4 * BLOCK}
 # rows that get a warp (G = 32) although they have at least 64 * this many chunks: a group of G = 64 .. BLOCK/2
 # threads instead (BLOCK / G rows per block), G the largest power of two giving each thread at least this many
-# chunks; keyed by bytes per element, a size not listed: a warp (prepared for tune_plans, not yet the default)
-ROWS_GROUP_CHUNKS_PER_THREAD: dict[int, int] = {}
+# chunks; keyed by bytes per element, a size not listed: a warp (tune_plans run 14, H100, 4 chunks per thread:
+# +2.0-3.9% over a warp per row at fp32 [131072, 1024], [65536, 2048], fp16 and bf16 [131072, 2048], [65536, 4096])
+ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
