@@ -164,6 +164,7 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(cupy.cuda, "Device", _Device)
     patch(cupy.cuda.runtime, "getDevice", lambda: 0)
     patch(cupy.cuda.runtime, "streamIsCapturing", lambda ptr: gpu.capturing)
+    patch(_launch, "_stream_is_capturing", lambda ptr: gpu.capturing)
     patch(cupy, "zeros", lambda shape, dtype=float, order="C": cupy.ndarray(shape, dtype))
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))

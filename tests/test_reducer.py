@@ -209,6 +209,35 @@ def test_capture_rules_of_the_handle():
             cub(x)
 
 
+def test_handle_remembers_checked_arrays_weakly_and_rechecks_their_shape():
+    """The arrays of the last checked call skip the layout checks, but not the shape check (CuPy's in-place shape
+    setter), and are not kept alive by the handle."""
+    import gc
+
+    with fake_gpu() as gpu:
+        x = gpu.array((64, 32), "float16")
+        out = gpu.array((64,), "float32")
+        r = tcreduce.reducer(like=x, axis=-1)
+        start = len(gpu.launches)
+        assert r(x, out=out) is out and r(x, out=out) is out
+        assert [ln[3] for ln in gpu.launches[start:]] == [gpu.launches[start][3]] * 2
+        x.shape = (32, 64)
+        with pytest.raises(ValueError, match="shape"):
+            r(x, out=out)
+        x.shape = (64, 32)
+        out.shape = (8, 8)
+        with pytest.raises(ValueError, match="out must be"):
+            r(x, out=out)
+        y = gpu.array((64, 32), "float16")
+        assert r(y).shape == (64,)
+        assert r._x_ok[0]() is y
+        del y
+        gc.collect()
+        assert r._x_ok[0]() is None
+        with pytest.raises(ValueError, match="strides"):
+            r(gpu.array((64, 64), "float16")[:, :32])
+
+
 def test_small_calls_replay_one_graph_of_the_same_launches():
     """A repeated (input, output, stream) of a small plan is captured once on the private stream and replayed; every
     launch, direct or replayed, carries the plan's resolved arguments on the caller's stream."""
