@@ -93,10 +93,19 @@ def _gpu_one(args, n: int) -> list[dict]:
         cases.append(("cupy.sum(x, dtype=float32)", lambda: cupy.sum(x, dtype=cupy.float32)))
         empty = cupy.RawKernel(r'extern "C" __global__ void tcr_empty() {}', "tcr_empty")
         cases.append(("empty CuPy kernel launch", lambda: empty((1,), (32,), ())))
-        # the pieces of a call, host cost only (where a call's microseconds go)
+        rows += _time_cases(s, cases, args, n)
+        # the pieces of a call, host cost only (where a call's microseconds go), and the handle on the legacy default
+        # stream (which cannot capture: no capture query before a graph launch)
         xp, op = x.data.ptr, out.data.ptr
         graph = next(iter(r._launch.graphs.values())) if r._launch.graphs else None
-        cases += [("  piece: cupy.ndarray((), float32)", lambda: cupy.ndarray((), cupy.float32)),
+        null = cupy.cuda.Stream.null
+
+        def on_null():
+            with null:
+                r(x, out=out)
+
+        rows += _time_cases(null, [("reducer(x, out=out) on the legacy default stream", on_null)], args, n)
+        cases = [("  piece: cupy.ndarray((), float32)", lambda: cupy.ndarray((), cupy.float32)),
                   ("  piece: cupy.cuda.runtime.getDevice()", cupy.cuda.runtime.getDevice),
                   ("  piece: cupy.cuda.get_current_stream()", cupy.cuda.get_current_stream),
                   ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
@@ -106,10 +115,8 @@ def _gpu_one(args, n: int) -> list[dict]:
                       s.ptr).launch(xp, op, s))]
         if graph is not None:
             cases.append(("  piece: graph_launch(graph, stream)", lambda: _launch.graph_launch(graph, s.ptr)))
-        for label, fn in cases:
-            per = 100 if "100 calls" in label else 1
-            gpu_us, host_us = _time(s, fn, args.calls // per, args.reps)
-            rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=n, dtype=args.dtype))
+        cases += [("  piece: lambda: None", lambda: None)]
+        rows += _time_cases(s, cases, args, n)
         # correctness of what was timed: the handles, the graphs and tcreduce.sum agree bit for bit
         want = tcreduce.sum(x)
         for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, lambda: tcreduce.sum(x, out=out)):
@@ -118,6 +125,16 @@ def _gpu_one(args, n: int) -> list[dict]:
             s.synchronize()
             assert cupy.array_equal(want.view(cupy.uint32), out.view(cupy.uint32)), "a timed path differs"
         assert cupy.array_equal(want.view(cupy.uint32), r(x).view(cupy.uint32)), "handle differs"
+    return rows
+
+
+def _time_cases(stream, cases: list, args, n: int) -> list[dict]:
+    """One row per (label, fn): us per call and host us per call, timed with events on ``stream``."""
+    rows = []
+    for label, fn in cases:
+        per = 100 if "100 calls" in label else 1
+        gpu_us, host_us = _time(stream, fn, args.calls // per, args.reps)
+        rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=n, dtype=args.dtype))
     return rows
 
 

@@ -125,6 +125,18 @@ SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (Tru
                                     for s in STREAM_SETTINGS[:3]],
                           "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
 
+# rows of 2-7 chunks (fp16 and bf16 rows of 64-224) and first-axis sums of 128-512 rows, where tc_rows / tc_cols read
+# 2-4% below shuffle_rows / shuffle_cols in the 7047afe sweep: chunks in flight per warp and one-pass grids (the same
+# sums either way; bits checked)
+for _k in (64, 128):
+    SWEEPS[f"rows{_k}_tiles"] = (tc_plan, [dict(ROWS_UNROLL_LONG=u, ONE_PASS_TILES=p)
+                                           for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],
+                                 "float16", ((1 << 28) // _k, _k), -1, [(4099, _k), (333, _k + 8), (37, _k - 8)])
+for _r in (128, 256, 512):
+    SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p)
+                                     for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],
+                           "float16", (_r, (1 << 28) // _r), 0, COLS_CHECK)
+
 # long rows: more warps per row beyond STREAM_MAX_STEPS steps per warp (benchmarks/read_probe.py: blocks that read a
 # few adjacent rounds and exit read faster than warps looping over their own rows); the check shapes take that path
 for _k in (4096, 16384, 65536):
