@@ -128,9 +128,11 @@ SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (Tru
 # rows of 2-7 chunks (fp16 and bf16 rows of 64-224) and first-axis sums of 128-512 rows, where tc_rows / tc_cols read
 # 2-4% below shuffle_rows / shuffle_cols in the 7047afe sweep: chunks in flight per warp and one-pass grids (the same
 # sums either way; bits checked)
-for _k in (64, 128):
-    SWEEPS[f"rows{_k}_tiles"] = (tc_plan, [dict(ROWS_UNROLL_LONG=u, ONE_PASS_TILES=p)
-                                           for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],
+# (run 15: 4 in flight at 128, adopted for 4-8 chunks as ROWS_UNROLL_WIDE; these sweeps check rows of 5-8 chunks)
+for _k in (64, 128, 192, 255):
+    SWEEPS[f"rows{_k}_tiles"] = (tc_plan, [dict(ROWS_UNROLL_WIDE=w, ROWS_UNROLL_LONG=u, ONE_PASS_TILES=p)
+                                           for w, u, p in ((4, 2, True), (2, 2, True), (8, 2, True), (1, 1, True),
+                                                           (4, 2, False))],
                                  "float16", ((1 << 28) // _k, _k), -1, [(4099, _k), (333, _k + 8), (37, _k - 8)])
 for _r in (128, 256, 512):
     SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p)
