@@ -12,8 +12,9 @@ and the GPU's work), ``host_us`` the host time spent issuing them. Cases marked 
 kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
 before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
 "graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch). Several
-``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at: ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against
-``torch.sum`` (target: the handle's host cost <= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
+``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at:
+``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against ``torch.sum`` (target: the handle's host
+cost <= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
 
 CPU mode: host microseconds per call with the kernels and allocations faked (what tcreduce's Python costs before
 CuPy's launch), and what CuPy's argument conversion costs for 5 pre-converted arguments (``CIntptr``, what tcreduce

@@ -125,10 +125,10 @@ SWEEPS["bf16_rows256"] = (tc_plan, [dict(s, ONE_PASS_SHORT_ROWS=p) for p in (Tru
                                     for s in STREAM_SETTINGS[:3]],
                           "bfloat16", (1 << 20, 256), -1, [(4099, 256), (333, 256), (3, 256)])
 
-# rows of 2-7 chunks (fp16 and bf16 rows of 64-224) and first-axis sums of 128-512 rows, where tc_rows / tc_cols read
-# 2-4% below shuffle_rows / shuffle_cols in the 7047afe sweep: chunks in flight per warp and one-pass grids (the same
-# sums either way; bits checked)
-# (run 15: 4 in flight at 128, adopted for 4-8 chunks as ROWS_UNROLL_WIDE; these sweeps check rows of 5-8 chunks)
+# fp16 rows of 2-8 chunks of 32 (64-255 halves) and first-axis sums of 128-512 rows, where tc_rows / tc_cols read 2-4%
+# below shuffle_rows / shuffle_cols in the 7047afe sweep: chunks in flight per warp and one-pass grids (the same sums
+# either way; bits checked). Run 15 swept ROWS_UNROLL_LONG at 64 and 128; 4 in flight at 128 was adopted for rows of
+# 4-8 chunks as ROWS_UNROLL_WIDE (first setting), and run 16 checked it at 192 and 255.
 for _k in (64, 128, 192, 255):
     SWEEPS[f"rows{_k}_tiles"] = (tc_plan, [dict(ROWS_UNROLL_WIDE=w, ROWS_UNROLL_LONG=u, ONE_PASS_TILES=p)
                                            for w, u, p in ((4, 2, True), (2, 2, True), (8, 2, True), (1, 1, True),
