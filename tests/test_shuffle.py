@@ -150,7 +150,8 @@ def test_rows_medium_rows_use_a_warp_or_a_group():
     def plan(k: int, dtype: str) -> dict:
         return param_dict(sh.plan_shuffle(Rows(1 << 16, k, k), dtype, "float32", H100))
 
-    assert (plan(1024, "float16")["group"], plan(1024, "float16")["splits"]) == (32, 1)  # 128 chunks
+    p128 = plan(1024, "float16")  # 128 chunks
+    assert (p128["group"], p128["splits"]) == (32, 1)
     assert plan(2048, "float16")["group"] == 64 and plan(4096, "float16")["group"] == 128
     assert plan(1024, "float32")["group"] == 64 and plan(4000, "float32")["group"] == 128
     assert plan(4096, "float8_e4m3fn")["group"] == 32
@@ -314,8 +315,7 @@ SIMT_CASES = [  # (shape, axis, view, out dtype); every kernel path: heads, spli
 
 
 # rows of a few hundred chunks with a group of 64 or 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD): G = 64 (fp32 275
-# chunks; fp16 263), G = 128 (fp32 513 chunks), a misaligned view, rows past the last one
-# in the last block
+# chunks; fp16 263), G = 128 (fp32 513 chunks), a misaligned view, rows past the last one in the last block
 ROW_GROUP_CASES = [((300, 1100), -1, None, "float32"), ((301, 2052), -1, None, "float32"),
                    ((300, 2100), -1, None, "float16"), ((257, 1101), -1, lambda x: x[:, 1:], "float64")]
 
@@ -667,7 +667,6 @@ def test_gpu_counters_left_at_zero(rng):
     dev = cupy.cuda.Device().id
     c = counters_for(dev, cupy.cuda.get_current_stream().ptr, 1)
     assert int(c.sum()) == 0
-
 
 
 @pytest.mark.gpu
