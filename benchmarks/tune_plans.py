@@ -147,6 +147,14 @@ for _k in (4096, 16384, 65536):
 for _k in (2048, 8192, 32768):
     SWEEPS[f"fp32_rows_spread{_k}"] = (tc32_plan, [dict(STREAM_MAX_STEPS=s) for s in (4, 0, 1, 2)], "float32",
                                        ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)])
+# fp32 rows of 256-512: tc32_rows (16 rows per warp, 64 bytes of each row per load) against tc32_rows_stream (a warp
+# or warp group per row, 512 contiguous bytes per load) from a lower STREAM_MIN_K (another order of additions: the
+# bits check follows the plan); tf32 shares the forms
+for _k in (256, 512):
+    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
+        SWEEPS[f"{_prefix}_rows{_k}_stream"] = (tc32_plan, [dict(STREAM_MIN_K=s) for s in (1024, 512, 256, 128)],
+                                                "float32", ((1 << 27) // _k, _k), -1,
+                                                [(4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

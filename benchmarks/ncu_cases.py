@@ -1,0 +1,59 @@
+"""Run a few tcreduce sums, each twice, for Nsight Compute to profile (hardware counters need a Firecracker device
+machine: /work/.library/device/H200.md). The first call of each case compiles and warms; profile the second:
+
+    ncu --clock-control none --kernel-name regex:'tc32_|shuffle_' --launch-skip-before-match 0 \
+        --section SpeedOfLight --section WarpStateStats ... python3 benchmarks/ncu_cases.py float32:cols:1024:tensorcore
+
+A case is dtype:form:n:method with form "rows" (a [TOTAL / n, n] array over the last axis) or "cols" ([n, TOTAL / n]
+over axis 0), TOTAL = 512 MiB of input as in the segment study. float16 and float32 results are checked against a
+float64 sum (|error| <= n 2^-23 sum|x|, recursive summation's bound for any order of fp32 additions), so a profile
+never describes a wrong kernel; other formats are not checked here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from perf_floor import make_input  # noqa: E402
+
+TOTAL_BYTES = 1 << 29
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("cases", nargs="+", help="dtype:form:n:method, e.g. float32:cols:1024:tensorcore")
+    args = ap.parse_args()
+    import cupy
+
+    import tcreduce
+    from tcreduce.formats import get_format
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    for case in args.cases:
+        dtype, form, n_text, method = case.split(":")
+        n = int(n_text)
+        other = TOTAL_BYTES // get_format(dtype).itemsize // n
+        shape, axis = ((n, other), 0) if form == "cols" else ((other, n), -1)
+        x, _, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
+        for _ in range(2):
+            got = tcreduce.sum(x, axis=axis, method=method, **kw)
+        if dtype in ("float16", "float32"):
+            x64 = x.astype(cupy.float64)
+            err = cupy.abs(got.astype(cupy.float64) - x64.sum(axis=axis))
+            bound = n * 2.0**-23 * cupy.abs(x64).sum(axis=axis)
+            if not bool(cupy.all(err <= bound)):
+                raise SystemExit(f"{case}: a sum outside n 2^-23 sum|x|")
+            del x64
+        print(f"{case}: shape {shape}, checked: {dtype in ('float16', 'float32')}", flush=True)
+        del x, got
+
+
+if __name__ == "__main__":
+    main()
