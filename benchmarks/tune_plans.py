@@ -150,11 +150,17 @@ for _k in (2048, 8192, 32768):
 # fp32 rows of 256-512: tc32_rows (16 rows per warp, 64 bytes of each row per load) against tc32_rows_stream (a warp
 # or warp group per row, 512 contiguous bytes per load) from a lower STREAM_MIN_K (another order of additions: the
 # bits check follows the plan); tf32 shares the forms
-for _k in (256, 512):
+for _k in (256, 512, 768):
     for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
-        SWEEPS[f"{_prefix}_rows{_k}_stream"] = (tc32_plan, [dict(STREAM_MIN_K=s) for s in (1024, 512, 256, 128)],
+        SWEEPS[f"{_prefix}_rows{_k}_stream"] = (tc32_plan, [dict(STREAM_MIN_K=s) for s in (512, 1024, 256, 128)],
                                                 "float32", ((1 << 27) // _k, _k), -1,
                                                 [(4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)], _method)
+# fp32 first-axis sums without splits: warps per strip by wave efficiency where one warp per strip leaves a partial
+# last wave (launch geometry only: the same sums)
+for _n in (128, 256, 512, 1024):
+    SWEEPS[f"fp32_cols{_n}_waves"] = (tc32_plan, [dict(COLS_GROUP_BY_WAVES=w) for w in (True, False)],
+                                      "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132)])
+SWEEPS["tf32_cols1024_waves"] = (*SWEEPS["fp32_cols1024_waves"], "tensorcore_tf32")
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

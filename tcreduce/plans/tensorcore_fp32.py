@@ -56,9 +56,16 @@ TILE_BLOCKS_PER_SM = 4  # tc32_rows: __launch_bounds__(256, 4) (its MINB)
 COLS_BLOCKS_PER_SM = 3
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
+# tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
+# strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
+# per strip: 2,360 -> 2,670 GB/s, tf32 1,712 -> 2,153; [256, 2^19] and [512, 2^18] +3-4%: tune_plans run 19, H100)
+COLS_GROUP_BY_WAVES = True
 ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
 SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
-STREAM_MIN_K = 1024  # aligned rows at least this long stream one per warp (tc32_rows_stream)
+# aligned rows at least this long stream one per warp (tc32_rows_stream), not 16 per warp (tc32_rows' 64 bytes of a
+# row per load): [2^18, 512] 2,685 -> 2,785 GB/s from 1024, tf32 2,050 -> 3,031; at 256 the stream loses (1,943
+# against 2,713): tune_plans runs 17 and 19, H100
+STREAM_MIN_K = 512
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
@@ -127,7 +134,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     cap = device.sm_count * blocks_per_sm
     if work.splits > 1:
         work = rebalance_splits(work, chunks, cap)
-    elif work.warps_per_tile > 1:  # a one-pass grid of equal blocks: warps per strip by wave efficiency
+    elif work.warps_per_tile > 1 or (COLS_GROUP_BY_WAVES and chunks > 1):
+        # a one-pass grid of equal blocks: warps per strip by wave efficiency
         wpt = choose_group(strips, chunks, BLOCK // 32, cap)
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
     short = 0
