@@ -161,6 +161,13 @@ for _n in (128, 256, 512, 1024):
     SWEEPS[f"fp32_cols{_n}_waves"] = (tc32_plan, [dict(COLS_GROUP_BY_WAVES=w) for w in (True, False)],
                                       "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132)])
 SWEEPS["tf32_cols1024_waves"] = (*SWEEPS["fp32_cols1024_waves"], "tensorcore_tf32")
+# ... and few strips (fewer than the resident warps): a block per strip with splits where grouping leaves a partial
+# wave (another order of additions: the bits check follows the plan)
+for _n in (2048, 4096, 8192):
+    SWEEPS[f"fp32_cols{_n}_splits"] = (tc32_plan, [dict(COLS_SPLIT_BELOW_EFFICIENCY=e) for e in (0.75, 0.0, 0.9)],
+                                       "float32", (_n, (1 << 27) // _n), 0,
+                                       FP32_COLS_CHECK + [(1000, 132), (2050, 256)])
+SWEEPS["tf32_cols8192_splits"] = (*SWEEPS["fp32_cols8192_splits"], "tensorcore_tf32")
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -267,6 +267,8 @@ def test_planner_picks_a_kernel_per_form():
              # 4096 strips: one warp each would make 512 blocks (1.29 waves on 396 slots); 8 warps per strip, 4096
              Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
+             # 512 strips: 256 blocks of 2 strips would fill 65% of a wave; a block per strip and 3 splits instead
+             Cols(1, 8192, 1 << 14, 0, 1 << 14, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Split, 256, 4, false, 1, float, 0, 3>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
@@ -275,6 +277,11 @@ def test_planner_picks_a_kernel_per_form():
     plan = get_plan(METHOD, Rows(4, 1 << 20, 1 << 20, 0), "float32", "float32", H100)
     p = param_dict(plan)
     assert p["splits"] > 1 and plan.workspace_floats == 2 * 4 * p["splits"] and plan.counters == 4
+    plan = get_plan(METHOD, Cols(1, 8192, 1 << 14, 0, 1 << 14, 0), "float32", "float32", H100)
+    p = param_dict(plan)
+    assert (p["wpt"], p["splits"], p["grid"]) == (8, 3, 512) and plan.counters == 512
+    p = param_dict(get_plan(METHOD, Cols(1, 4096, 1 << 15, 0, 1 << 15, 0), "float32", "float32", H100))
+    assert (p["wpt"], p["splits"], p["grid"]) == (8, 1, 1024)  # 2.59 waves: grouped, not split
 
 
 def test_planner_refuses_what_it_does_not_take():

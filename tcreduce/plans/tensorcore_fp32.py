@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import UnsupportedDtype
-from ._common import (WorkSplit, cdiv, choose_group, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
-                      split_work, spread_rows, stream_work)
+from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass,
+                      rebalance_splits, split_work, spread_rows, stream_work, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -60,6 +60,12 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
 # per strip: 2,360 -> 2,670 GB/s, tf32 1,712 -> 2,153; [256, 2^19] and [512, 2^18] +3-4%: tune_plans run 19, H100)
 COLS_GROUP_BY_WAVES = True
+# ... and where the best of those grids still fills less than this fraction of its waves (few strips: [8192, 2^14]
+# has 512 strips, 256 blocks of 2 strips on 396 slots), a block per strip with the rows split over blocks
+# (_common.choose_splits; each warp keeps at least 4 chunks per split); 0 never splits there. Run 20 (H100): 2,491
+# -> 2,694 GB/s at [8192, 2^14] (tf32 1,724 -> 2,194); splitting grids that already fill 86% of their waves loses
+# ([4096, 2^15] 2,689 -> 2,600, [2048, 2^16] 2,765 -> 2,518), hence 0.75
+COLS_SPLIT_BELOW_EFFICIENCY = 0.75
 ONE_PASS = True  # tc32_rows, tc32_cols, tc32_rows_stream without splits: a grid of one pass (_common.one_pass)
 SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
 # aligned rows at least this long stream one per warp (tc32_rows_stream), not 16 per warp (tc32_rows' 64 bytes of a
@@ -138,6 +144,10 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
         # a one-pass grid of equal blocks: warps per strip by wave efficiency
         wpt = choose_group(strips, chunks, BLOCK // 32, cap)
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
+        if wave_efficiency(work.grid_x, cap) < COLS_SPLIT_BELOW_EFFICIENCY:  # a block per strip, strips split
+            splits = choose_splits(strips, cdiv(chunks, (BLOCK // 32) * 4), cap)
+            if splits > 1:
+                work = WorkSplit(BLOCK // 32, splits, strips)
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
