@@ -1,8 +1,10 @@
 """Run a few tcreduce sums, each twice, for Nsight Compute to profile (hardware counters need a Firecracker device
-machine: /work/.library/device/H200.md). The first call of each case compiles and warms; profile the second:
+machine: /work/.library/device/H200.md). Both calls of a case are profiled; read the second (the first also compiles
+and warms the caches):
 
-    ncu --clock-control none --kernel-name regex:'tc32_|shuffle_' --launch-skip-before-match 0 \
-        --section SpeedOfLight --section WarpStateStats ... python3 benchmarks/ncu_cases.py float32:cols:1024:tensorcore
+    ncu --clock-control none --kernel-name regex:'tc32_|tc_cols|tc_rows|shuffle_' --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section SchedulerStats \
+        --section LaunchStats python3 benchmarks/ncu_cases.py float32:cols:1024:tensorcore float32:cols:1024:shuffle
 
 A case is dtype:form:n:method with form "rows" (a [TOTAL / n, n] array over the last axis) or "cols" ([n, TOTAL / n]
 over axis 0), TOTAL = 512 MiB of input as in the segment study. float16 and float32 results are checked against a

@@ -264,7 +264,7 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 2, false, 2, float, false, 4>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 4, true, 1, float, 0, 3>",
-             # 4096 strips: one warp each would make 512 blocks (1.29 waves on 396 slots); 8 warps per strip, 4096
+             # 4096 strips: a warp each would make 512 blocks (1.29 waves on 396 slots); 8 warps each: 4096 blocks
              Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
              # 512 strips: 256 blocks of 2 strips would fill 65% of a wave; a block per strip and 3 splits instead
