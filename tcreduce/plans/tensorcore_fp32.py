@@ -17,9 +17,10 @@ What it launches: one kernel per call.
   flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
-  16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups,
-  the rows of few strips to several blocks (splits chosen by wave efficiency); rows of at most 16 take the short path
-  (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp).
+  16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
+  (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
+  efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
+  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp).
 """
 
 from __future__ import annotations
