@@ -168,6 +168,17 @@ for _n in (2048, 4096, 8192):
                                        "float32", (_n, (1 << 27) // _n), 0,
                                        FP32_COLS_CHECK + [(1000, 132), (2050, 256)])
 SWEEPS["tf32_cols8192_splits"] = (*SWEEPS["fp32_cols8192_splits"], "tensorcore_tf32")
+# fp32 rows of 64-384 through tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load) instead of tc32_rows
+# (16 rows per warp, 64 bytes per row per load); the check shapes have rows enough for it on an H100 (4224 tiles of 4)
+ROWS4_CHECK = [(16899, 64), (17000, 100), (16900, 260)]
+for _k in (64, 128, 256, 384):
+    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
+        if _prefix == "tf32" and _k in (64, 384):
+            continue
+        SWEEPS[f"{_prefix}_rows{_k}_rows4"] = (
+            tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
+                        for a, u, b in ((0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
+            "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

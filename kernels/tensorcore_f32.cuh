@@ -621,3 +621,57 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
         }
     }
 }
+
+// -------------------------------------------------------------------------------------------------- tc32_rows4
+// Last-axis sums of rows with 16-byte aligned starts, 4 rows per warp (prepared for sweeping, not planned by default:
+// tcreduce/plans/tensorcore_fp32.py ROWS4_MIN_K). tc32_rows puts 16 rows in the 16 mma rows and so reads 64 bytes of
+// each row per load; here each row takes 4 mma rows and a load reads 256 contiguous bytes of it. Warp w of block b
+// sums rows 4T .. 4T + 3, T = b * WARPS + w (a one-pass grid, no splits). The elements are cut into chunks of 64; in
+// chunk c lane (g, t) loads elements 64c + 16(g & 3) + 4t .. +3 (zero past k) of row 4T + (g >> 2) as lo and of row
+// 4T + 2 + (g >> 2) as hi, and steps on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g sums 16 elements of
+// row 4T + (g >> 2), mma row g + 8 16 elements of row 4T + 2 + (g >> 2). UNROLL chunks are loaded per step of the loop.
+// Order: the format's order over the chunks (one step each); then row 4T + j (j = 0, 1; lanes with g >> 2 = j) is
+// add2(add2(m0, m1), add2(m2, m3)) of its 4 mma rows' pairs m_i = row_lo of quad 4j + i (xor 4, then xor 8), and row
+// 4T + 2 + j the same of row_hi; out = value2.
+template <class FMT, int BLOCK, int UNROLL, typename OutT, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc32_rows4(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
+           float* __restrict__ /*ws*/, unsigned* /*counters*/, tcr::i64 /*splits*/) {
+    using namespace tcr;
+    using tcr32::F2;
+    constexpr int WARPS = BLOCK / 32, CHUNK = 64;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const i64 tile = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5);
+    if (tile >= (m + 3) >> 2) return;  // warp-uniform; the kernel never synchronises the block
+    const i64 row_lo = tile * 4 + (g >> 2), row_hi = row_lo + 2;
+    const bool ok_lo = row_lo < m, ok_hi = row_hi < m;
+    const float* __restrict__ plo = x + (ok_lo ? row_lo * ld : 0);
+    const float* __restrict__ phi = x + (ok_hi ? row_hi * ld : 0);
+    const i64 off = 16 * (g & 3) + 4 * t;
+    const i64 nchunks = (k + CHUNK - 1) / CHUNK;
+    typename FMT::Acc acc;
+    for (i64 c = 0; c < nchunks; c += UNROLL) {
+        float lo[UNROLL][4], hi[UNROLL][4];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 e = (c + u) * CHUNK + off;
+            tcr32::load4<true>(plo, ok_lo, e, k, 1, lo[u]);
+            tcr32::load4<true>(phi, ok_hi, e, k, 1, hi[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (c + u >= nchunks) break;  // warp-uniform
+            const float v[8] = {lo[u][0], lo[u][1], hi[u][0], hi[u][1], lo[u][2], lo[u][3], hi[u][2], hi[u][3]};
+            FMT::step(acc, v);
+        }
+    }
+    F2 a = FMT::row_lo(acc), b = FMT::row_hi(acc);
+    a = tcr32::add2(a, tcr32::shfl_xor2(a, 4));
+    b = tcr32::add2(b, tcr32::shfl_xor2(b, 4));
+    a = tcr32::add2(a, tcr32::shfl_xor2(a, 8));
+    b = tcr32::add2(b, tcr32::shfl_xor2(b, 8));
+    if ((lane & 15) == 0) {
+        if (ok_lo) out[row_lo] = from_float<OutT>(tcr32::value2(a));
+        if (ok_hi) out[row_hi] = from_float<OutT>(tcr32::value2(b));
+    }
+}

@@ -358,6 +358,33 @@ def stream(plan: Plan, rows: np.ndarray, new_format) -> list:
     return out
 
 
+def rows4(rows: np.ndarray, new_format) -> list:
+    """tc32_rows4 on rows [m, k] (float32): a warp per 4 rows, chunks of 64, lane (g, t) holding elements
+    64c + 16(g & 3) + 4t .. +3 of rows 4T + (g >> 2) (lo) and 4T + 2 + (g >> 2) (hi); per row the butterfly over
+    xor 4 and xor 8 of its 4 mma rows' pairs (lane 0: rows 4T, 4T + 2; lane 16: 4T + 1, 4T + 3)."""
+    m, k = rows.shape
+    out = [None] * m
+    for tile in range(-(-m // 4)):
+        fmt = new_format()
+        get = lambda r, e: rows[r, e] if r < m and e < k else f(0)  # noqa: E731
+        for c in range(-(-k // 64)):
+            v = []
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                e0 = 64 * c + 16 * (g & 3) + 4 * t
+                lo = [get(4 * tile + (g >> 2), e0 + i) for i in range(4)]
+                hi = [get(4 * tile + 2 + (g >> 2), e0 + i) for i in range(4)]
+                v.append([lo[0], lo[1], hi[0], hi[1], lo[2], lo[3], hi[2], hi[3]])
+            fmt.step(v)
+        lo, hi = fmt.rows()
+        a, b = butterfly(lo, (4, 8)), butterfly(hi, (4, 8))
+        for lane, (row_a, row_b) in ((0, (4 * tile, 4 * tile + 2)), (16, (4 * tile + 1, 4 * tile + 3))):
+            for row, pair in ((row_a, a[lane]), (row_b, b[lane])):
+                if row < m:
+                    out[row] = value2(pair)
+    return out
+
+
 def run(plan: Plan, data: np.ndarray, new_format, memory: np.ndarray | None = None, start: int = 0) -> np.ndarray:
     """The literal replay of ``plan`` on its problem data (as tcreduce._layout.host_problem_data gives it; Flat also
     needs the owning ``memory`` and ``start`` for the alignment). Returns float32 outputs, flattened."""
@@ -367,6 +394,8 @@ def run(plan: Plan, data: np.ndarray, new_format, memory: np.ndarray | None = No
     if isinstance(prob, Rows):
         if param_dict(plan)["form"] == "stream":
             return np.array(stream(plan, np.asarray(data, F32), new_format), F32)
+        if param_dict(plan)["form"] == "rows4":
+            return np.array(rows4(np.asarray(data, F32), new_format), F32)
         m = data.shape[0]
         segs = [[np.asarray(data[16 * t + r], F32) if 16 * t + r < m else None for r in range(16)]
                 for t in range(-(-m // 16))]

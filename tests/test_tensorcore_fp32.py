@@ -120,6 +120,42 @@ def test_twin_equals_literal_replay(case, rng):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
 
 
+# tc32_rows4 (prepared, off by default: ROWS4_MIN_K = 0): on the 1-SM test GPU 32 resident warps, so 128 rows or
+# more take it once ROWS4_MIN_K is set; (shape, view)
+ROWS4_CASES = {"one chunk": ((128, 64), None), "a partial last chunk, a partial last tile": ((130, 100), None),
+               "several chunks": ((129, 300), None), "a 16-byte aligned view": ((132, 264), lambda x: x[:, 4:])}
+
+
+@pytest.mark.parametrize("case", ROWS4_CASES)
+@pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
+def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, monkeypatch):
+    import tcreduce.plans.tensorcore_fp32 as P
+    from tcreduce import _api
+    from tcreduce._layout import host_problem_data
+    from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
+
+    monkeypatch.setattr(P, "ROWS4_MIN_K", 64)
+    _api.get_plan.cache_clear()
+    try:
+        shape, view = ROWS4_CASES[case]
+        x = values(rng, shape)
+        x[3, 7], x[5, 2] = F32(3e36), F32(-1e30)  # one tile on the split's wide path
+        xv = view(x) if view else x
+        layout, _ = host_layout(xv, -1)
+        plan = get_plan(method, layout.problem, "float32", "float32", ONE_SM)
+        assert param_dict(plan)["form"] == "rows4", plan.describe()
+        d = host_problem_data(xv, layout)
+        split = method == METHOD
+        want = literal.run(plan, d, (lambda: literal.LiteralSplit()) if split else (lambda: literal.LiteralTf32()))
+        twin = emulate_tensorcore_fp32 if split else emulate_tensorcore_tf32
+        got = np.asarray(twin(plan, d, "H100"), F32).reshape(-1)
+        assert literal.same_bits(got, want), (case, method, got[:4], want[:4])
+        err = np.abs(got.astype(np.float64) - exact_sum(np.ascontiguousarray(xv), axis=-1))
+        assert np.all(err <= bound_for(np.ascontiguousarray(xv), -1, method)), (case, method)
+    finally:
+        _api.get_plan.cache_clear()
+
+
 SPECIALS = {
     "a value >= 2^112 (wide path)": lambda x: x.__setitem__(5, 3e36),
     "huge values cancelling": lambda x: (x.__setitem__(5, 3e36), x.__setitem__(700, -2.9e36)),

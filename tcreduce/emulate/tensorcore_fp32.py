@@ -286,6 +286,27 @@ _STREAM_ELEM = np.concatenate([4 * np.arange(32)[:, None] + np.arange(4), 128 + 
                                + np.arange(4)], axis=-1)
 
 
+# lane (g, t) of a tc32_rows4 step: lo = row g >> 2 and hi = row 2 + (g >> 2) of the 4-row tile, elements
+# 16(g & 3) + 4t .. +3 of the 64-element chunk; v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3)
+_ROWS4_SEG = np.stack([_G >> 2, _G >> 2, 2 + (_G >> 2), 2 + (_G >> 2)] * 2, axis=-1)
+_ROWS4_ELEM = (16 * (_G & 3) + 4 * _T)[:, None] + np.array([0, 1, 0, 1, 2, 3, 2, 3])
+
+
+def _rows4(data: np.ndarray, new_format: FormatFactory) -> np.ndarray:
+    """tc32_rows4: data float32 [m, k] -> row sums [m]: each tile's 4 rows through the format, then per row
+    add2(add2(m0, m1), add2(m2, m3)) of its 4 mma rows' pairs (row j: mma rows 4j .. 4j + 3 for j = 0, 1 (lo),
+    8 + 4(j - 2) .. for j = 2, 3 (hi))."""
+    m, k = data.shape
+    tiles = cdiv(m, 4)
+    seg = np.zeros((tiles * 4, k), F32)
+    seg[:m] = data
+    s, e = _chunked(seg.reshape(tiles, 4, k), 64, 1, 1, lambda c: c[..., _ROWS4_SEG, _ROWS4_ELEM], new_format)
+    s, e = s[:, 0, 0].reshape(tiles, 4, 4), e[:, 0, 0].reshape(tiles, 4, 4)  # [tile, row j, mma row i of j]
+    s01, e01 = add2(s[..., 0], e[..., 0], s[..., 1], e[..., 1])
+    s23, e23 = add2(s[..., 2], e[..., 2], s[..., 3], e[..., 3])
+    return value2(*add2(s01, e01, s23, e23)).reshape(-1)[:m]
+
+
 def _tiles(plan: Plan, segments: np.ndarray, new_format: FormatFactory) -> np.ndarray:
     """segments: float32 [tiles, 16, L] (missing segments zero) -> segment sums [tiles, 16]."""
     p = param_dict(plan)
@@ -296,6 +317,8 @@ def _tiles(plan: Plan, segments: np.ndarray, new_format: FormatFactory) -> np.nd
 def _rows(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray:
     p = param_dict(plan)
     m, k = data.shape
+    if p["form"] == "rows4":
+        return _rows4(np.asarray(data, F32), new_format)
     if p["form"] == "stream":
         s, e = _chunked(np.asarray(data, F32), 256, p["splits"], p["wpt"], lambda c: c[..., _STREAM_ELEM],
                         new_format)

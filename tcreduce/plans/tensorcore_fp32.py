@@ -78,6 +78,12 @@ STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
+# tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows of at
+# least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
+# every resident warp; 0: off (prepared for benchmarks/tune_plans.py, not yet measured on a GPU)
+ROWS4_MIN_K = 0
+ROWS4_UNROLL = 2  # 64-element chunks in flight per warp
+ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
 ITEMSIZE = 4
 
 
@@ -130,6 +136,22 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                          dict(form="rows", vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
+
+
+def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
+    tiles = cdiv(problem.m, 4)
+    work = WorkSplit(1, 1, cdiv(tiles, BLOCK // 32))
+    name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {ROWS4_UNROLL}, {out_t}, {ROWS4_BLOCKS_PER_SM}>"
+    chunks = cdiv(problem.k, 64)
+    return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 4,
+                         dict(form="rows4", unroll=ROWS4_UNROLL, chunks=chunks, steps=chunks))
+
+
+def _takes_rows4(problem: Rows, device: DeviceSpec) -> bool:
+    """Whether tc32_rows4 takes these rows (ROWS4_MIN_K): aligned rows of at least ROWS4_MIN_K elements, at least
+    one 4-row tile per resident warp."""
+    return (0 < ROWS4_MIN_K <= problem.k and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
+            and cdiv(problem.m, 4) >= device.sm_count * ROWS4_BLOCKS_PER_SM * (BLOCK // 32))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec) -> Plan:
@@ -214,6 +236,8 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
     if isinstance(problem, Rows):
         if problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16):
             return _plan_stream(common, fmt, out_t, problem, device)
+        if _takes_rows4(problem, device):
+            return _plan_rows4(common, fmt, out_t, problem, device)
         return _plan_tiles(common, fmt, out_t, problem, device)
     if isinstance(problem, Cols):
         return _plan_cols(common, fmt, out_t, problem, device)
