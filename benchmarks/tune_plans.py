@@ -177,7 +177,7 @@ for _k in (64, 128, 256, 384):
             continue
         SWEEPS[f"{_prefix}_rows{_k}_rows4"] = (
             tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
-                        for a, u, b in ((0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
+                        for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):

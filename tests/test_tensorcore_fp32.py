@@ -120,8 +120,8 @@ def test_twin_equals_literal_replay(case, rng):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
 
 
-# tc32_rows4 (prepared, off by default: ROWS4_MIN_K = 0): on the 1-SM test GPU 32 resident warps, so 128 rows or
-# more take it once ROWS4_MIN_K is set; (shape, view)
+# tc32_rows4: on the 1-SM test GPU 32 resident warps, so 128 rows or more take it; ROWS4_MIN_K set to 64 here so that
+# rows of one chunk are replayed too; (shape, view)
 ROWS4_CASES = {"one chunk": ((128, 64), None), "a partial last chunk, a partial last tile": ((130, 100), None),
                "several chunks": ((129, 300), None), "a 16-byte aligned view": ((132, 264), lambda x: x[:, 4:])}
 
@@ -296,7 +296,10 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",
              Rows(1 << 18, 512, 512, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # STREAM_MIN_K
-             Rows(1 << 18, 508, 508, 0): "tc32_rows<tcr32::Split, 256, 1, true, 2, float, false, 4>",
+             Rows(1 << 18, 508, 508, 0): "tc32_rows4<tcr32::Split, 256, 2, float, 4>",  # ROWS4_MIN_K <= 508
+             Rows(1 << 18, 508, 509, 4): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
+             Rows(1 << 20, 64, 64, 0): "tc32_rows<tcr32::Split, 256, 1, true, 2, float, false, 4>",
+             Rows(4000, 256, 256, 0): "tc32_rows<tcr32::Split, 256, 8, true, 2, float, false, 4>",  # too few
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 2, false, 2, float, false, 4>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 4, true, 1, float, 0, 3>",
@@ -365,6 +368,7 @@ GPU_AXIS_CASES = [
     ((16, 1000), 0, None), ((1000, 16), 0, None), ((257, 33), 0, None), ((5, 17, 40), 1, None), ((65537, 8), 0, None),
     ((16, 1 << 18), 0, None), ((3000, 3), 0, None), ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None),
     ((40, 50), None, None), ((64, 257), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
+    ((17001, 200), -1, None), ((16900, 264), -1, lambda x: x[:, 4:]),  # tc32_rows4 on an H100 (and a 16-byte view)
     ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[3:-2]), ((1000,), None, lambda x: x[::-1]),
     ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),

@@ -12,7 +12,8 @@ What it launches: one kernel per call.
   warp 0; the last block combines the block partials.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): rows of at least ``STREAM_MIN_K`` elements whose starts are all
   16-byte aligned stream one per warp group (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row);
-  others go to ``tc32_rows``: 16 rows per warp (one per mma row), 16-element chunks, 16-byte loads where the rows
+  aligned rows of ``ROWS4_MIN_K`` up to that, when they are many, go 4 per warp (``tc32_rows4``); others go to
+  ``tc32_rows``: 16 rows per warp (one per mma row), 16-element chunks, 16-byte loads where the rows
   are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
   flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
@@ -80,8 +81,10 @@ STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 STREAM_MAX_STEPS = 4
 # tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows of at
 # least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
-# every resident warp; 0: off (prepared for benchmarks/tune_plans.py, not yet measured on a GPU)
-ROWS4_MIN_K = 0
+# every resident warp; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s, [2^19,
+# 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows of 64
+# (one chunk per warp, then the fold) lose, 2,770 -> 2,049
+ROWS4_MIN_K = 128
 ROWS4_UNROLL = 2  # 64-element chunks in flight per warp
 ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
 ITEMSIZE = 4
