@@ -624,12 +624,13 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
 
 // -------------------------------------------------------------------------------------------------- tc32_rows4
 // Last-axis sums of rows with 16-byte aligned starts, 4 rows per warp (planned for many rows of ROWS4_MIN_K up to
-// STREAM_MIN_K elements: tcreduce/plans/tensorcore_fp32.py). tc32_rows puts 16 rows in the 16 mma rows and so reads 64 bytes of
-// each row per load; here each row takes 4 mma rows and a load reads 256 contiguous bytes of it. Warp w of block b
-// sums rows 4T .. 4T + 3, T = b * WARPS + w (a one-pass grid, no splits). The elements are cut into chunks of 64; in
-// chunk c lane (g, t) loads elements 64c + 16(g & 3) + 4t .. +3 (zero past k) of row 4T + (g >> 2) as lo and of row
-// 4T + 2 + (g >> 2) as hi, and steps on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g sums 16 elements of
-// row 4T + (g >> 2), mma row g + 8 16 elements of row 4T + 2 + (g >> 2). UNROLL chunks are loaded per step of the loop.
+// STREAM_MIN_K elements: tcreduce/plans/tensorcore_fp32.py). tc32_rows puts 16 rows in the 16 mma rows and so reads
+// 64 bytes of each row per load; here each row takes 4 mma rows and a load reads 256 contiguous bytes of it.
+// Warp w of block b sums rows 4T .. 4T + 3, T = b * WARPS + w (a one-pass grid, no splits). The elements are cut into
+// chunks of 64; in chunk c lane (g, t) loads elements 64c + 16(g & 3) + 4t .. +3 (zero past k) of row 4T + (g >> 2)
+// as lo and of row 4T + 2 + (g >> 2) as hi, and steps on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g sums
+// 16 elements of row 4T + (g >> 2), mma row g + 8 16 elements of row 4T + 2 + (g >> 2). UNROLL chunks are loaded per
+// step of the loop.
 // Order: the format's order over the chunks (one step each); then row 4T + j (j = 0, 1; lanes with g >> 2 = j) is
 // add2(add2(m0, m1), add2(m2, m3)) of its 4 mma rows' pairs m_i = row_lo of quad 4j + i (xor 4, then xor 8), and row
 // 4T + 2 + j the same of row_hi; out = value2.

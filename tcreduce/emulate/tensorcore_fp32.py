@@ -1,6 +1,6 @@
 """Emulator twin of the float32 tensor-core kernels: the forms of ``kernels/tensorcore_f32.cuh`` (tc32_flat,
-tc32_rows, tc32_cols, tc32_rows_stream) and the split format of ``kernels/tensorcore_fp32.cu`` (method "tensorcore"
-on float32 input). ``tensorcore_tf32.py`` runs the same forms with the tf32 format.
+tc32_rows, tc32_cols, tc32_rows_stream, tc32_rows4) and the split format of ``kernels/tensorcore_fp32.cu`` (method
+"tensorcore" on float32 input). ``tensorcore_tf32.py`` runs the same forms with the tf32 format.
 
 A form replays which values each warp steps on, in which order, and how the lanes, warps, blocks and splits are
 combined (CUDA-core additions as IEEE fp32 round-to-nearest NumPy additions, the folds of ``kernels/common.cuh``); a

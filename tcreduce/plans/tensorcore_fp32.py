@@ -1,9 +1,9 @@
 """float32 input for method "tensorcore" (and, with a chain, "tensorcore_chained"): each value split into three bf16
 pieces (hi + mid + lo = x exactly for |x| >= 2^-110) summed with mma.sync m16n8k16.bf16 against ones, fp32-accurate.
 Kernels: ``kernels/tensorcore_fp32.cu`` (the split and its order) on the forms of ``kernels/tensorcore_f32.cuh``
-(``tc32_flat``, ``tc32_rows``, ``tc32_cols``, ``tc32_rows_stream``, whose comments pin the order of additions);
-emulator twin: ``tcreduce/emulate/tensorcore_fp32.py``; bound: ``tcreduce/bounds.py``. :func:`plan_forms` is shared
-with ``tensorcore_tf32`` (same forms, another format policy).
+(``tc32_flat``, ``tc32_rows``, ``tc32_cols``, ``tc32_rows_stream``, ``tc32_rows4``, whose comments pin the order of
+additions); emulator twin: ``tcreduce/emulate/tensorcore_fp32.py``; bound: ``tcreduce/bounds.py``.
+:func:`plan_forms` is shared with ``tensorcore_tf32`` (same forms, another format policy).
 
 What it launches: one kernel per call.
 
@@ -206,12 +206,12 @@ def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device
 def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, fmt: F32Format) -> Plan:
     """The launch plan of a float32 tensor-core format for a canonical problem (module docstring).
 
-    ``params`` (:func:`~tcreduce._plan.param_dict`): form ("flat", "rows", "cols", "stream"), block, grid, unroll
-    (flat: 16-byte vectors in flight per lane; others: chunks in flight), steps (the most steps any warp runs,
+    ``params`` (:func:`~tcreduce._plan.param_dict`): form ("flat", "rows", "cols", "stream", "rows4"), block, grid,
+    unroll (flat: 16-byte vectors in flight per lane; others: chunks in flight), steps (the most steps any warp runs,
     the head/tail step included; per column for cols); flat: minb, head, nvec, tail; others: wpt (warps per tile,
-    row or column strip), splits, chunks (per segment: 16 elements, 256 when streaming); rows: vector (16-byte
-    loads), short; cols: aligned (16-byte loads), short, short_unroll (adjacent strips in flight, 0 off the short
-    path)."""
+    row or column strip), splits, chunks (per segment: 16 elements, 256 when streaming, 64 in rows4); rows: vector
+    (16-byte loads), short; cols: aligned (16-byte loads), short, short_unroll (adjacent strips in flight, 0 off the
+    short path)."""
     if in_dtype != "float32":
         raise UnsupportedDtype(f"method {fmt.method!r} plans float32 input here, not {in_dtype}")
     if out_dtype not in ("float16", "float32", "float64"):
