@@ -142,6 +142,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
 
 
 def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
+    """tc32_rows4: a warp per 4 rows on a one-pass grid, no splits (the kernel writes its sums directly)."""
     tiles = cdiv(problem.m, 4)
     work = WorkSplit(1, 1, cdiv(tiles, BLOCK // 32))
     name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {ROWS4_UNROLL}, {out_t}, {ROWS4_BLOCKS_PER_SM}>"
