@@ -179,6 +179,13 @@ for _k in (64, 128, 256, 384):
             tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
+# ... and rows of 512-1023: tc32_rows4 (STREAM_MIN_K 1024 leaves them to it) against tc32_rows_stream (prepared for the
+# next GPU session: rows4 read 3,008 GB/s at 384 in run 21, the stream kernel 2,785-2,813 at 512)
+for _k in (512, 768):
+    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
+        SWEEPS[f"{_prefix}_rows{_k}_rows4_stream"] = (
+            tc32_plan, [dict(STREAM_MIN_K=s) for s in (512, 1024)], "float32", ((1 << 27) // _k, _k), -1,
+            [(16899, 512), (17000, 700), (16900, 1020)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -140,6 +140,7 @@ def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, mo
         shape, view = ROWS4_CASES[case]
         x = values(rng, shape)
         x[3, 7], x[5, 2] = F32(3e36), F32(-1e30)  # one tile on the split's wide path
+        x[9, 1], x[10, 60], x[11, 5], x[11, 40] = np.nan, np.inf, np.inf, -np.inf  # NaN, inf, inf - inf
         xv = view(x) if view else x
         layout, _ = host_layout(xv, -1)
         plan = get_plan(method, layout.problem, "float32", "float32", ONE_SM)
@@ -150,8 +151,13 @@ def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, mo
         twin = emulate_tensorcore_fp32 if split else emulate_tensorcore_tf32
         got = np.asarray(twin(plan, d, "H100"), F32).reshape(-1)
         assert literal.same_bits(got, want), (case, method, got[:4], want[:4])
-        err = np.abs(got.astype(np.float64) - exact_sum(np.ascontiguousarray(xv), axis=-1))
-        assert np.all(err <= bound_for(np.ascontiguousarray(xv), -1, method)), (case, method)
+        with np.errstate(invalid="ignore"):
+            ref = np.ascontiguousarray(xv).astype(np.float64).sum(axis=-1)
+        special = ~np.isfinite(ref)
+        np.testing.assert_array_equal(got[special], ref[special].astype(F32))  # NaN where NumPy's is NaN, inf signs
+        finite = np.ascontiguousarray(xv)[~special]
+        err = np.abs(got[~special].astype(np.float64) - exact_sum(finite, axis=-1))
+        assert np.all(err <= bound_for(finite, -1, method)), (case, method)
     finally:
         _api.get_plan.cache_clear()
 
@@ -431,6 +437,15 @@ def test_gpu_nan_and_infinities_propagate(rng):
         np.testing.assert_array_equal(np.isnan(res), np.isnan(ref))
         np.testing.assert_array_equal(res[[2, 3]], ref[[2, 3]])
         assert abs(float(res[6]) - ref[6]) <= 1e-6 * abs(ref[6])
+    many = rng.standard_normal((17000, 200)).astype(F32)  # tc32_rows4 on an H100 (rows of 128-511, many of them)
+    many[1, 5], many[2, 70], many[3, 9], many[4, 1], many[4, 150], many[6, 4] = (np.nan, np.inf, -np.inf, np.inf,
+                                                                                  -np.inf, 3e36)
+    res = to_numpy(tcreduce.sum(cupy.asarray(many), axis=1, method=METHOD))
+    with np.errstate(invalid="ignore"):
+        ref = many.astype(np.float64).sum(axis=1)
+    np.testing.assert_array_equal(np.isnan(res), np.isnan(ref))
+    np.testing.assert_array_equal(res[[2, 3]], ref[[2, 3]])
+    assert abs(float(res[6]) - ref[6]) <= 1e-6 * abs(ref[6])
     for row in range(8):
         full = float(to_numpy(tcreduce.sum(cupy.asarray(xh[row]), method=METHOD)))
         with np.errstate(invalid="ignore"):
