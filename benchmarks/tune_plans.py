@@ -147,45 +147,44 @@ for _k in (4096, 16384, 65536):
 for _k in (2048, 8192, 32768):
     SWEEPS[f"fp32_rows_spread{_k}"] = (tc32_plan, [dict(STREAM_MAX_STEPS=s) for s in (4, 0, 1, 2)], "float32",
                                        ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)])
-# fp32 rows of 256-512: tc32_rows (16 rows per warp, 64 bytes of each row per load) against tc32_rows_stream (a warp
-# or warp group per row, 512 contiguous bytes per load) from a lower STREAM_MIN_K (another order of additions: the
-# bits check follows the plan); tf32 shares the forms
+# the float32 tensor-core methods (they share the forms and plans), by sweep-name prefix
+F32_METHODS = {"fp32": "tensorcore", "tf32": "tensorcore_tf32"}
+# fp32 rows of 256-768: tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load; tc32_rows, 16 rows per
+# warp and 64 bytes of each per load, where rows are too few for it) against tc32_rows_stream (a warp or warp group
+# per row, 512 contiguous bytes per load) from a lower STREAM_MIN_K (another order of additions: the bits check
+# follows the plan; its first shape has rows enough for tc32_rows4 on an H100). Runs 17 and 19 compared tc32_rows
+# with the stream kernel (before tc32_rows4); at 512 and 768 this is prepared for the next GPU session: rows4 read
+# 3,008 GB/s at 384 in run 21, the stream kernel 2,785-2,813 at 512
 for _k in (256, 512, 768):
-    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
+    for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_rows{_k}_stream"] = (tc32_plan, [dict(STREAM_MIN_K=s) for s in (512, 1024, 256, 128)],
                                                 "float32", ((1 << 27) // _k, _k), -1,
-                                                [(4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)], _method)
+                                                [(16899, _k), (4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)],
+                                                _method)
 # fp32 first-axis sums without splits: warps per strip by wave efficiency where one warp per strip leaves a partial
 # last wave (launch geometry only: the same sums)
 for _n in (128, 256, 512, 1024):
     SWEEPS[f"fp32_cols{_n}_waves"] = (tc32_plan, [dict(COLS_GROUP_BY_WAVES=w) for w in (True, False)],
                                       "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132)])
-SWEEPS["tf32_cols1024_waves"] = (*SWEEPS["fp32_cols1024_waves"], "tensorcore_tf32")
+SWEEPS["tf32_cols1024_waves"] = (*SWEEPS["fp32_cols1024_waves"], F32_METHODS["tf32"])
 # ... and few strips (fewer than the resident warps): a block per strip with splits where grouping leaves a partial
 # wave (another order of additions: the bits check follows the plan)
 for _n in (2048, 4096, 8192):
     SWEEPS[f"fp32_cols{_n}_splits"] = (tc32_plan, [dict(COLS_SPLIT_BELOW_EFFICIENCY=e) for e in (0.75, 0.0, 0.9)],
                                        "float32", (_n, (1 << 27) // _n), 0,
                                        FP32_COLS_CHECK + [(1000, 132), (2050, 256)])
-SWEEPS["tf32_cols8192_splits"] = (*SWEEPS["fp32_cols8192_splits"], "tensorcore_tf32")
+SWEEPS["tf32_cols8192_splits"] = (*SWEEPS["fp32_cols8192_splits"], F32_METHODS["tf32"])
 # fp32 rows of 64-384 through tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load) instead of tc32_rows
 # (16 rows per warp, 64 bytes per row per load); the check shapes have rows enough for it on an H100 (4224 tiles of 4)
 ROWS4_CHECK = [(16899, 64), (17000, 100), (16900, 260)]
 for _k in (64, 128, 256, 384):
-    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
+    for _prefix, _method in F32_METHODS.items():
         if _prefix == "tf32" and _k in (64, 384):
             continue
         SWEEPS[f"{_prefix}_rows{_k}_rows4"] = (
             tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
-# ... and rows of 512-1023: tc32_rows4 (STREAM_MIN_K 1024 leaves them to it) against tc32_rows_stream (prepared for the
-# next GPU session: rows4 read 3,008 GB/s at 384 in run 21, the stream kernel 2,785-2,813 at 512)
-for _k in (512, 768):
-    for _method, _prefix in (("tensorcore", "fp32"), ("tensorcore_tf32", "tf32")):
-        SWEEPS[f"{_prefix}_rows{_k}_rows4_stream"] = (
-            tc32_plan, [dict(STREAM_MIN_K=s) for s in (512, 1024)], "float32", ((1 << 27) // _k, _k), -1,
-            [(16899, 512), (17000, 700), (16900, 1020)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

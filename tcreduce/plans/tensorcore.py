@@ -105,13 +105,14 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         aligned = is_aligned(problem.align, (problem.ld * isz,), isz * vec)
         chunk = 4 * vec
         tiles = cdiv(problem.m, 16)
-        work = split_work(tiles, cdiv(problem.k, chunk), BLOCK // 32, device, BLOCKS_PER_SM_TILED)
-        short = cdiv(problem.k, chunk) == 1 and work.splits == 1 and work.warps_per_tile == 1
+        chunks = cdiv(problem.k, chunk)
+        work = split_work(tiles, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+        short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
         if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
             work = split_work(tiles, 1, BLOCK // 32, device, 4)
         if short:
             unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1)
-        elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= cdiv(problem.k, chunk) <= ROWS_WHOLE_TILE_CHUNKS[1]:
+        elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= chunks <= ROWS_WHOLE_TILE_CHUNKS[1]:
             unroll = ROWS_UNROLL_WIDE
         else:
             unroll = ROWS_UNROLL_LONG
