@@ -185,6 +185,12 @@ for _k in (64, 128, 256, 384):
             tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
+# fp32 rows of 512-1023 through tc32_rows4 (STREAM_MIN_K 1024 for the split; run 22): chunks in flight and blocks per SM
+for _k in (512, 768, 1000):
+    SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
+        tc32_plan, [dict(ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
+                    for u, b in ((2, 4), (4, 4), (4, 3), (1, 4), (2, 3), (8, 2))],
+        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

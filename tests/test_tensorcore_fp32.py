@@ -123,7 +123,8 @@ def test_twin_equals_literal_replay(case, rng):
 # tc32_rows4: on the 1-SM test GPU 32 resident warps, so 128 rows or more take it; ROWS4_MIN_K set to 64 here so that
 # rows of one chunk are replayed too; (shape, view)
 ROWS4_CASES = {"one chunk": ((128, 64), None), "a partial last chunk, a partial last tile": ((130, 100), None),
-               "several chunks": ((129, 300), None), "a 16-byte aligned view": ((132, 264), lambda x: x[:, 4:])}
+               "several chunks": ((129, 300), None), "a 16-byte aligned view": ((132, 264), lambda x: x[:, 4:]),
+               "long rows, 4 chunks in flight": ((97, 652), None)}
 
 
 @pytest.mark.parametrize("case", ROWS4_CASES)
@@ -135,6 +136,7 @@ def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, mo
     from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
 
     monkeypatch.setattr(P, "ROWS4_MIN_K", 64)
+    monkeypatch.setattr(P, "ROWS4_MAX_K", {METHOD: 1024, "tensorcore_tf32": 1024})  # tf32's long rows too
     _api.get_plan.cache_clear()
     try:
         shape, view = ROWS4_CASES[case]
@@ -301,8 +303,12 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 20, 16, 16, 0): "tc32_rows<tcr32::Split, 256, 1, true, 4, float, true, 4>",
              Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",
-             Rows(1 << 18, 512, 512, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # STREAM_MIN_K
+             Rows(1 << 17, 1024, 1024, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # ROWS4_MAX_K
+             Rows(4000, 512, 512, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",  # too few for rows4
+             Rows(1 << 18, 512, 512, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # ROWS4_LONG_K
              Rows(1 << 18, 508, 508, 0): "tc32_rows4<tcr32::Split, 256, 2, float, 4>",  # ROWS4_MIN_K <= 508
+             Rows(12672, 600, 600, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # 3168 tiles, one per warp
+             Rows(12668, 600, 600, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # one tile fewer
              Rows(1 << 18, 508, 509, 4): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
              Rows(1 << 20, 64, 64, 0): "tc32_rows<tcr32::Split, 256, 1, true, 2, float, false, 4>",
              Rows(4000, 256, 256, 0): "tc32_rows<tcr32::Split, 256, 8, true, 2, float, false, 4>",  # too few
@@ -319,6 +325,9 @@ def test_planner_picks_a_kernel_per_form():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name and plan.launches[0].source == \
             "tensorcore_fp32.cu", (prob, plan.describe())
+    # tf32 streams rows of 512 (ROWS4_MAX_K is per method)
+    plan = get_plan("tensorcore_tf32", Rows(1 << 18, 512, 512, 0), "float32", "float32", H100)
+    assert plan.launches[0].kernel.startswith("tc32_rows_stream<tcr32::Tf32,"), plan.describe()
     plan = get_plan(METHOD, Rows(4, 1 << 20, 1 << 20, 0), "float32", "float32", H100)
     p = param_dict(plan)
     assert p["splits"] > 1 and plan.workspace_floats == 2 * 4 * p["splits"] and plan.counters == 4
@@ -375,6 +384,7 @@ GPU_AXIS_CASES = [
     ((16, 1 << 18), 0, None), ((3000, 3), 0, None), ((7, 3, 5), (0, 2), None), ((6, 5, 4, 3), (1, 3), None),
     ((40, 50), None, None), ((64, 257), -1, lambda x: x[:, 1:]), ((64, 257), 0, lambda x: x[1:, 1:]),
     ((17001, 200), -1, None), ((16900, 264), -1, lambda x: x[:, 4:]),  # tc32_rows4 on an H100 (and a 16-byte view)
+    ((12800, 904), -1, lambda x: x[:, 4:]),  # the split's tc32_rows4 at 4 chunks in flight (tf32: streamed)
     ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[3:-2]), ((1000,), None, lambda x: x[::-1]),
     ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),

@@ -10,11 +10,11 @@ What it launches: one kernel per call.
 - Full sums (:class:`~tcreduce._layout.Flat`): ``tc32_flat``, a grid-stride kernel, 8 16-byte vectors in flight per
   lane (4 steps of 2), 4 blocks of 256 threads per SM; a misaligned start or a tail goes through one extra step of
   warp 0; the last block combines the block partials.
-- Last-axis sums (:class:`~tcreduce._layout.Rows`): rows of at least ``STREAM_MIN_K`` elements whose starts are all
-  16-byte aligned stream one per warp group (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row);
-  aligned rows of ``ROWS4_MIN_K`` up to that, when they are many, go 4 per warp (``tc32_rows4``); others go to
-  ``tc32_rows``: 16 rows per warp (one per mma row), 16-element chunks, 16-byte loads where the rows
-  are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
+- Last-axis sums (:class:`~tcreduce._layout.Rows`): rows whose starts are all 16-byte aligned go 4 per warp
+  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (per method) elements and are many (a 4-row
+  tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
+  (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
+  (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
   flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
@@ -85,8 +85,18 @@ STREAM_MAX_STEPS = 4
 # 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows of 64
 # (one chunk per warp, then the fold) lose, 2,770 -> 2,049
 ROWS4_MIN_K = 128
+# ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
+# tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
+# 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796)
+ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
 ROWS4_UNROLL = 2  # 64-element chunks in flight per warp
 ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
+# ... and from this many elements, more chunks in flight on fewer blocks (the same sums: chunks fold in order). Run 23
+# (H100, split): (4, 3) against (2, 4) reads [2^18, 512] at 3,037 against 2,995 GB/s, [174762, 768] 3,021 against
+# 2,964, [134217, 1000] 2,893 against 2,828; at 128-384 it loses (run 21: 2,515 against 2,915 at 128)
+ROWS4_LONG_K = 512
+ROWS4_UNROLL_LONG = 4
+ROWS4_BLOCKS_PER_SM_LONG = 3
 ITEMSIZE = 4
 
 
@@ -145,17 +155,26 @@ def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     """tc32_rows4: a warp per 4 rows on a one-pass grid, no splits (the kernel writes its sums directly)."""
     tiles = cdiv(problem.m, 4)
     work = WorkSplit(1, 1, cdiv(tiles, BLOCK // 32))
-    name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {ROWS4_UNROLL}, {out_t}, {ROWS4_BLOCKS_PER_SM}>"
+    unroll, blocks_per_sm = _rows4_geometry(problem.k)
+    name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {blocks_per_sm}>"
     chunks = cdiv(problem.k, 64)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 4,
-                         dict(form="rows4", unroll=ROWS4_UNROLL, chunks=chunks, steps=chunks))
+                         dict(form="rows4", unroll=unroll, chunks=chunks, steps=chunks))
 
 
-def _takes_rows4(problem: Rows, device: DeviceSpec) -> bool:
-    """Whether tc32_rows4 takes these rows (ROWS4_MIN_K): aligned rows of at least ROWS4_MIN_K elements, at least
-    one 4-row tile per resident warp."""
-    return (0 < ROWS4_MIN_K <= problem.k and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-            and cdiv(problem.m, 4) >= device.sm_count * ROWS4_BLOCKS_PER_SM * (BLOCK // 32))
+def _rows4_geometry(k: int) -> tuple[int, int]:
+    """tc32_rows4's (chunks in flight per warp, blocks per SM) for rows of ``k`` elements (ROWS4_LONG_K)."""
+    if k >= ROWS4_LONG_K:
+        return ROWS4_UNROLL_LONG, ROWS4_BLOCKS_PER_SM_LONG
+    return ROWS4_UNROLL, ROWS4_BLOCKS_PER_SM
+
+
+def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
+    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K up to ROWS4_MAX_K[method] elements, at
+    least one 4-row tile per resident warp."""
+    return (0 < ROWS4_MIN_K <= problem.k < ROWS4_MAX_K[fmt.method]
+            and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
+            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k)[1] * (BLOCK // 32))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec) -> Plan:
@@ -238,10 +257,10 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         return Plan(**common, launches=(launch,), workspace_floats=2 * grid if grid > 1 else 0,
                     counters=1 if grid > 1 else 0, params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
+        if _takes_rows4(fmt, problem, device):
+            return _plan_rows4(common, fmt, out_t, problem, device)
         if problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16):
             return _plan_stream(common, fmt, out_t, problem, device)
-        if _takes_rows4(problem, device):
-            return _plan_rows4(common, fmt, out_t, problem, device)
         return _plan_tiles(common, fmt, out_t, problem, device)
     if isinstance(problem, Cols):
         return _plan_cols(common, fmt, out_t, problem, device)
