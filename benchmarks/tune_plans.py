@@ -149,18 +149,19 @@ for _k in (2048, 8192, 32768):
                                        ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)])
 # the float32 tensor-core methods (they share the forms and plans), by sweep-name prefix
 F32_METHODS = {"fp32": "tensorcore", "tf32": "tensorcore_tf32"}
-# fp32 rows of 256-768: tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load; tc32_rows, 16 rows per
-# warp and 64 bytes of each per load, where rows are too few for it) against tc32_rows_stream (a warp or warp group
-# per row, 512 contiguous bytes per load) from a lower STREAM_MIN_K (another order of additions: the bits check
-# follows the plan; its first shape has rows enough for tc32_rows4 on an H100). Runs 17 and 19 compared tc32_rows
-# with the stream kernel (before tc32_rows4); at 512 and 768 this is prepared for the next GPU session: rows4 read
-# 3,008 GB/s at 384 in run 21, the stream kernel 2,785-2,813 at 512
+# fp32 rows of 256-768: tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load) against
+# tc32_rows_stream (a warp or warp group per row, 512 contiguous bytes per load) and tc32_rows (16 rows per warp, 64
+# bytes of each per load), by where rows4 stops (ROWS4_MAX_K) and streaming starts (STREAM_MIN_K); another order of
+# additions: the bits check follows the plan; its first shape has rows enough for tc32_rows4 on an H100. Run 22 set
+# ROWS4_MAX_K per method: the split reads rows of 512 and 768 faster in rows4, tf32 streamed
 for _k in (256, 512, 768):
     for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_rows{_k}_stream"] = (tc32_plan, [dict(STREAM_MIN_K=s) for s in (512, 1024, 256, 128)],
-                                                "float32", ((1 << 27) // _k, _k), -1,
-                                                [(16899, _k), (4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)],
-                                                _method)
+        SWEEPS[f"{_prefix}_rows{_k}_stream"] = (
+            tc32_plan, [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K), STREAM_MIN_K=512)]
+            + [dict(ROWS4_MAX_K=dict.fromkeys(F32_METHODS.values(), cut), STREAM_MIN_K=s)
+               for cut, s in ((512, 512), (1024, 512), (256, 256), (128, 128))],
+            "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)],
+            _method)
 # fp32 first-axis sums without splits: warps per strip by wave efficiency where one warp per strip leaves a partial
 # last wave (launch geometry only: the same sums)
 for _n in (128, 256, 512, 1024):
@@ -185,11 +186,11 @@ for _k in (64, 128, 256, 384):
             tc32_plan, [dict(ROWS4_MIN_K=a, ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
-# fp32 rows of 512-1023 through tc32_rows4 (STREAM_MIN_K 1024 for the split; run 22): chunks in flight and blocks per SM
+# the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
-        tc32_plan, [dict(ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
-                    for u, b in ((2, 4), (4, 4), (4, 3), (1, 4), (2, 3), (8, 2))],
+        tc32_plan, [dict(ROWS4_UNROLL_LONG=u, ROWS4_BLOCKS_PER_SM_LONG=b)
+                    for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):

@@ -8,21 +8,26 @@
 The global array is the concatenation of the ranks' shards along ``shard_axis``, in group-rank order (shards may
 differ in length along it, length 0 included). One call, on every rank of ``group``:
 
-1. Each rank validates its call and computes its local fp32 partial with :func:`tcreduce.sum` (``dtype=float32``,
-   the same ``method``; ``method="exact"``: :func:`tcreduce.exact.partial_state`), catching any exception.
+1. Each rank validates its call and prepares its local fp32 partial: a :func:`tcreduce.reducer` handle for the
+   shard (``dtype=float32``, the same ``method``: validated, planned, compiled, its workspace and result allocated)
+   when the shard axis is reduced, else (and for ``method="exact"``, :func:`tcreduce.exact.partial_state`) the local
+   work itself, catching any exception.
 2. Each rank all_gathers one fixed-size int64 metadata row (:mod:`tcreduce._dist`: its error, or its dtype, shape,
    axes, shard axis, keepdims, dtype and method) and checks the gathered table identically: if any rank failed or
    the ranks disagree, every rank raises the same exception with the same message, and no data moves.
-3. If ``shard_axis`` is reduced, the ranks all_gather their partials (out-sized: one float32 per output; exact:
-   ``L`` int64 limbs per output) and every rank folds them in rank order, ``((p0 + p1) + p2) + ...`` in fp32 round
-   to nearest, over the ranks whose shard holds elements, then rounds once to ``dtype``; exact states are merged
-   (:func:`tcreduce.exact.merge_states`) and finalised. Never the order a ring all-reduce uses: the result is
-   bitwise identical run to run and on every rank. If ``shard_axis`` is not reduced, each rank returns its own shard
-   of the result (:func:`tcreduce.sum` of its shard) and no data moves.
+3. If ``shard_axis`` is reduced, each rank launches its prepared partial, the ranks all_gather their partials
+   (out-sized: one float32 per output; exact: ``L`` int64 limbs per output) and every rank folds them in rank order,
+   ``((p0 + p1) + p2) + ...`` in fp32 round to nearest, over the ranks whose shard holds elements, then rounds once
+   to ``dtype`` (one small kernel, :data:`_FOLD_SOURCE`; :func:`tcreduce._dist.fold_ranks` is its host reference);
+   exact states are merged (:func:`tcreduce.exact.merge_states`) and finalised. Never the order a ring all-reduce
+   uses: the result is bitwise identical run to run and on every rank. If ``shard_axis`` is not reduced, each rank
+   returns its own shard of the result (:func:`tcreduce.sum` of its shard) and no data moves.
 
 Work runs on torch's current CUDA stream of the shard's device (which torch.distributed orders its collectives
-against), joined both ways with CuPy's current stream when they differ; the metadata check reads the gathered rows on
-the host, so each call synchronises the host with that stream once. torch is imported on the first call only.
+against), joined both ways with CuPy's current stream when they differ. The metadata check reads the gathered rows on
+the host; it runs before the partial is launched, while that stream holds no work of the call, so the host waits for
+the exchange only, and the launch, the partials' all_gather and the fold are queued after it without another wait
+(``LAUNCH_BEFORE_EXCHANGE`` puts the launch first instead). torch is imported on the first call only.
 """
 
 from __future__ import annotations
@@ -40,9 +45,25 @@ import numpy as np
 from . import _api
 from ._api import AxisLike, Call, validate
 from ._arrays import as_cupy
-from ._dist import MAX_NDIM, Agreement, agree, encode_row, fold_ranks
+from ._dist import MAX_NDIM, Agreement, agree, encode_row
 
 __all__ = ["sum"]
+
+# where the local partial is launched (shard axis reduced, not exact): False, after the metadata exchange, so that the
+# host waits for the exchange alone and everything after it is queued without a wait; True, before it (the exchange
+# then runs on a side stream of the device, beside the partial). benchmarks/distributed_sum.py times both.
+LAUNCH_BEFORE_EXCHANGE = False
+
+# the rank-order fold on the device (tcreduce._dist.fold_ranks is the host reference it must equal bit for bit):
+# out[i] = ((p[r0][i] + p[r1][i]) + p[r2][i]) + ... in fp32 round to nearest over the listed ranks, starting from
+# p[r0] itself, then converted once to T (round to nearest even), every NaN written as ``nan`` (the canonical NaN of T,
+# made on the host)
+_FOLD_SOURCE = """
+float acc = parts[(long long)ranks[0] * width + i];
+for (int r = 1; r < nranks; ++r) acc = __fadd_rn(acc, parts[(long long)ranks[r] * width + i]);
+out = (acc != acc) ? nan : (T)acc;
+"""
+_fold_kernel = None
 
 
 def _torch():
@@ -133,12 +154,36 @@ def _all_gather(torch, dist, t, group, world: int, cuda_comm: bool):
     return torch.stack(parts)
 
 
-def _exchange_rows(torch, dist, row: np.ndarray, group, world: int, cuda_comm: bool, device: int) -> np.ndarray:
-    """The metadata table (world, META_LEN) on the host, identical on every rank."""
+def _exchange_rows(torch, dist, row: np.ndarray, group, world: int, cuda_comm: bool, device: int,
+                   side_stream: bool = False) -> np.ndarray:
+    """The metadata table (world, META_LEN) on the host, identical on every rank (``side_stream``: NCCL's copies and
+    collective on a new stream of the device, so that they wait for none of the current stream's work)."""
+    if side_stream and cuda_comm:
+        with torch.cuda.stream(torch.cuda.Stream(device)):
+            return _exchange_rows(torch, dist, row, group, world, cuda_comm, device)
     t = torch.from_numpy(np.ascontiguousarray(row, np.int64))
     if cuda_comm:
         t = t.to(torch.device("cuda", device))
     return _all_gather(torch, dist, t, group, world, cuda_comm).cpu().numpy()
+
+
+def _fold_cupy(gathered, active: tuple[int, ...], out_dtype: Any):
+    """:func:`tcreduce._dist.fold_ranks` of ``gathered[r]`` for r in ``active`` on the device, in one kernel and
+    without a host wait: a new CuPy array of ``out_dtype`` and shape ``gathered.shape[1:]``."""
+    import cupy
+
+    global _fold_kernel
+    if _fold_kernel is None:
+        _fold_kernel = cupy.ElementwiseKernel("raw float32 parts, raw int32 ranks, int32 nranks, int64 width, T nan",
+                                              "T out", _FOLD_SOURCE, "tcreduce_fold_ranks")
+    out_dtype = np.dtype(out_dtype)
+    out = cupy.empty(gathered.shape[1:], out_dtype)
+    width = out.size
+    if width:
+        parts = cupy.ascontiguousarray(gathered, np.float32)
+        ranks = cupy.asarray(np.asarray(active, np.int32))
+        _fold_kernel(parts, ranks, np.int32(len(active)), np.int64(width), out_dtype.type(np.nan), out)
+    return out
 
 
 def _gather_cupy(torch, dist, a, group, world: int, cuda_comm: bool, device: int):
@@ -170,6 +215,20 @@ class _CudaOps:
     @staticmethod
     def local_sum(x: Any, axes: tuple[int, ...], dtype: str, keepdims: bool, method: str) -> Any:
         return _api.sum(x, axis=axes, dtype=dtype, keepdims=keepdims, method=method)
+
+    @staticmethod
+    def prepare_partial(x: Any, axes: tuple[int, ...], method: str) -> Callable[[], Any]:
+        """The launch of this shard's fp32 partial, built now (every failure but the launch's own happens here) and
+        queued when called, without a host wait."""
+        import cupy
+
+        from ._reducer import reducer
+
+        r = reducer(x, axis=axes, dtype="float32", method=method, warmup=False)
+        out = cupy.empty(r.result_shape, np.float32)
+        return lambda: r(x, out=out)
+
+    fold = staticmethod(_fold_cupy)
 
     @staticmethod
     def exact():
@@ -251,6 +310,7 @@ class _Local:
     keepdims: bool = False
     limbs: int = 0
     payload: Any = None  # shard axis reduced: fp32 partial (out_shape) or exact state (*out_shape, L)
+    launch: Optional[Callable[[], Any]] = None  # shard axis reduced, not exact: queues the partial, returns it
     result: Any = None   # shard axis not reduced: this rank's shard of the result, final
     back: Callable[[Any], Any] = lambda r: r
 
@@ -322,7 +382,7 @@ def _local_step(ops, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method:
             if exact:
                 loc.payload = _exact_partial(ops, ex, xc, call, loc.limbs, count)
             else:
-                loc.payload = ops.local_sum(xc, call.axes, "float32", False, call.method)
+                loc.launch = ops.prepare_partial(xc, call.axes, call.method)
         elif exact:
             if count == 0 or math.prod(call.out_shape) == 0:
                 res = ops.xp().zeros(call.out_shape, call.out_dtype)
@@ -349,7 +409,7 @@ def _combine(ops, torch, dist, loc: _Local, ag: Agreement, group, world: int, cu
             states = gathered if len(ag.active) == world else gathered[xp.asarray(ag.active)]
             res = _exact_finalize(ex, ex.merge_states(states), call)
         else:
-            res = fold_ranks([gathered[r] for r in ag.active], call.out_dtype)
+            res = ops.fold(gathered, ag.active, call.out_dtype)
     return res.reshape(call.keep_shape) if loc.keepdims else res
 
 
@@ -386,13 +446,18 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
     cuda_comm = _uses_cuda(dist, group)
     with context:
         loc = _local_step(ops, x, axis, dtype, bool(keepdims), method, shard_axis)
-        table = _exchange_rows(torch, dist, loc.row(rank), group, world, cuda_comm, device)
+        early = LAUNCH_BEFORE_EXCHANGE and loc.launch is not None
+        if early:
+            loc.payload = loc.launch()
+        table = _exchange_rows(torch, dist, loc.row(rank), group, world, cuda_comm, device, side_stream=early)
         try:
             ag = agree(table)
         except Exception as e:
             if loc.error is not None:
                 raise e from loc.error
             raise
+        if ag.reduced and loc.payload is None and loc.launch is not None:
+            loc.payload = loc.launch()
         res = _combine(ops, torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
     out = loc.back(res)
     return rewrap(out, ag, loc.keepdims) if rewrap is not None else out

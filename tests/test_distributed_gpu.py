@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -54,6 +55,40 @@ def _run(tmp_path: Path, world: int, backend: str, cases: list) -> None:
         assert cls == "RuntimeError" and "init_process_group" in msg, f"rank {r} without a group: {cls}: {msg}"
     fails = dist_workers.check_outcomes(cases, recs, world)
     assert not fails, f"{len(fails)} of {len(cases)} cases failed:\n" + "\n".join(fails)
+
+
+FOLD_SPECIALS = np.array([np.nan, np.inf, -np.inf, -0.0, 65520.0, 1.0 + 2.0 ** -11, 3.0 * 2.0 ** -25, 3.4e38,
+                          np.float32(np.uint32(0x7F800001).view(np.float32))], np.float32)
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "float16", "float64"])
+def test_device_fold_equals_fold_ranks(out_dtype):
+    """The fold kernel (tcreduce.distributed._fold_cupy) against its host reference, tcreduce._dist.fold_ranks, bit
+    for bit: random partials over 12 orders of magnitude, NaN (one with a payload), inf - inf, -0.0, fp16 overflow
+    and ties, fp32 overflow, subsets of ranks, and a 0-d result."""
+    import cupy
+
+    from tcreduce._dist import fold_ranks
+    from tcreduce.distributed import _fold_cupy
+
+    rng = np.random.default_rng(11)
+    world, width = 5, 4099
+    parts = (rng.standard_normal((world, width)) * 10.0 ** rng.integers(-6, 6, (world, width))).astype(np.float32)
+    for r in range(world):  # each rank's specials at other positions, so that they meet finite values and each other
+        parts[r, r:r + len(FOLD_SPECIALS)] = FOLD_SPECIALS
+    parts[1, 100:104] = [-0.0, -0.0, 1.0, -np.inf]
+    parts[0, 100:104] = [-0.0, 0.0, -1.0, np.inf]
+    checked = 0
+    for active in [(0, 1, 2, 3, 4), (1, 3), (2,), (0, 2, 4), (3, 4)]:
+        for g in (parts, parts[:, 7]):  # out-sized partials and full sums (0-d result)
+            got = _fold_cupy(cupy.asarray(g), active, out_dtype).get()
+            want = np.asarray(fold_ranks([g[r] for r in active], out_dtype))
+            assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype)
+            ubits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[want.dtype.itemsize]
+            bad = np.flatnonzero(got.reshape(-1).view(ubits) != want.reshape(-1).view(ubits))
+            assert bad.size == 0, (active, out_dtype, bad[:5], got.reshape(-1)[bad[:5]], want.reshape(-1)[bad[:5]])
+            checked += 1
+    assert checked == 10
 
 
 def test_gloo_three_ranks_share_one_gpu(tmp_path):

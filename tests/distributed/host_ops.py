@@ -102,6 +102,17 @@ class HostOps:
         return tcreduce.emulate.sum(x, axis=axes, dtype=dtype, keepdims=keepdims, method=method, gpu=HostOps.gpu)
 
     @staticmethod
+    def prepare_partial(x, axes, method):
+        partial = HostOps.local_sum(x, axes, "float32", False, method)  # fails now, as the GPU handle's build would
+        return lambda: partial
+
+    @staticmethod
+    def fold(gathered, active, out_dtype):
+        from tcreduce._dist import fold_ranks
+
+        return fold_ranks([gathered[r] for r in active], out_dtype)
+
+    @staticmethod
     def exact():
         return EXACT
 
