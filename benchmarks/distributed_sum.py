@@ -22,7 +22,7 @@ each. Rows (milliseconds):
 - partials: the all_gather of one fp32 partial a rank alone, as sum() issues it, plus the fold.
 - collective share = (metadata + partials) / distributed; overhead = distributed - local.
 
-Writes distributed_sum.json (numbers and metadata) under --out on rank 0.
+Writes distributed_sum_2^LOG2N.json (numbers and metadata) under --out on rank 0.
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--method", default="auto")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--pieces", action="store_true",
+                    help="also time the call's pieces alone: the partials' gather, the fold, torch's all_gather and "
+                         "all_reduce of one fp32, and the host time of a call and of its preparation")
     args = ap.parse_args()
 
     from datetime import timedelta
@@ -116,7 +119,39 @@ def main() -> int:
 
     t_part, _ = _time(partials, args.iters)
 
-    mine = [t_local, t_dist, t_meta, t_part, t_early, t_torch]
+    pieces = {}
+    if args.pieces:
+        import time
+
+        g_pre = D._gather_cupy(torch, dist, part, group, world, True, local)
+        scalar = torch.ones((), dtype=torch.float32, device="cuda")
+
+        def host_ms(fn, iters=args.iters):
+            ts = []
+            for _ in range(iters):
+                dist.barrier()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            torch.cuda.synchronize()
+            return float(np.median(ts))
+
+        def torch_all_gather():
+            out = torch.empty(world, dtype=torch.float32, device="cuda")
+            dist.all_gather_into_tensor(out, scalar)
+            return out
+
+        pieces = {
+            "gather_ms": _time(lambda: D._gather_cupy(torch, dist, part, group, world, True, local), args.iters)[0],
+            "fold_ms": _time(lambda: D._fold_cupy(g_pre, tuple(range(world)), "float32"), args.iters)[0],
+            "torch_all_gather_ms": _time(torch_all_gather, args.iters)[0],
+            "torch_all_reduce_ms": _time(lambda: dist.all_reduce(scalar), args.iters)[0],
+            "host_call_ms": host_ms(lambda: tcreduce.distributed.sum(x, method=args.method)),
+            "host_prepare_ms": host_ms(lambda: D._CudaOps.prepare_partial(cupy.from_dlpack(x), (0,), args.method)),
+            "host_local_sum_ms": host_ms(lambda: tcreduce.sum(x, method=args.method)),
+        }
+    mine = [t_local, t_dist, t_meta, t_part, t_early, t_torch] + list(pieces.values())
     every = [None] * world
     dist.all_gather_object(every, mine)
     sums = [None] * world
@@ -126,7 +161,8 @@ def main() -> int:
     if rank != 0:
         return 0
     worst = np.max(np.asarray(every), axis=0)  # the slowest rank sets the pace
-    t_local, t_dist, t_meta, t_part, t_early, t_torch = (float(v) for v in worst)
+    t_local, t_dist, t_meta, t_part, t_early, t_torch = (float(v) for v in worst[:6])
+    pieces = dict(zip(pieces, (float(v) for v in worst[6:])))
     gib = world * n * 2 / 2 ** 30
     res = dict(world=world, values_per_gpu=n, method=args.method, local_ms=t_local, distributed_ms=t_dist,
                metadata_ms=t_meta, partials_ms=t_part, collective_share=(t_meta + t_part) / t_dist,
@@ -135,7 +171,7 @@ def main() -> int:
                distributed_over_torch=t_dist / t_torch, per_rank_ms=every,
                per_rank_columns=["local", "distributed", "metadata", "partials", "launch_first", "torch_all_reduce"],
                same_bits_on_every_rank=len({b for _, b, _ in sums}) == 1,
-               launch_first_same_bits=all(a == b for _, a, b in sums), global_sum=sums[0][0])
+               launch_first_same_bits=all(a == b for _, a, b in sums), global_sum=sums[0][0], pieces=pieces)
     res["meta"] = dict(device=torch.cuda.get_device_name(local), torch=torch.__version__, cupy=cupy.__version__,
                        nccl=str(torch.cuda.nccl.version()),
                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -154,9 +190,11 @@ def main() -> int:
     print(f"  collective share {res['collective_share']:.1%}, overhead over one GPU {res['overhead_ms']:.3f} ms; "
           f"bitwise equal on every rank: {res['same_bits_on_every_rank']}, launch first the same bits: "
           f"{res['launch_first_same_bits']}")
+    for k, v in pieces.items():
+        print(f"  piece {k:24s} {v:8.3f}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "distributed_sum.json").write_text(json.dumps(res, indent=2))
+    (out / f"distributed_sum_2^{args.log2n}.json").write_text(json.dumps(res, indent=2))
     return 0
 
 

@@ -436,7 +436,8 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 }  // namespace tcr32
 
-template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB>
+template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
+          bool PREFETCH = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
@@ -488,6 +489,22 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
             const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
             const float* __restrict__ xs = x + i * sa;
             typename FMT::Acc acc[2];
+            if constexpr (PREFETCH) {
+                // a software pipeline of one chunk (UNROLL unused): chunk ch + WPS is loaded before chunk ch steps,
+                // so a load is in flight while the warp computes (the same chunks in the same order)
+                float y[4][4];
+                tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (i64)q * 16 + 4 * t, j_end, sr, l0 + 4 * g, bend, y);
+                for (i64 ch = q; ch < nchunks; ch += WPS) {
+                    float z[4][4];
+                    tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
+                                                   bend, z);
+                    tcr32::step_col_chunk<FMT>(acc, y);
+#pragma unroll
+                    for (int d = 0; d < 4; ++d)
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) y[d][c] = z[d][c];
+                }
+            } else
             for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
                 float y[UNROLL][4][4];
 #pragma unroll

@@ -56,6 +56,10 @@ TILE_BLOCKS_PER_SM = 4  # tc32_rows: __launch_bounds__(256, 4) (its MINB)
 # more) run 4 blocks per SM (H100, [32, 2^22]: 2,606 GB/s against 2,487 at 3 and 2,299 at 2 with 2 chunks), others 3
 # ([2^20, 128]: 2,718 against 2,511 at 4)
 COLS_BLOCKS_PER_SM = 3
+# tc32_cols on strips of more than COLS_FEW_CHUNKS chunks: a software pipeline (chunk ch + WPS loaded before chunk ch
+# steps: a load in flight while the warp computes; the same sums) at COLS_BLOCKS_PER_SM_PREFETCH blocks per SM
+COLS_PREFETCH = False
+COLS_BLOCKS_PER_SM_PREFETCH = 2
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
@@ -181,7 +185,9 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    blocks_per_sm = COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM
+    prefetch = COLS_PREFETCH and chunks > COLS_FEW_CHUNKS
+    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
+                     COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
     if work.splits > 1:
@@ -203,7 +209,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
-            f"{minb}>")
+            f"{minb}{', true' if prefetch and not short else ''}>")
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                          COLS_STRIP, dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0,
