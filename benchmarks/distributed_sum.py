@@ -22,7 +22,7 @@ each. Rows (milliseconds):
 - partials: the all_gather of one fp32 partial a rank alone, as sum() issues it, plus the fold.
 - collective share = (metadata + partials) / distributed; overhead = distributed - local.
 
-Writes distributed_sum_2^LOG2N.json (numbers and metadata) under --out on rank 0.
+Writes distributed_sum_2pLOG2N.json (numbers and metadata) under --out on rank 0.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main() -> int:
         print(f"  piece {k:24s} {v:8.3f}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"distributed_sum_2^{args.log2n}.json").write_text(json.dumps(res, indent=2))
+    (out / f"distributed_sum_2p{args.log2n}.json").write_text(json.dumps(res, indent=2))
     return 0
 
 

@@ -193,12 +193,13 @@ for _k in (512, 768, 1000):
                     for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # tc32_cols with a one-chunk software pipeline (COLS_PREFETCH: the next chunk loaded before the current one steps; the
-# same sums) at 2 or 3 blocks per SM, against the committed loop (load, then step)
+# same sums) at 2 or 3 blocks per SM, against the loop that loads, then steps (runs 24-25: adopted for tf32 only)
 for _n in (128, 1024, 4096, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_prefetch"] = (
-            tc32_plan, [dict(COLS_PREFETCH=p, COLS_BLOCKS_PER_SM_PREFETCH=b) for p, b in ((False, 2), (True, 2),
-                                                                                        (True, 3))],
+            tc32_plan, [dict(COLS_PREFETCH=dict(tc32_plan.COLS_PREFETCH), COLS_BLOCKS_PER_SM_PREFETCH=2)]
+            + [dict(COLS_PREFETCH=dict.fromkeys(F32_METHODS.values(), p), COLS_BLOCKS_PER_SM_PREFETCH=b)
+               for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):

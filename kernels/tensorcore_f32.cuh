@@ -389,7 +389,8 @@ tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT
 // (s >= 8), and every column has an accumulator of its own (acc[h], row g or g + 8).
 // Work split: strips (i, l0) go to groups of WPS warps (strip = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per
 // round); rows are cut into `splits` ranges of whole 16-row chunks (blockIdx.y); warp q of a group takes chunks q,
-// q + WPS, ... of its range, UNROLL chunks loaded per step of the loop. SHORT_UNROLL > 0 (the plan: r <= 16, so one
+// q + WPS, ... of its range, UNROLL chunks loaded per step of the loop (PREFETCH: one chunk loaded ahead instead, the
+// next chunk's loads issued before the current chunk steps). SHORT_UNROLL > 0 (the plan: r <= 16, so one
 // chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent strips before stepping on them.
 // Order, per column: the format's order over its chunks, one step per chunk; the group's warps' pairs add2'ed in q
 // order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go to ws[2((strip*32 + c)*splits + s)] (s

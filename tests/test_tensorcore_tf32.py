@@ -121,7 +121,10 @@ def test_planner_picks_a_kernel_per_form():
              # 4096 values = 16 chunks of 256, 2 per step: 8 steps, spread over 2 warps of at most
              # STREAM_MAX_STEPS = 4 steps each (_common.spread_rows)
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Tf32, 256, 2, 2, float, 2, 4>",
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Tf32, 256, 4, true, 1, float, 0, 3>"}
+             # COLS_PREFETCH: tf32's tc32_cols loads a chunk ahead, at 2 blocks per SM (a warp per strip: 256
+             # blocks on 264 slots); few chunks per strip do not
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Tf32, 256, 1, true, 1, float, 0, 2, true>",
+             Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Tf32, 256, 1, true, 1, float, 0, 4>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name

@@ -21,7 +21,8 @@ What it launches: one kernel per call.
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
-  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp).
+  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
+  (``COLS_PREFETCH``).
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ TILE_BLOCKS_PER_SM = 4  # tc32_rows: __launch_bounds__(256, 4) (its MINB)
 # more) run 4 blocks per SM (H100, [32, 2^22]: 2,606 GB/s against 2,487 at 3 and 2,299 at 2 with 2 chunks), others 3
 # ([2^20, 128]: 2,718 against 2,511 at 4)
 COLS_BLOCKS_PER_SM = 3
-# tc32_cols on strips of more than COLS_FEW_CHUNKS chunks: a software pipeline (chunk ch + WPS loaded before chunk ch
-# steps: a load in flight while the warp computes; the same sums) at COLS_BLOCKS_PER_SM_PREFETCH blocks per SM
-COLS_PREFETCH = False
+# tc32_cols on strips of more than COLS_FEW_CHUNKS chunks, per method: a software pipeline (chunk ch + WPS loaded
+# before chunk ch steps: a load in flight while the warp computes; the same sums) at COLS_BLOCKS_PER_SM_PREFETCH blocks
+# per SM. tune_plans runs 24-25 (H100, 512 MiB): tf32 [128, 2^20] 2,097 -> 2,621 GB/s, [1024, 2^17] 2,183 -> 2,910,
+# [4096, 2^15] 2,116 -> 2,832, [2^20, 128] 2,187 -> 2,808 (3 blocks per SM: 2-11% less); the split loses 4-17% (its
+# step needs the registers: 114 at 2 blocks per SM, spills at 3)
+COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
@@ -185,7 +189,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    prefetch = COLS_PREFETCH and chunks > COLS_FEW_CHUNKS
+    prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS
     blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
                      COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
