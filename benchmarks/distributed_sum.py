@@ -14,8 +14,6 @@ each. Rows (milliseconds):
 - local: tcreduce.sum of this rank's 2^30 shard (the one-GPU baseline, no communication).
 - distributed: tcreduce.distributed.sum of the global array (metadata check, local partial, partial all_gather,
   rank-order fold), as committed (the partial launched after the metadata exchange).
-- launch first: the same with ``LAUNCH_BEFORE_EXCHANGE = True`` (the partial launched first, the exchange beside it
-  on a side stream).
 - torch.sum + all_reduce: what a user would write without tcreduce, ``torch.sum(x, dtype=float32)`` then
   ``dist.all_reduce`` (NCCL's order of additions; the competitor).
 - metadata: the metadata all_gather alone (one int64 row a rank, read on the host), as sum() issues it.
@@ -98,9 +96,6 @@ def main() -> int:
 
     t_local, s_local = _time(lambda: tcreduce.sum(x, method=args.method), args.iters)
     t_dist, s_dist = _time(lambda: tcreduce.distributed.sum(x, method=args.method), args.iters)
-    D.LAUNCH_BEFORE_EXCHANGE = True
-    t_early, s_early = _time(lambda: tcreduce.distributed.sum(x, method=args.method), args.iters)
-    D.LAUNCH_BEFORE_EXCHANGE = False
 
     def torch_sum_all_reduce():
         s = torch.sum(x, dtype=torch.float32)
@@ -111,10 +106,12 @@ def main() -> int:
     row = encode_row(rank=rank, in_dtype="float16", out_dtype="float32", method=args.method, axes=(0,),
                      shard_axis=0, shape=(n,))
     t_meta, _ = _time(lambda: D._exchange_rows(torch, dist, row, group, world, True, local), args.iters)
-    part = cupy.from_dlpack(s_local)
+    shard = cupy.from_dlpack(x)
+    prepared = D._CudaOps.prepare_partial(shard, (0,), args.method)  # as sum() keeps it
+    prepared.launch(shard)
 
     def partials():
-        g = D._gather_cupy(torch, dist, part, group, world, True, local)
+        g = prepared.gather(torch, dist, group, world, True, local)
         return D._fold_cupy(g, tuple(range(world)), "float32")
 
     t_part, _ = _time(partials, args.iters)
@@ -123,7 +120,7 @@ def main() -> int:
     if args.pieces:
         import time
 
-        g_pre = D._gather_cupy(torch, dist, part, group, world, True, local)
+        g_pre = prepared.gather(torch, dist, group, world, True, local).copy()
         scalar = torch.ones((), dtype=torch.float32, device="cuda")
 
         def host_ms(fn, iters=args.iters):
@@ -143,35 +140,34 @@ def main() -> int:
             return out
 
         pieces = {
-            "gather_ms": _time(lambda: D._gather_cupy(torch, dist, part, group, world, True, local), args.iters)[0],
+            "gather_ms": _time(lambda: prepared.gather(torch, dist, group, world, True, local), args.iters)[0],
             "fold_ms": _time(lambda: D._fold_cupy(g_pre, tuple(range(world)), "float32"), args.iters)[0],
             "torch_all_gather_ms": _time(torch_all_gather, args.iters)[0],
             "torch_all_reduce_ms": _time(lambda: dist.all_reduce(scalar), args.iters)[0],
             "host_call_ms": host_ms(lambda: tcreduce.distributed.sum(x, method=args.method)),
-            "host_prepare_ms": host_ms(lambda: D._CudaOps.prepare_partial(cupy.from_dlpack(x), (0,), args.method)),
+            "host_prepare_cached_ms": host_ms(lambda: D._CudaOps.prepare_partial(shard, (0,), args.method)),
+            "host_prepare_new_ms": host_ms(lambda: D._PreparedPartial(shard, (0,), args.method)),
             "host_local_sum_ms": host_ms(lambda: tcreduce.sum(x, method=args.method)),
         }
-    mine = [t_local, t_dist, t_meta, t_part, t_early, t_torch] + list(pieces.values())
+    mine = [t_local, t_dist, t_meta, t_part, t_torch] + list(pieces.values())
     every = [None] * world
     dist.all_gather_object(every, mine)
     sums = [None] * world
-    bits = [int(v.float().view(torch.int32).item()) for v in (s_dist, s_early)]
-    dist.all_gather_object(sums, (float(s_dist), bits[0], bits[1]))
+    dist.all_gather_object(sums, (float(s_dist), int(s_dist.float().view(torch.int32).item())))
     dist.destroy_process_group()
     if rank != 0:
         return 0
     worst = np.max(np.asarray(every), axis=0)  # the slowest rank sets the pace
-    t_local, t_dist, t_meta, t_part, t_early, t_torch = (float(v) for v in worst[:6])
-    pieces = dict(zip(pieces, (float(v) for v in worst[6:])))
+    t_local, t_dist, t_meta, t_part, t_torch = (float(v) for v in worst[:5])
+    pieces = dict(zip(pieces, (float(v) for v in worst[5:])))
     gib = world * n * 2 / 2 ** 30
     res = dict(world=world, values_per_gpu=n, method=args.method, local_ms=t_local, distributed_ms=t_dist,
                metadata_ms=t_meta, partials_ms=t_part, collective_share=(t_meta + t_part) / t_dist,
                overhead_ms=t_dist - t_local, distributed_gbps=world * n * 2 / (t_dist * 1e-3) / 1e9,
-               local_gbps=n * 2 / (t_local * 1e-3) / 1e9, launch_first_ms=t_early, torch_all_reduce_ms=t_torch,
+               local_gbps=n * 2 / (t_local * 1e-3) / 1e9, torch_all_reduce_ms=t_torch,
                distributed_over_torch=t_dist / t_torch, per_rank_ms=every,
-               per_rank_columns=["local", "distributed", "metadata", "partials", "launch_first", "torch_all_reduce"],
-               same_bits_on_every_rank=len({b for _, b, _ in sums}) == 1,
-               launch_first_same_bits=all(a == b for _, a, b in sums), global_sum=sums[0][0], pieces=pieces)
+               per_rank_columns=["local", "distributed", "metadata", "partials", "torch_all_reduce", *pieces],
+               same_bits_on_every_rank=len({b for _, b in sums}) == 1, global_sum=sums[0][0], pieces=pieces)
     res["meta"] = dict(device=torch.cuda.get_device_name(local), torch=torch.__version__, cupy=cupy.__version__,
                        nccl=str(torch.cuda.nccl.version()),
                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -182,14 +178,12 @@ def main() -> int:
           f"({res['local_gbps']:7.1f} GB/s)")
     print(f"  distributed  {world} x 2^{args.log2n} ({gib:.0f} GiB) on {world} GPUs      {t_dist:8.3f} ms  "
           f"({res['distributed_gbps']:7.1f} GB/s in all)")
-    print(f"  launch first the same, partial launched before the exchange {t_early:8.3f} ms")
     print(f"  torch        torch.sum(float32) + dist.all_reduce  {t_torch:8.3f} ms  (distributed / torch "
           f"{t_dist / t_torch:.3f})")
     print(f"  metadata     all_gather of the check row          {t_meta:8.3f} ms")
     print(f"  partials     all_gather of the fp32 partials+fold {t_part:8.3f} ms")
     print(f"  collective share {res['collective_share']:.1%}, overhead over one GPU {res['overhead_ms']:.3f} ms; "
-          f"bitwise equal on every rank: {res['same_bits_on_every_rank']}, launch first the same bits: "
-          f"{res['launch_first_same_bits']}")
+          f"bitwise equal on every rank: {res['same_bits_on_every_rank']}")
     for k, v in pieces.items():
         print(f"  piece {k:24s} {v:8.3f}")
     out = Path(args.out)

@@ -26,8 +26,9 @@ differ in length along it, length 0 included). One call, on every rank of ``grou
 Work runs on torch's current CUDA stream of the shard's device (which torch.distributed orders its collectives
 against), joined both ways with CuPy's current stream when they differ. The metadata check reads the gathered rows on
 the host; it runs before the partial is launched, while that stream holds no work of the call, so the host waits for
-the exchange only, and the launch, the partials' all_gather and the fold are queued after it without another wait
-(``LAUNCH_BEFORE_EXCHANGE`` puts the launch first instead). torch is imported on the first call only.
+the exchange only, and the launch, the partials' all_gather and the fold are queued after it without another wait.
+The prepared partials (handle, result, gather buffers) and the exchange's buffers are kept per shard layout and stream
+(the last 16), so a repeated call skips the build. torch is imported on the first call only.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import contextlib
 import dataclasses
 import math
 import operator
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -49,11 +51,6 @@ from ._dist import MAX_NDIM, Agreement, agree, encode_row
 
 __all__ = ["sum"]
 
-# where the local partial is launched (shard axis reduced, not exact): False, after the metadata exchange, so that the
-# host waits for the exchange alone and everything after it is queued without a wait; True, before it (the exchange
-# then runs on a side stream of the device, beside the partial). benchmarks/distributed_sum.py times both.
-LAUNCH_BEFORE_EXCHANGE = False
-
 # the rank-order fold on the device (tcreduce._dist.fold_ranks is the host reference it must equal bit for bit):
 # out[i] = ((p[r0][i] + p[r1][i]) + p[r2][i]) + ... in fp32 round to nearest over the listed ranks, starting from
 # p[r0] itself, then converted once to T (round to nearest even), every NaN written as ``nan`` (the canonical NaN of T,
@@ -64,6 +61,7 @@ for (int r = 1; r < nranks; ++r) acc = __fadd_rn(acc, parts[(long long)ranks[r] 
 out = (acc != acc) ? nan : (T)acc;
 """
 _fold_kernel = None
+_CACHE_SIZE = 16  # prepared partials, fold rank lists and metadata buffers kept per process (least recently used out)
 
 
 def _torch():
@@ -154,17 +152,41 @@ def _all_gather(torch, dist, t, group, world: int, cuda_comm: bool):
     return torch.stack(parts)
 
 
-def _exchange_rows(torch, dist, row: np.ndarray, group, world: int, cuda_comm: bool, device: int,
-                   side_stream: bool = False) -> np.ndarray:
-    """The metadata table (world, META_LEN) on the host, identical on every rank (``side_stream``: NCCL's copies and
-    collective on a new stream of the device, so that they wait for none of the current stream's work)."""
-    if side_stream and cuda_comm:
-        with torch.cuda.stream(torch.cuda.Stream(device)):
-            return _exchange_rows(torch, dist, row, group, world, cuda_comm, device)
-    t = torch.from_numpy(np.ascontiguousarray(row, np.int64))
-    if cuda_comm:
-        t = t.to(torch.device("cuda", device))
-    return _all_gather(torch, dist, t, group, world, cuda_comm).cpu().numpy()
+def _exchange_rows(torch, dist, row: np.ndarray, group, world: int, cuda_comm: bool, device: int) -> np.ndarray:
+    """The metadata table (world, META_LEN) on the host, identical on every rank."""
+    row = np.ascontiguousarray(row, np.int64)
+    if not cuda_comm:
+        return _all_gather(torch, dist, torch.from_numpy(row), group, world, cuda_comm).numpy()
+    # NCCL: pinned host buffers and device buffers made once per (device, world, stream); the host waits for the
+    # stream after the copy back, so the next call on that stream finds them free
+    stream = torch.cuda.current_stream(device)
+    key = ("rows", device, world, row.size, stream.cuda_stream)
+    bufs = _cached(key, lambda: (torch.empty(row.size, dtype=torch.int64).pin_memory(),
+                                 torch.empty(row.size, dtype=torch.int64, device=torch.device("cuda", device)),
+                                 torch.empty((world, row.size), dtype=torch.int64, device=torch.device("cuda", device)),
+                                 torch.empty((world, row.size), dtype=torch.int64).pin_memory()))
+    row_host, row_dev, table_dev, table_host = bufs
+    row_host.numpy()[:] = row
+    row_dev.copy_(row_host, non_blocking=True)
+    dist.all_gather_into_tensor(table_dev, row_dev, group=group)
+    table_host.copy_(table_dev, non_blocking=True)
+    stream.synchronize()
+    return table_host.numpy().copy()
+
+
+_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
+
+
+def _cached(key: tuple, make: Callable[[], Any]) -> Any:
+    """``make()`` once per ``key`` (the last _CACHE_SIZE keys kept, least recently used out)."""
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _CACHE[key] = make()
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return hit
 
 
 def _fold_cupy(gathered, active: tuple[int, ...], out_dtype: Any):
@@ -181,7 +203,8 @@ def _fold_cupy(gathered, active: tuple[int, ...], out_dtype: Any):
     width = out.size
     if width:
         parts = cupy.ascontiguousarray(gathered, np.float32)
-        ranks = cupy.asarray(np.asarray(active, np.int32))
+        device = parts.data.device_id
+        ranks = _cached(("ranks", device, active), lambda: cupy.asarray(np.asarray(active, np.int32)))
         _fold_kernel(parts, ranks, np.int32(len(active)), np.int64(width), out_dtype.type(np.nan), out)
     return out
 
@@ -195,6 +218,42 @@ def _gather_cupy(torch, dist, a, group, world: int, cuda_comm: bool, device: int
     if out.device.type != "cuda":
         out = out.to(torch.device("cuda", device))
     return cupy.from_dlpack(out).reshape((world,) + tuple(a.shape))
+
+
+class _PreparedPartial:
+    """A shard's fp32 partial made ready before the metadata exchange: a :func:`tcreduce.reducer` handle (validated,
+    planned, compiled, workspace allocated), its result array, and (made on the first NCCL gather) torch views of the
+    partial and of the gathered partials. Kept per (shard layout, axes, method, stream): calls on one stream are
+    ordered, so they may share the buffers."""
+
+    def __init__(self, x: Any, axes: tuple[int, ...], method: str):
+        import cupy
+
+        from ._reducer import reducer
+
+        self.handle = reducer(x, axis=axes, dtype="float32", method=method, warmup=False)
+        self.partial = cupy.empty(self.handle.result_shape, np.float32)
+        self._nccl: Optional[tuple] = None  # (world, partial as torch, gathered as torch, gathered as CuPy)
+
+    def launch(self, x: Any) -> Any:
+        """Queue the partial of ``x`` (the shard it was prepared for, or one like it) on CuPy's current stream, no
+        host wait; returns the partial (CuPy, fp32)."""
+        return self.handle(x, out=self.partial)
+
+    def gather(self, torch, dist, group, world: int, cuda_comm: bool, device: int):
+        """All ranks' partials in rank order, (world, *shape), as :func:`_gather_cupy` gives them."""
+        if not cuda_comm:
+            return _gather_cupy(torch, dist, self.partial, group, world, cuda_comm, device)
+        import cupy
+
+        if self._nccl is None or self._nccl[0] != world:
+            mine = torch.from_dlpack(self.partial).reshape(-1)
+            everyone = torch.empty((world, mine.numel()), dtype=mine.dtype, device=mine.device)
+            self._nccl = (world, mine, everyone,
+                          cupy.from_dlpack(everyone).reshape((world,) + tuple(self.partial.shape)))
+        _, mine, everyone, gathered = self._nccl
+        dist.all_gather_into_tensor(everyone, mine, group=group)
+        return gathered
 
 
 class _CudaOps:
@@ -217,16 +276,15 @@ class _CudaOps:
         return _api.sum(x, axis=axes, dtype=dtype, keepdims=keepdims, method=method)
 
     @staticmethod
-    def prepare_partial(x: Any, axes: tuple[int, ...], method: str) -> Callable[[], Any]:
-        """The launch of this shard's fp32 partial, built now (every failure but the launch's own happens here) and
-        queued when called, without a host wait."""
+    def prepare_partial(x: Any, axes: tuple[int, ...], method: str) -> "_PreparedPartial":
+        """This shard's fp32 partial, built now (every failure but the launch's own happens here): a
+        :class:`_PreparedPartial`, kept for later calls on shards like ``x`` on the same stream."""
         import cupy
 
-        from ._reducer import reducer
-
-        r = reducer(x, axis=axes, dtype="float32", method=method, warmup=False)
-        out = cupy.empty(r.result_shape, np.float32)
-        return lambda: r(x, out=out)
+        stream = cupy.cuda.get_current_stream().ptr
+        key = ("partial", tuple(x.shape), tuple(x.strides), x.dtype.str, x.data.ptr & 15, x.data.device_id, axes,
+               method, stream)
+        return _cached(key, lambda: _PreparedPartial(x, axes, method))
 
     fold = staticmethod(_fold_cupy)
 
@@ -310,7 +368,8 @@ class _Local:
     keepdims: bool = False
     limbs: int = 0
     payload: Any = None  # shard axis reduced: fp32 partial (out_shape) or exact state (*out_shape, L)
-    launch: Optional[Callable[[], Any]] = None  # shard axis reduced, not exact: queues the partial, returns it
+    prepared: Any = None  # shard axis reduced, not exact: the partial made ready (launch(x), gather(...))
+    shard: Any = None  # ... and the shard (CuPy) it is launched on
     result: Any = None   # shard axis not reduced: this rank's shard of the result, final
     back: Callable[[Any], Any] = lambda r: r
 
@@ -382,7 +441,7 @@ def _local_step(ops, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method:
             if exact:
                 loc.payload = _exact_partial(ops, ex, xc, call, loc.limbs, count)
             else:
-                loc.launch = ops.prepare_partial(xc, call.axes, call.method)
+                loc.prepared, loc.shard = ops.prepare_partial(xc, call.axes, call.method), xc
         elif exact:
             if count == 0 or math.prod(call.out_shape) == 0:
                 res = ops.xp().zeros(call.out_shape, call.out_dtype)
@@ -403,7 +462,10 @@ def _combine(ops, torch, dist, loc: _Local, ag: Agreement, group, world: int, cu
     if not ag.active or math.prod(call.out_shape) == 0:  # nothing to add anywhere: the empty sum, no collective
         res = xp.zeros(call.out_shape, call.out_dtype)
     else:
-        gathered = ops.gather(torch, dist, loc.payload, group, world, cuda_comm, device)
+        if loc.prepared is not None:
+            gathered = loc.prepared.gather(torch, dist, group, world, cuda_comm, device)
+        else:
+            gathered = ops.gather(torch, dist, loc.payload, group, world, cuda_comm, device)
         if call.method == "exact":
             ex = ops.exact()
             states = gathered if len(ag.active) == world else gathered[xp.asarray(ag.active)]
@@ -446,18 +508,15 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
     cuda_comm = _uses_cuda(dist, group)
     with context:
         loc = _local_step(ops, x, axis, dtype, bool(keepdims), method, shard_axis)
-        early = LAUNCH_BEFORE_EXCHANGE and loc.launch is not None
-        if early:
-            loc.payload = loc.launch()
-        table = _exchange_rows(torch, dist, loc.row(rank), group, world, cuda_comm, device, side_stream=early)
+        table = _exchange_rows(torch, dist, loc.row(rank), group, world, cuda_comm, device)
         try:
             ag = agree(table)
         except Exception as e:
             if loc.error is not None:
                 raise e from loc.error
             raise
-        if ag.reduced and loc.payload is None and loc.launch is not None:
-            loc.payload = loc.launch()
+        if ag.reduced and loc.prepared is not None:
+            loc.payload = loc.prepared.launch(loc.shard)
         res = _combine(ops, torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
     out = loc.back(res)
     return rewrap(out, ag, loc.keepdims) if rewrap is not None else out
