@@ -505,19 +505,20 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
 #pragma unroll
                         for (int c = 0; c < 4; ++c) y[d][c] = z[d][c];
                 }
-            } else
-            for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-                float y[UNROLL][4][4];
+            } else {
+                for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
+                    float y[UNROLL][4][4];
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
-                    tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
-                                                   l0 + 4 * g, bend, y[u]);
-                }
+                    for (int u = 0; u < UNROLL; ++u) {
+                        // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
+                        tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
+                                                       l0 + 4 * g, bend, y[u]);
+                    }
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-                    tcr32::step_col_chunk<FMT>(acc, y[u]);
+                    for (int u = 0; u < UNROLL; ++u) {
+                        if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
+                        tcr32::step_col_chunk<FMT>(acc, y[u]);
+                    }
                 }
             }
             const F2 mine = tcr32::lane_column<FMT>(acc, t);

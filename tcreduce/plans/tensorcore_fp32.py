@@ -14,8 +14,8 @@ What it launches: one kernel per call.
   (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (per method) elements and are many (a 4-row
   tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
-  (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise; rows of at most 16 elements take the short path (4 row tiles in
-  flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
+  (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
+  rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -213,7 +213,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
-            f"{minb}{', true' if prefetch and not short else ''}>")
+            f"{minb}{', true' if prefetch else ''}>")  # prefetch: more than COLS_FEW_CHUNKS chunks, so never short
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                          COLS_STRIP, dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0,
