@@ -27,8 +27,9 @@ Work runs on torch's current CUDA stream of the shard's device (which torch.dist
 against), joined both ways with CuPy's current stream when they differ. The metadata check reads the gathered rows on
 the host; it runs before the partial is launched, while that stream holds no work of the call, so the host waits for
 the exchange only, and the launch, the partials' all_gather and the fold are queued after it without another wait.
-The prepared partials (handle, result, gather buffers) and the exchange's buffers are kept per shard layout and stream
-(the last 16), so a repeated call skips the build. torch is imported on the first call only.
+The prepared partials (handle, result, gather buffers; results of up to 2^20 elements) and the exchange's buffers are
+kept per shard layout and stream (the last 16), so a repeated call skips the build. torch is imported on the first
+call only.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ out = (acc != acc) ? nan : (T)acc;
 """
 _fold_kernel = None
 _CACHE_SIZE = 16  # prepared partials, fold rank lists and metadata buffers kept per process (least recently used out)
+# prepared partials are kept only for results of at most this many elements (a kept one holds its fp32 result and the
+# world's gathered partials: 4 MiB and world x 4 MiB here); larger ones are built per call, where the build is small
+# beside the work
+_CACHE_MAX_OUTPUTS = 1 << 20
 
 
 def _torch():
@@ -189,6 +194,11 @@ def _cached(key: tuple, make: Callable[[], Any]) -> Any:
     return hit
 
 
+def _keeps_partial(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    """Whether a prepared partial for a shard of ``shape`` reduced over ``axes`` is kept (_CACHE_MAX_OUTPUTS)."""
+    return math.prod(n for i, n in enumerate(shape) if i not in axes) <= _CACHE_MAX_OUTPUTS
+
+
 def _fold_cupy(gathered, active: tuple[int, ...], out_dtype: Any):
     """:func:`tcreduce._dist.fold_ranks` of ``gathered[r]`` for r in ``active`` on the device, in one kernel and
     without a host wait: a new CuPy array of ``out_dtype`` and shape ``gathered.shape[1:]``."""
@@ -281,6 +291,8 @@ class _CudaOps:
         :class:`_PreparedPartial`, kept for later calls on shards like ``x`` on the same stream."""
         import cupy
 
+        if not _keeps_partial(tuple(x.shape), axes):
+            return _PreparedPartial(x, axes, method)
         stream = cupy.cuda.get_current_stream().ptr
         key = ("partial", tuple(x.shape), tuple(x.strides), x.dtype.str, x.data.ptr & 15, x.data.device_id, axes,
                method, stream)

@@ -185,6 +185,16 @@ def test_fold_ranks_elementwise_matches_the_loop(rng):
     assert got is not parts[0] and np.array_equal(parts[0], parts[0])  # a new array, inputs untouched
 
 
+def test_prepared_partials_are_kept_for_small_results_only():
+    from tcreduce import distributed as D
+
+    big = D._CACHE_MAX_OUTPUTS
+    assert D._keeps_partial((1 << 30,), (0,))  # a full sum: one output
+    assert D._keeps_partial((7, big), (0,)) and not D._keeps_partial((7, big + 1), (0,))
+    assert not D._keeps_partial((3, big, 2), (0,)) and D._keeps_partial((3, big, 2), (0, 2))
+    assert D._keeps_partial((0, 5), (0,)) and D._keeps_partial((5, 0), (0,))
+
+
 def test_fold_ranks_signed_zero_nan_inf():
     f = np.float32
     assert np.signbit(fold_ranks([np.array(-0.0, f)]))  # one partial: itself, -0.0 kept
