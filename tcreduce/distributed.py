@@ -379,8 +379,8 @@ class _Local:
     shape: tuple[int, ...] = ()
     keepdims: bool = False
     limbs: int = 0
-    payload: Any = None  # shard axis reduced: fp32 partial (out_shape) or exact state (*out_shape, L)
-    prepared: Any = None  # shard axis reduced, not exact: the partial made ready (launch(x), gather(...))
+    payload: Any = None  # shard axis reduced, exact: the exact state (*out_shape, L)
+    prepared: Any = None  # shard axis reduced, not exact: the fp32 partial made ready (launch(x), gather(...))
     shard: Any = None  # ... and the shard (CuPy) it is launched on
     result: Any = None   # shard axis not reduced: this rank's shard of the result, final
     back: Callable[[Any], Any] = lambda r: r
@@ -528,7 +528,7 @@ def sum(x: Any, axis: AxisLike = None, dtype: Any = None, keepdims: bool = False
                 raise e from loc.error
             raise
         if ag.reduced and loc.prepared is not None:
-            loc.payload = loc.prepared.launch(loc.shard)
+            loc.prepared.launch(loc.shard)  # its gather() reads the partial it holds
         res = _combine(ops, torch, dist, loc, ag, group, world, cuda_comm, device) if ag.reduced else loc.result
     out = loc.back(res)
     return rewrap(out, ag, loc.keepdims) if rewrap is not None else out
