@@ -15,7 +15,8 @@ What it launches: one kernel per call.
   tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
-  rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile, then several blocks (splits) combined by the tile's last block.
+  rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
+  then several blocks (splits) combined by the tile's last block.
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
