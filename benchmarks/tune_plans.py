@@ -201,6 +201,27 @@ for _n in (128, 1024, 4096, 1 << 20):
             + [dict(COLS_PREFETCH=dict.fromkeys(F32_METHODS.values(), p), COLS_BLOCKS_PER_SM_PREFETCH=b)
                for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
+# L2 prefetch hints a few loops ahead (tcr::prefetch_l2: no registers, the same loads and sums): tc32_cols and tc_cols
+# (first-axis sums, the column kernels wait on their loads: notes/performance.md), tc32_rows_stream (long fp32 rows);
+# each with the committed geometry and, for the split's tc32_cols, also 2 chunks in flight on 2 blocks per SM
+for _n in (128, 1024, 4096, 1 << 20):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_cols{_n}_l2"] = (
+            tc32_plan, [dict(COLS_L2_AHEAD=dict(tc32_plan.COLS_L2_AHEAD))]
+            + [dict(COLS_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a)) for a in (1, 2, 4)]
+            + ([dict(COLS_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a), COLS_UNROLL=2, COLS_BLOCKS_PER_SM=2)
+                for a in (1, 2)] if _prefix == "fp32" else []),
+            "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
+for _dt in ("float16", "bfloat16"):
+    for _r in (64, 128, 256, 1024, 1 << 20):
+        SWEEPS[f"{_dt}_cols{_r}_l2"] = (tc_plan, [dict(COLS_L2_AHEAD=a) for a in (tc_plan.COLS_L2_AHEAD, 1, 2, 4)],
+                                        _dt, (_r, (1 << 28) // _r), 0, COLS_CHECK)
+for _k in (2048, 16384, 1 << 20):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_rows{_k}_l2"] = (
+            tc32_plan, [dict(STREAM_L2_AHEAD=dict(tc32_plan.STREAM_L2_AHEAD))]
+            + [dict(STREAM_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a)) for a in (1, 2, 4)],
+            "float32", ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",
@@ -237,13 +258,60 @@ def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Gen
     return same_bits(tcreduce.sum(xd, axis=axis, method=method, **kw), em.sum(xh, axis=axis, method=method))
 
 
+def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
+    """(source, name expression) of every launch the sweeps ``names`` make on ``device`` (each setting, the large
+    shape and the check shapes, contiguous and 16-byte aligned as the sweep allocates them)."""
+    from tcreduce._api import get_plan
+    from tcreduce._layout import normalize_axes, plan_layout
+    from tcreduce.formats import get_format
+
+    found = set()
+    for name in names:
+        module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
+        method = rest[0] if rest else "tensorcore"
+        for setting in settings:
+            with patched(module, setting):
+                for shp in [shape, *check_shapes]:
+                    strides = [int(np.prod(shp[i + 1:])) for i in range(len(shp))]
+                    problem = plan_layout(shp, strides, normalize_axes(axis, len(shp)),
+                                          get_format(dtype).itemsize, 0).problem
+                    for ln in get_plan(method, problem, dtype, "float32", device).launches:
+                        found.add((ln.source, ln.kernel))
+    return found
+
+
+def precompile(names: list[str], device: Any, workers: int) -> int:
+    """Compile the sweeps' kernels into tcreduce's disk cache on ``workers`` processes (NVRTC runs one kernel per
+    process at a time); returns how many there were."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tcreduce._compile import compile_kernel
+
+    todo = sorted(kernels_of(names, device))
+    with ProcessPoolExecutor(workers) as pool:
+        for ck in pool.map(compile_kernel, *zip(*todo), [device.arch] * len(todo)):
+            if ck.spills:
+                print(f"  note: {ck.name_expression} spills on {ck.arch}", flush=True)
+    return len(todo)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--triton", action="store_true",
                     help="also time the tuned Triton sum and torch.compile'd torch.sum (experiments.competitors)")
     ap.add_argument("--only", default="", help="comma-separated sweeps (default: all): " + ", ".join(SWEEPS))
+    ap.add_argument("--precompile", type=int, default=0, metavar="N",
+                    help="first compile every kernel of the chosen sweeps on N processes (0: compile as they run)")
+    ap.add_argument("--device", default="", help="with --precompile and no GPU: compile for this GPU (e.g. H100) "
+                    "and exit")
     args = ap.parse_args()
+    names = args.only.split(",") if args.only else list(SWEEPS)
+    if args.device:
+        from tcreduce._device import named_device
+
+        print(f"{precompile(names, named_device(args.device), max(args.precompile, 1))} kernels compiled")
+        return
     import cupy
 
     import tcreduce
@@ -252,7 +320,10 @@ def main() -> None:
         import torch
     except ImportError:
         torch = None
-    names = args.only.split(",") if args.only else list(SWEEPS)
+    if args.precompile:
+        from tcreduce._device import current_device
+
+        print(f"{precompile(names, current_device()[1], args.precompile)} kernels compiled", flush=True)
     rng = np.random.default_rng(7)
     for name in names:
         module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
