@@ -201,27 +201,6 @@ for _n in (128, 1024, 4096, 1 << 20):
             + [dict(COLS_PREFETCH=dict.fromkeys(F32_METHODS.values(), p), COLS_BLOCKS_PER_SM_PREFETCH=b)
                for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
-# L2 prefetch hints a few loops ahead (tcr::prefetch_l2: no registers, the same loads and sums): tc32_cols and tc_cols
-# (first-axis sums, the column kernels wait on their loads: notes/performance.md), tc32_rows_stream (long fp32 rows);
-# each with the committed geometry and, for the split's tc32_cols, also 2 chunks in flight on 2 blocks per SM
-for _n in (128, 1024, 4096, 1 << 20):
-    for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_cols{_n}_l2"] = (
-            tc32_plan, [dict(COLS_L2_AHEAD=dict(tc32_plan.COLS_L2_AHEAD))]
-            + [dict(COLS_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a)) for a in (1, 2, 4)]
-            + ([dict(COLS_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a), COLS_UNROLL=2, COLS_BLOCKS_PER_SM=2)
-                for a in (1, 2)] if _prefix == "fp32" else []),
-            "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
-for _dt in ("float16", "bfloat16"):
-    for _r in (64, 128, 256, 1024, 1 << 20):
-        SWEEPS[f"{_dt}_cols{_r}_l2"] = (tc_plan, [dict(COLS_L2_AHEAD=a) for a in (tc_plan.COLS_L2_AHEAD, 1, 2, 4)],
-                                        _dt, (_r, (1 << 28) // _r), 0, COLS_CHECK)
-for _k in (2048, 16384, 1 << 20):
-    for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_rows{_k}_l2"] = (
-            tc32_plan, [dict(STREAM_L2_AHEAD=dict(tc32_plan.STREAM_L2_AHEAD))]
-            + [dict(STREAM_L2_AHEAD=dict.fromkeys(F32_METHODS.values(), a)) for a in (1, 2, 4)],
-            "float32", ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -143,12 +143,6 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
     }
 }
 
-// An L2 prefetch hint for the line that holds p (prefetch.global.L2: no register, no result, no wait). Kernels whose
-// step computes long between loads (the float32 split, the column kernels) use it to get the rows of a later chunk
-// on their way from DRAM while they step on the current one, so that chunk's loads hit L2; the loads, and so the
-// sums, are unchanged. Callers pass addresses inside the array only.
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-
 // ------------------------------------------------------------------------------------------ conversions
 // Every sum kernel writes its outputs through from_float (or, for exact sums, round_state), so that a NaN result is
 // always the canonical quiet NaN of the output dtype, whatever NaN the arithmetic produced (the GPU's 0x7FFFFFFF, a

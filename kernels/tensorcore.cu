@@ -424,7 +424,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
 // ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
-// at a time; L2_AHEAD > 0 also prefetches into L2 the chunks it will load L2_AHEAD iterations later (the same loads).
+// at a time.
 namespace {
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
 template <typename T, bool ALIGNED>
@@ -434,17 +434,6 @@ __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0,
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 1, j_end, sr, col, bend, v[1]);
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 8, j_end, sr, col, bend, v[2]);
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 9, j_end, sr, col, bend, v[3]);
-}
-
-// The L2 prefetch of what load_col_chunk would read for the same arguments (tcr::prefetch_l2; rows at or past j_end
-// and columns at or past bend: nothing).
-template <typename T>
-__device__ __forceinline__ void prefetch_col_chunk(const T* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col,
-                                                   i64 bend, int t) {
-    const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
-#pragma unroll
-    for (int d = 0; d < 4; ++d)
-        if (j0 + rows[d] < j_end && col < bend) prefetch_l2(xs + (j0 + rows[d]) * sr + col);
 }
 
 // mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8).
@@ -473,8 +462,7 @@ __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v
 }
 }  // namespace
 
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL,
-          int L2_AHEAD = 0>
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL>
 __global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
@@ -536,12 +524,6 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         float acc[8] = {};
         int pending = 0;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-            if constexpr (L2_AHEAD > 0) {
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u)
-                    prefetch_col_chunk<T>(xs, j_begin + (ch + (i64)(L2_AHEAD * UNROLL + u) * WPS) * 16, j_end, sr,
-                                          l0 + 8 * g, bend, t);
-            }
             RowPiece<T, 8> v[UNROLL][4];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {

@@ -390,9 +390,7 @@ tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT
 // Work split: strips (i, l0) go to groups of WPS warps (strip = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per
 // round); rows are cut into `splits` ranges of whole 16-row chunks (blockIdx.y); warp q of a group takes chunks q,
 // q + WPS, ... of its range, UNROLL chunks loaded per step of the loop (PREFETCH: one chunk loaded ahead instead, the
-// next chunk's loads issued before the current chunk steps). L2_AHEAD > 0: each iteration also issues L2 prefetches
-// (tcr::prefetch_l2, no registers) of the chunks the warp will load L2_AHEAD iterations later (PREFETCH: the chunk
-// after the one it loads), so their loads hit L2; the same loads and sums. SHORT_UNROLL > 0 (the plan: r <= 16, so one
+// next chunk's loads issued before the current chunk steps). SHORT_UNROLL > 0 (the plan: r <= 16, so one
 // chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent strips before stepping on them.
 // Order, per column: the format's order over its chunks, one step per chunk; the group's warps' pairs add2'ed in q
 // order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go to ws[2((strip*32 + c)*splits + s)] (s
@@ -418,15 +416,6 @@ __device__ __forceinline__ void load_col_chunk(const float* __restrict__ xs, i64
     }
 }
 
-// The L2 prefetch of what load_col_chunk would read for the same arguments: lane (g, t)'s 4 rows at col (rows at or
-// past j_end and columns at or past bend: nothing).
-__device__ __forceinline__ void prefetch_col_chunk(const float* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col,
-                                                   i64 bend) {
-#pragma unroll
-    for (int d = 0; d < 4; ++d)
-        if (j0 + d < j_end && col < bend) tcr::prefetch_l2(xs + (j0 + d) * sr + col);
-}
-
 // Steps 0 and 1 of a loaded chunk (the mapping above).
 template <class FMT>
 __device__ __forceinline__ void step_col_chunk(typename FMT::Acc (&acc)[2], const float (&y)[4][4]) {
@@ -449,7 +438,7 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 }  // namespace tcr32
 
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
-          bool PREFETCH = false, int L2_AHEAD = 0>
+          bool PREFETCH = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
@@ -507,9 +496,6 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
                 float y[4][4];
                 tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (i64)q * 16 + 4 * t, j_end, sr, l0 + 4 * g, bend, y);
                 for (i64 ch = q; ch < nchunks; ch += WPS) {
-                    if constexpr (L2_AHEAD > 0)
-                        tcr32::prefetch_col_chunk(xs, j_begin + (ch + (i64)(1 + L2_AHEAD) * WPS) * 16 + 4 * t, j_end,
-                                                  sr, l0 + 4 * g, bend);
                     float z[4][4];
                     tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
                                                    bend, z);
@@ -521,12 +507,6 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
                 }
             } else {
                 for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-                    if constexpr (L2_AHEAD > 0) {
-#pragma unroll
-                        for (int u = 0; u < UNROLL; ++u)
-                            tcr32::prefetch_col_chunk(xs, j_begin + (ch + (i64)(L2_AHEAD * UNROLL + u) * WPS) * 16 + 4 * t,
-                                                      j_end, sr, l0 + 4 * g, bend);
-                    }
                     float y[UNROLL][4][4];
 #pragma unroll
                     for (int u = 0; u < UNROLL; ++u) {
@@ -583,12 +563,12 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
 // vectors, tc32_flat's step: one step adds 256 values of one row. Work split as the tiles kernel with a row for a
 // tile: rows go to groups of WPT warps (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), elements to
 // `splits` ranges of whole chunks (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks loaded
-// per step of the loop; L2_AHEAD > 0: lanes 0..7 also prefetch into L2 the chunks the warp loads L2_AHEAD loops later.
+// per step of the loop.
 // Order: per warp the format's order (one step per chunk); lane pair = add2(row_lo, row_hi); warp_fold_rows2; per row
 // the group's warps' pairs are add2'ed in q order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go
 // to ws[2(row * splits + s)] (s part, e part after it) and the last block of the row add2s them in s order from
 // (0, 0). out = value2.
-template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, int LOAD, int MINB, int L2_AHEAD = 0>
+template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, int LOAD, int MINB>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
                  float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
@@ -618,13 +598,6 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
         if (row < m) {  // warp-uniform
             const float* __restrict__ xr = x + row * ld;
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
-                if constexpr (L2_AHEAD > 0) {  // lanes 0..7: the 8 128-byte pieces of each chunk L2_AHEAD loops on
-#pragma unroll
-                    for (int u = 0; u < UNROLL; ++u) {
-                        const i64 col = c_begin + (ch + (i64)(L2_AHEAD * UNROLL + u) * WPT) * CHUNK + 32 * lane;
-                        if (lane < 8 && col < c_end) prefetch_l2(xr + col);
-                    }
-                }
                 uint4 va[UNROLL], vb[UNROLL];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {

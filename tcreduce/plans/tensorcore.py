@@ -46,9 +46,6 @@ ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches 
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
-# tc_cols (not the short path): each iteration also prefetches into L2 the rows its warp will load this many iterations
-# later (kernels/common.cuh: tcr::prefetch_l2; no registers, the same loads and sums); 0: off
-COLS_L2_AHEAD = 0
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 
@@ -139,13 +136,12 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = one_pass(work, strips, BLOCK // 32)
         unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
         unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
-        ahead = 0 if short else COLS_L2_AHEAD
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
-                f"{unroll}{f', {ahead}' if ahead else ''}>")
+                f"{unroll}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                            COLS_STRIP,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
-                                unroll=unroll, l2_ahead=ahead))
+                                unroll=unroll))
     raise TypeError(f"unknown problem {problem!r}")
 
 

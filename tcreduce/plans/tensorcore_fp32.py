@@ -65,9 +65,6 @@ COLS_BLOCKS_PER_SM = 3
 # step needs the registers: 114 at 2 blocks per SM, spills at 3)
 COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
-# tc32_cols (not the short path), per method: each iteration also prefetches into L2 the rows its warp will load this
-# many iterations later (kernels/common.cuh: tcr::prefetch_l2; no registers, the same loads and sums); 0: off
-COLS_L2_AHEAD = {"tensorcore": 0, "tensorcore_tf32": 0}
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
@@ -91,9 +88,6 @@ STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
-# tc32_rows_stream, per method: each loop also prefetches into L2 the chunks its warp loads this many loops later
-# (tcr::prefetch_l2; the same loads and sums); 0: off
-STREAM_L2_AHEAD = {"tensorcore": 0, "tensorcore_tf32": 0}
 # tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows of at
 # least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
 # every resident warp; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s, [2^19,
@@ -219,15 +213,12 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
-    ahead = 0 if short else COLS_L2_AHEAD[fmt.method]
-    # prefetch: more than COLS_FEW_CHUNKS chunks, so never short
-    tail = f", {_bool(prefetch)}, {ahead}" if ahead else (", true" if prefetch else "")
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
-            f"{minb}{tail}>")
+            f"{minb}{', true' if prefetch else ''}>")  # prefetch: more than COLS_FEW_CHUNKS chunks, so never short
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                          COLS_STRIP, dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0,
-                                          short_unroll=short, chunks=chunks, steps=steps, l2_ahead=ahead))
+                                          short_unroll=short, chunks=chunks, steps=steps))
 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
@@ -236,11 +227,10 @@ def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device
     if ONE_PASS:
         work = one_pass(work, problem.m, BLOCK // 32)
         work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
-    ahead = STREAM_L2_AHEAD[fmt.method]
     name = (f"tc32_rows_stream<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {out_t}, {FLAT_LOAD}, "
-            f"{STREAM_BLOCKS_PER_SM}{f', {ahead}' if ahead else ''}>")
+            f"{STREAM_BLOCKS_PER_SM}>")
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
-                         dict(form="stream", unroll=STREAM_UNROLL, chunks=chunks, l2_ahead=ahead,
+                         dict(form="stream", unroll=STREAM_UNROLL, chunks=chunks,
                               steps=_steps_per_warp(chunks, work.splits, work.warps_per_tile)))
 
 
