@@ -201,6 +201,15 @@ for _n in (128, 1024, 4096, 1 << 20):
             + [dict(COLS_PREFETCH=dict.fromkeys(F32_METHODS.values(), p), COLS_BLOCKS_PER_SM_PREFETCH=b)
                for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
+# shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
+# shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
+# enough for that path on an H100 (2 x 132 x 128)
+for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+    for _r in (32, 64, 128, 256):
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_many"] = (
+            shuffle_plan, [dict(COLS_CT_MANY=c) for c in (shuffle_plan.COLS_CT_MANY, 128, 64, 32)],
+            _dt, (_r, (1 << 29) // _isz // _r), 0, [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)],
+            "shuffle")
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

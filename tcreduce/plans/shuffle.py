@@ -67,6 +67,10 @@ COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additio
 # ones 15-20% slower)
 COLS_CT_MIN = 16
 COLS_CT_UNSPLIT_MIN = 8
+# cols: strip width (column chunks) when the column chunks alone fill the GPU and the reduced axis is longer than
+# MIN_J_PER_THREAD: BLOCK (every thread walks the whole axis) or narrower (BLOCK / width threads share a column, more
+# and shorter blocks; another order of additions, step 3 of kernels/shuffle.cu)
+COLS_CT_MANY = BLOCK
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
 # (tune_plans runs 11-12, H100, 1024 chunks per row: fp32 [32768, 4096] 2,925 -> 3,109 GB/s, fp16 and bf16
@@ -177,8 +181,10 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     cvecs = cdiv(b, vec)
     ncv = a * cvecs  # column chunks
     cap = device.sm_count * minb
-    if ncv >= cap * BLOCK // 2 or r <= MIN_J_PER_THREAD:
+    if r <= MIN_J_PER_THREAD:
         ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
+    elif ncv >= cap * BLOCK // 2:
+        ct, splits = COLS_CT_MANY, 1
     else:
         widest = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
 
