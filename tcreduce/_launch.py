@@ -138,6 +138,15 @@ def graph_launch(graph: Any, stream_ptr: int) -> None:
 _graph_launch: Any = None  # cupy.cuda.runtime.graphLaunch, looked up on first use
 
 
+def allow_shared(fn: Any, nbytes: int) -> None:
+    """Let ``fn`` (a CuPy ``Function``) launch with ``nbytes`` of dynamic shared memory (cuFuncSetAttribute's
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a block whose static and dynamic shared memory exceed 48 KiB must
+    opt in)."""
+    from cupy_backends.cuda.api import driver
+
+    driver.funcSetAttribute(fn.ptr, 8, nbytes)  # 8: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
 def plan_bytes(plan: Plan) -> int:
     """Bytes of input a plan reads (its outputs times the length of each, times the input's element size)."""
     from .formats import get_format
@@ -261,6 +270,8 @@ class Launcher:
                 else:
                     template.append(int(a))
             fn = get_function(ln.source, ln.kernel, device_id, plan.device.arch)
+            if ln.shared_bytes:
+                allow_shared(fn, ln.shared_bytes)
             self.steps.append((fn, ln.grid, ln.block, ln.shared_bytes, ln.cooperative, tuple(template)))
 
     def bind(self, workspace_ptr: int, counters_ptr: int) -> BoundLaunch:

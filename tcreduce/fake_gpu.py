@@ -168,6 +168,7 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(cupy, "zeros", lambda shape, dtype=float, order="C": cupy.ndarray(shape, dtype))
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))
+    patch(_launch, "allow_shared", lambda fn, nbytes: None)
     capture = _CaptureStream(gpu)
     patch(_launch, "capture_stream", lambda device_id: capture)
     patch(_launch, "graph_launch", lambda graph, stream_ptr: _graph_launch(gpu, graph, stream_ptr))
