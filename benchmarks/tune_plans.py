@@ -210,16 +210,16 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
             shuffle_plan, [dict(COLS_CT_MANY=c) for c in (shuffle_plan.COLS_CT_MANY, 128, 64, 32)],
             _dt, (_r, (1 << 29) // _isz // _r), 0, [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)],
             "shuffle")
-# tc32_cols fed by bulk copies into a ring of shared-memory buffers per warp (COLS_BULK_STAGES chunks in flight; the
-# same chunks in the same order), at 3 or 2 blocks per SM; the check shapes add a last chunk of 13 rows and few strips
-# with splits
+# tc32_cols_tma: chunks brought by TMA into a ring of shared-memory buffers per warp (COLS_TMA_STAGES chunks in flight;
+# the same chunks in the same order), at 3 or 2 blocks per SM; the check shapes add a last chunk of 13 rows, a partial
+# strip of 4 columns and few strips with splits
 for _n in (128, 1024, 4096, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_cols{_n}_bulk"] = (
-            tc32_plan, [dict(COLS_BULK_STAGES=dict(tc32_plan.COLS_BULK_STAGES),
-                             COLS_BLOCKS_PER_SM_BULK=tc32_plan.COLS_BLOCKS_PER_SM_BULK)]
-            + [dict(COLS_BULK_STAGES=dict.fromkeys(F32_METHODS.values(), st), COLS_BLOCKS_PER_SM_BULK=bl)
-               for st, bl in ((2, 3), (3, 3), (4, 3), (3, 2), (6, 2))],
+        SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
+            tc32_plan, [dict(COLS_TMA_STAGES=dict(tc32_plan.COLS_TMA_STAGES),
+                             COLS_BLOCKS_PER_SM_TMA=tc32_plan.COLS_BLOCKS_PER_SM_TMA)]
+            + [dict(COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st), COLS_BLOCKS_PER_SM_TMA=bl)
+               for st, bl in ((2, 3), (3, 3), (4, 3), (3, 2), (6, 2), (2, 4))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256), (77, 4100), (20003, 64)],
             _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)

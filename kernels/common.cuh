@@ -143,21 +143,25 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
     }
 }
 
-// ------------------------------------------------------------------------------------------ bulk copies (sm_90)
-// Hopper's bulk copy engine (cp.async.bulk, the non-tensor form of TMA) moves a contiguous run of bytes from global to
-// shared memory without registers, and counts the bytes it wrote on an mbarrier: a warp can keep several chunks in
-// flight in a shared-memory ring while it computes on another. Addresses and sizes: multiples of 16 bytes.
+// ------------------------------------------------------------------------------------------ TMA (sm_90)
+// Hopper's tensor memory accelerator copies a box of a 2-5 dimensional array (described by a CUtensorMap the host
+// encodes, cuTensorMapEncodeTiled) from global to shared memory with one instruction and no registers, filling
+// elements outside the array with zeros, and counts the bytes it wrote on an mbarrier: a warp can keep several boxes
+// in flight in a shared-memory ring while it computes on another.
+struct alignas(64) TensorMap {  // CUtensorMap: 128 opaque bytes, passed by value as a __grid_constant__ parameter
+    unsigned long long opaque[16];
+};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define TCR_HAS_BULK_COPY 1
+#define TCR_HAS_TMA 1
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 __device__ __forceinline__ void mbar_init(u64* bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
-// Makes the barriers' initialisation visible to the bulk copy engine (the async proxy).
+// Makes the barriers' initialisation visible to the copy engine (the async proxy).
 __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-// One arrival on `bar` that also expects `bytes` more bytes of bulk copies before the phase can complete.
+// One arrival on `bar` that also expects `bytes` more bytes of copies before the phase can complete.
 __device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
                  : "memory");
@@ -173,13 +177,14 @@ __device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity) {
             : "memory");
     } while (!done);
 }
-// bytes from global src to shared dst, completing on bar.
-__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, unsigned bytes, u64* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
+// The box of `map` at coordinates (c0, c1, c2) (innermost first) into shared dst, completing on bar.
+__device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, int c0, int c1, int c2, u64* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+        "[%5];\n" ::"r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2),
+        "r"(smem_addr(bar))
+        : "memory");
 }
-// Orders this thread's earlier shared-memory accesses (the generic proxy) before later bulk copies into them.
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #endif
 
 // ------------------------------------------------------------------------------------------ conversions

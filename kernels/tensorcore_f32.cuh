@@ -390,9 +390,9 @@ tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT
 // Work split: strips (i, l0) go to groups of WPS warps (strip = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per
 // round); rows are cut into `splits` ranges of whole 16-row chunks (blockIdx.y); warp q of a group takes chunks q,
 // q + WPS, ... of its range, UNROLL chunks loaded per step of the loop (PREFETCH: one chunk loaded ahead instead, the
-// next chunk's loads issued before the current chunk steps; BULK > 0, sm_90, 16-byte aligned rows of a multiple of 4
-// columns: the warp's chunks arrive by bulk copies (tcr::bulk_copy_g2s) into a ring of BULK shared-memory buffers,
-// BULK chunks in flight while it steps, and no registers hold data in flight). SHORT_UNROLL > 0 (the plan: r <= 16, so one
+// next chunk's loads issued before the current chunk steps; tc32_cols_tma, sm_90: the warp's chunks arrive as TMA
+// boxes (tcr::tma_load_3d) in a ring of STAGES shared-memory buffers, STAGES chunks in flight while it steps and no
+// registers holding data in flight). SHORT_UNROLL > 0 (the plan: r <= 16, so one
 // chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent strips before stepping on them.
 // Order, per column: the format's order over its chunks, one step per chunk; the group's warps' pairs add2'ed in q
 // order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go to ws[2((strip*32 + c)*splits + s)] (s
@@ -439,11 +439,12 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 }  // namespace tcr32
 
-template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
-          bool PREFETCH = false, int BULK = 0>
-__global__ void __launch_bounds__(BLOCK, MINB)
-tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
-          OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
+namespace tcr32 {
+template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
+          int STAGES>
+__device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
+                                          OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
+                                          i64 splits, const tcr::TensorMap* tmap) {
     using namespace tcr;
     using tcr32::F2;
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 32;  // SW: columns per warp strip
@@ -456,23 +457,23 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
     const i64 split = blockIdx.y;
     const SplitRange rows = split_range<16>(r, splits, split);
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
-#if TCR_HAS_BULK_COPY
-    // BULK > 0: warp w's ring of BULK chunk buffers (16 rows x SW floats each) in the dynamic shared memory, and a
-    // barrier per buffer; `issued` / `used` count the warp's chunks over all its strips (buffer = count % BULK,
-    // barrier phase parity = (count / BULK) & 1)
-    extern __shared__ __align__(128) float bulk_ring[];
-    __shared__ __align__(8) u64 bulk_bars[WARPS][BULK > 0 ? BULK : 1];
+#if TCR_HAS_TMA
+    // STAGES > 0 (tc32_cols_tma): warp w's ring of STAGES chunk buffers (16 rows x SW floats each) in the dynamic shared
+    // memory, and a barrier per buffer; `issued` / `used` count the warp's chunks over all its strips (buffer = count %
+    // STAGES, barrier phase parity = (count / STAGES) & 1)
+    extern __shared__ __align__(128) float tma_ring[];
+    __shared__ __align__(8) u64 tma_bars[WARPS][STAGES > 0 ? STAGES : 1];
     [[maybe_unused]] unsigned issued = 0, used = 0;
-    if constexpr (BULK > 0) {
+    if constexpr (STAGES > 0) {
         if (lane == 0) {
 #pragma unroll
-            for (int k = 0; k < BULK; ++k) mbar_init(&bulk_bars[warp][k], 1);
+            for (int k = 0; k < STAGES; ++k) mbar_init(&tma_bars[warp][k], 1);
             mbar_init_fence();
         }
         __syncwarp();
     }
 #else
-    static_assert(BULK == 0, "bulk copies need sm_90");
+    static_assert(STAGES == 0, "TMA needs sm_90");
 #endif
 
     if constexpr (SHORT_UNROLL > 0) {
@@ -510,50 +511,46 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
             const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
             const float* __restrict__ xs = x + i * sa;
             typename FMT::Acc acc[2];
-#if TCR_HAS_BULK_COPY
-            if constexpr (BULK > 0) {
-                // the warp's chunks k = 0 .. mine-1 (chunk q + k*WPS) arrive by bulk copies, BULK in flight: lanes
-                // 0..15 each copy one row's piece of the strip (ncols floats; the plan guarantees 16-byte rows),
-                // lane 0 arms the buffer's barrier with the bytes. Rows past j_end are not copied and read as zero.
+#if TCR_HAS_TMA
+            if constexpr (STAGES > 0) {
+                // the warp's chunks k = 0 .. mine-1 (chunk q + k*WPS: rows j0 .. j0+15, columns l0 .. l0+31 of this i)
+                // arrive as TMA boxes, STAGES in flight; lane 0 arms the buffer's barrier and issues the copy. The
+                // box's columns at or past b read as zeros (TMA's fill); its rows at or past j_end (this split's end)
+                // are read as zero here.
                 const i64 mine = (strip_ok && q < nchunks) ? (nchunks - 1 - q) / WPS + 1 : 0;
-                const i64 ncols = strip_ok ? min((i64)SW, b - l0) : 0;
-                const unsigned row_bytes = (unsigned)ncols * 4u;
-                float* ring = bulk_ring + warp * (BULK * 16 * SW);
+                float* ring = tma_ring + warp * (STAGES * 16 * SW);
                 auto issue = [&](i64 k) {
-                    const unsigned slot = issued++ % BULK;
-                    const i64 j0 = j_begin + (q + k * WPS) * 16;
-                    const int nrows = (int)min((i64)16, j_end - j0);
-                    if (lane == 0) mbar_arrive_expect_tx(&bulk_bars[warp][slot], (unsigned)nrows * row_bytes);
-                    if (lane < nrows)
-                        bulk_copy_g2s(ring + (slot * 16 + lane) * SW, xs + (j0 + lane) * sr + l0, row_bytes,
-                                      &bulk_bars[warp][slot]);
+                    const unsigned slot = issued++ % STAGES;
+                    if (lane == 0) {
+                        mbar_arrive_expect_tx(&tma_bars[warp][slot], 16 * SW * 4);
+                        tma_load_3d(ring + slot * 16 * SW, tmap, (int)l0, (int)(j_begin + (q + k * WPS) * 16), (int)i,
+                                    &tma_bars[warp][slot]);
+                    }
                 };
-                for (i64 k = 0; k < mine && k < BULK; ++k) issue(k);
+                for (i64 k = 0; k < mine && k < STAGES; ++k) issue(k);
                 for (i64 k = 0; k < mine; ++k) {
-                    const unsigned slot = used % BULK, parity = (used / BULK) & 1u;
+                    const unsigned slot = used % STAGES, parity = (used / STAGES) & 1u;
                     ++used;
-                    mbar_wait(&bulk_bars[warp][slot], parity);
-                    const i64 j0 = j_begin + (q + k * WPS) * 16;
-                    const i64 nrows = min((i64)16, j_end - j0);
+                    mbar_wait(&tma_bars[warp][slot], parity);
+                    const i64 nrows = min((i64)16, j_end - (j_begin + (q + k * WPS) * 16));
                     float y[4][4];
 #pragma unroll
                     for (int d = 0; d < 4; ++d) {
                         const int row = 4 * t + d;
                         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        if (row < nrows && 4 * g < ncols)
-                            v = *reinterpret_cast<const float4*>(ring + (slot * 16 + row) * SW + 4 * g);
+                        if (row < nrows) v = *reinterpret_cast<const float4*>(ring + (slot * 16 + row) * SW + 4 * g);
                         y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
                     }
-                    if (k + BULK < mine) {  // warp-uniform: refill this buffer once every lane has read it
-                        fence_proxy_async_smem();
-                        __syncwarp();
-                        issue(k + BULK);
-                    }
                     tcr32::step_col_chunk<FMT>(acc, y);
+                    // refill the buffer: every lane's reads of it have returned (the step's mma.sync consumed them)
+                    if (k + STAGES < mine) {  // warp-uniform
+                        __syncwarp();
+                        issue(k + STAGES);
+                    }
                 }
             } else
 #endif
-            if constexpr (PREFETCH) {
+                if constexpr (PREFETCH) {
                 // a software pipeline of one chunk (UNROLL unused): chunk ch + WPS is loaded before chunk ch steps,
                 // so a load is in flight while the warp computes (the same chunks in the same order)
                 float y[4][4];
@@ -617,6 +614,27 @@ tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::
             }
         }
     }
+}
+}  // namespace tcr32
+
+template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
+          bool PREFETCH = false>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
+          OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
+    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0>(x, a, r, b, sa, sr, out, ws,
+                                                                                      counters, splits, nullptr);
+}
+
+// tc32_cols with its chunks brought by TMA (sm_90): tmap describes x as [a][r][b] floats (innermost first: b, r, a),
+// boxes of 16 rows x 32 columns; every strip has more than one chunk and 16-byte aligned rows (the plan).
+template <class FMT, int BLOCK, int WPS, typename OutT, int MINB, int STAGES>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc32_cols_tma(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
+              OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits,
+              const __grid_constant__ tcr::TensorMap tmap) {
+    tcr32::cols_body<FMT, BLOCK, WPS, true, 1, OutT, 0, false, STAGES>(x, a, r, b, sa, sr, out, ws, counters, splits,
+                                                                       &tmap);
 }
 
 // -------------------------------------------------------------------------------------------------- tc32_rows_stream

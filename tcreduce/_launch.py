@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._compile import get_function
-from ._plan import Buf, Plan
+from ._plan import Buf, Plan, TensorMapOfX
 
 __all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "launcher_for", "kernel_arg",
            "CaptureError", "is_capturing", "GRAPH_MAX_BYTES"]
@@ -147,6 +147,40 @@ def allow_shared(fn: Any, nbytes: int) -> None:
     driver.funcSetAttribute(fn.ptr, 8, nbytes)  # 8: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
+class _TensorMapArg:
+    """A CUtensorMap's 128 bytes in host memory and the CuPy kernel argument that passes them by value (kept together:
+    the argument points into the array)."""
+
+    __slots__ = ("bytes", "arg")
+
+    def __init__(self, opaque: Any):
+        from cupy.cuda.function import CPointer
+
+        self.bytes = np.array(opaque, dtype=np.uint64)
+        self.arg = CPointer(self.bytes.ctypes.data)
+
+
+def tensor_map_arg(spec: TensorMapOfX, x_ptr: int) -> Any:
+    """The kernel argument of ``spec`` for the input at ``x_ptr``: a CUtensorMap encoded by cuTensorMapEncodeTiled
+    (tiled, no interleave or swizzle, L2 promotion of 256 bytes, elements outside the array read as zero); its owner
+    must outlive the launch."""
+    from cuda.bindings import driver as drv
+
+    if spec.dtype != "float32":
+        raise ValueError(f"no tensor maps of {spec.dtype} here")
+    rank = len(spec.dims)
+    err, tmap = drv.cuTensorMapEncodeTiled(
+        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, rank, x_ptr,
+        [drv.cuuint64_t(d) for d in spec.dims], [drv.cuuint64_t(st) for st in spec.strides],
+        [drv.cuuint32_t(bx) for bx in spec.box], [drv.cuuint32_t(1)] * rank,
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err}) for {spec} at 0x{x_ptr:x}")
+    return _TensorMapArg(tmap.opaque)
+
+
 def plan_bytes(plan: Plan) -> int:
     """Bytes of input a plan reads (its outputs times the length of each, times the input's element size)."""
     from .formats import get_format
@@ -160,7 +194,7 @@ class BoundLaunch:
     CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
     kernels."""
 
-    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
@@ -169,9 +203,12 @@ class BoundLaunch:
         steps = []
         for fn, grid, block, shared, coop, template in launcher.steps:
             const: list = []
-            xs, outs = [], []
+            xs, outs, maps = [], [], []
             for i, a in enumerate(template):
-                if isinstance(a, tuple):
+                if isinstance(a, TensorMapOfX):  # encoded per input address (launch)
+                    maps.append((i, a))
+                    const.append(None)
+                elif isinstance(a, tuple):
                     name, byte_offset = a
                     if name == "x":
                         xs.append(i)
@@ -185,8 +222,9 @@ class BoundLaunch:
                         const.append(kernel_arg(counters_ptr + byte_offset))
                 else:
                     const.append(kernel_arg(int(a)))
-            steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs)))
+            steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs), tuple(maps)))
         self.steps = tuple(steps)
+        self._maps: tuple = (None, None)  # (x_ptr, its tensor-map arguments per step) of the last launch
         small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
         # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
         self.graphs: dict | None = {} if small and steps and not any(st[4] for st in steps) else None
@@ -215,13 +253,26 @@ class BoundLaunch:
         """Launch the kernels in order on ``stream`` (no graph)."""
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
-        for fn, grid, block, shared, coop, const, xs, outs in self.steps:
+        for k, (fn, grid, block, shared, coop, const, xs, outs, maps) in enumerate(self.steps):
             args = list(const)
             for i in xs:
                 args[i] = xa
             for i in outs:
                 args[i] = oa
+            if maps:
+                owners = self._map_args(x_ptr)[k]
+                for (i, _), owner in zip(maps, owners):
+                    args[i] = owner.arg
             fn(grid, block, args, shared, stream, coop)
+
+    def _map_args(self, x_ptr: int) -> list:
+        """Per step, the tensor-map arguments for the input at ``x_ptr`` (encoded once per input address: the last
+        one is kept, with the host bytes the arguments point to, which CUDA copies at each launch)."""
+        last_ptr, owners = self._maps
+        if last_ptr != x_ptr:
+            owners = [[tensor_map_arg(spec, x_ptr) for _, spec in st[8]] for st in self.steps]
+            self._maps = (x_ptr, owners)
+        return owners
 
     def _capture(self, key: tuple, x_ptr: int, out_ptr: int) -> Any:
         """Capture this call's launches into a graph kept under ``key``; None while the caller's stream is itself
@@ -261,7 +312,9 @@ class Launcher:
         for ln in plan.launches:
             template: list = []
             for a in ln.args:
-                if isinstance(a, Buf):
+                if isinstance(a, TensorMapOfX):
+                    template.append(a)
+                elif isinstance(a, Buf):
                     if a.name not in ("x", "out", "ws", "counters"):
                         raise ValueError(f"unknown buffer {a.name!r} in {ln.kernel}")
                     if a.offset and a.name not in ("ws", "counters"):

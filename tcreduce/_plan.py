@@ -16,7 +16,7 @@ from typing import Any, Union
 
 from ._layout import Problem
 
-__all__ = ["Buf", "Arg", "KernelLaunch", "Plan", "DeviceSpec", "param_dict"]
+__all__ = ["Buf", "TensorMapOfX", "Arg", "KernelLaunch", "Plan", "DeviceSpec", "param_dict"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,22 @@ class Buf:
     offset: int = 0
 
 
-Arg = Union[Buf, int]
+@dataclass(frozen=True)
+class TensorMapOfX:
+    """A kernel argument: a TMA descriptor (CUtensorMap, 128 bytes by value) of the input ``x`` at its true address,
+    which the launcher encodes per input address (cuTensorMapEncodeTiled; tcreduce._launch.tensor_map_arg).
+
+    ``dims``: the array's extents in elements, innermost first; ``strides``: the byte strides of the outer
+    dimensions (one fewer); ``box``: the extents of the box one copy brings to shared memory; elements outside the
+    array read as zero. ``dtype``: the element format ("float32")."""
+
+    dtype: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+
+
+Arg = Union[Buf, int, TensorMapOfX]
 
 
 @dataclass(frozen=True)

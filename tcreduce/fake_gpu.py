@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import types
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -169,6 +170,7 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))
     patch(_launch, "allow_shared", lambda fn, nbytes: None)
+    patch(_launch, "tensor_map_arg", lambda spec, x_ptr: types.SimpleNamespace(arg=x_ptr))  # recorded as x's address
     capture = _CaptureStream(gpu)
     patch(_launch, "capture_stream", lambda device_id: capture)
     patch(_launch, "graph_launch", lambda graph, stream_ptr: _graph_launch(gpu, graph, stream_ptr))

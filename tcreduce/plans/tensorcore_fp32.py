@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._layout import Cols, Flat, Problem, Rows
-from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
 from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass,
                       rebalance_splits, split_work, spread_rows, stream_work, wave_efficiency)
@@ -65,12 +65,14 @@ COLS_BLOCKS_PER_SM = 3
 # step needs the registers: 114 at 2 blocks per SM, spills at 3)
 COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
-# tc32_cols on strips of more than COLS_FEW_CHUNKS chunks whose rows are 16-byte aligned runs of a multiple of 4
-# columns, on sm_90 and later, per method: the chunks arrive by bulk copies (Hopper's copy engine) into a ring of this
-# many shared-memory buffers per warp (2 KiB each), that many chunks in flight while the warp steps, at
-# COLS_BLOCKS_PER_SM_BULK blocks per SM (the same chunks in the same order: the same sums); 0: off
-COLS_BULK_STAGES = {"tensorcore": 0, "tensorcore_tf32": 0}
-COLS_BLOCKS_PER_SM_BULK = 3
+# tc32_cols_tma on sm_90 and later, for strips of more than COLS_FEW_CHUNKS chunks with 16-byte aligned rows, per
+# method: the chunks arrive as TMA boxes (16 rows x 32 columns) in a ring of this many shared-memory buffers per warp
+# (2 KiB each), that many chunks in flight while the warp steps, at COLS_BLOCKS_PER_SM_TMA blocks per SM (the same
+# chunks in the same order: the same sums); 0: off
+COLS_TMA_STAGES = {"tensorcore": 0, "tensorcore_tf32": 0}
+COLS_BLOCKS_PER_SM_TMA = 3
+TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
+TMA_MAX_STRIDE = 1 << 40  # bytes
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
@@ -130,12 +132,12 @@ def _bool(b: bool) -> str:
 
 
 def _split_launch(common: dict, fmt: F32Format, name: str, work: WorkSplit, problem_args: tuple, items: int,
-                  outputs_per_item: int, params: dict, shared_bytes: int = 0) -> Plan:
+                  outputs_per_item: int, params: dict, tail_args: tuple = (), shared_bytes: int = 0) -> Plan:
     """The one launch of tc32_rows, tc32_cols or tc32_rows_stream: grid (grid_x, splits), arguments (x,
     *problem_args, out, ws, counters, splits); with splits > 1 two workspace floats (a pair) per output and split and
     a counter per work item (tile or row) for the last-block combination."""
     launch = KernelLaunch(fmt.source, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
-                          (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits),
+                          (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits, *tail_args),
                           shared_bytes)
     split = work.splits > 1
     params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x, wpt=work.warps_per_tile)
@@ -197,10 +199,9 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    bulk = (COLS_BULK_STAGES[fmt.method] if chunks > COLS_FEW_CHUNKS and aligned and problem.b % 4 == 0
-            and device.cc >= (9, 0) else 0)
-    prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not bulk
-    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM_BULK if bulk else
+    tma = COLS_TMA_STAGES[fmt.method] if chunks > COLS_FEW_CHUNKS and _tma_fits(problem, aligned, device) else 0
+    prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
+    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM_TMA if tma else
                      COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
@@ -222,15 +223,27 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
-    # prefetch and bulk: more than COLS_FEW_CHUNKS chunks, so never short
-    tail = f", false, {bulk}" if bulk else ", true" if prefetch else ""
-    name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
-            f"{minb}{tail}>")
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
-    return _split_launch(common, fmt, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
-                         COLS_STRIP, dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0,
-                                          short_unroll=short, chunks=chunks, steps=steps, bulk=bulk),
-                         shared_bytes=(BLOCK // 32) * bulk * 16 * COLS_STRIP * ITEMSIZE)
+    params = dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0, short_unroll=short, chunks=chunks,
+                  steps=steps, tma=tma)
+    args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
+    if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
+        name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
+        x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
+                             (problem.sr * ITEMSIZE, (problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE),
+                             (COLS_STRIP, 16, 1))
+        return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
+                             shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
+    name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
+            f"{minb}{', true' if prefetch else ''}>")  # prefetch: more than COLS_FEW_CHUNKS chunks, so never short
+    return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params)
+
+
+def _tma_fits(problem: Cols, aligned: bool, device: DeviceSpec) -> bool:
+    """Whether tc32_cols_tma can take these columns: sm_90, 16-byte aligned rows (and i-planes), coordinates and
+    strides within TMA's ranges."""
+    return (device.cc >= (9, 0) and aligned and max(problem.a, problem.r, problem.b) <= TMA_MAX_COORD
+            and max(problem.sr, problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE < TMA_MAX_STRIDE)
 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
