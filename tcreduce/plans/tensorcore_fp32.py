@@ -70,7 +70,9 @@ COLS_BLOCKS_PER_SM_PREFETCH = 2
 # (2 KiB each), that many chunks in flight while the warp steps, at COLS_BLOCKS_PER_SM_TMA blocks per SM (the same
 # chunks in the same order: the same sums); 0: off
 COLS_TMA_STAGES = {"tensorcore": 0, "tensorcore_tf32": 0}
-COLS_BLOCKS_PER_SM_TMA = 3
+COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
+COLS_TMA_EARLY = False  # refill a buffer before stepping on the chunk read from it (after a proxy fence), not after
+COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
 COLS_BLOCKS_PER_SM_FEW = 4
@@ -195,13 +197,16 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
             and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k)[1] * (BLOCK // 32))
 
 
-def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec) -> Plan:
+def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
+               tma_ok: bool = True) -> Plan:
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    tma = COLS_TMA_STAGES[fmt.method] if chunks > COLS_FEW_CHUNKS and _tma_fits(problem, aligned, device) else 0
+    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and chunks > COLS_FEW_CHUNKS and _tma_fits(problem, aligned, device)
+           and problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
-    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else COLS_BLOCKS_PER_SM_TMA if tma else
+    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
+                     COLS_BLOCKS_PER_SM_TMA[fmt.method] if tma else
                      COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
@@ -215,6 +220,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
             splits = choose_splits(strips, cdiv(chunks, (BLOCK // 32) * 4), cap)
             if splits > 1:
                 work = WorkSplit(BLOCK // 32, splits, strips)
+    if tma and work.splits > 1:  # run 30: the TMA ring lost where the rows are split (few strips): the register loop
+        return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
@@ -228,7 +235,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                   steps=steps, tma=tma)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
-        name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
+        name = (f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}"
+                f"{', true' if COLS_TMA_EARLY else ''}>")
         x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
                              (problem.sr * ITEMSIZE, (problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE),
                              (COLS_STRIP, 16, 1))
