@@ -177,8 +177,6 @@ __device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity) {
             : "memory");
     } while (!done);
 }
-// Orders this thread's earlier shared-memory accesses (generic proxy) before later copies into them (async proxy).
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // The box of `map` at coordinates (c0, c1, c2) (innermost first) into shared dst, completing on bar.
 __device__ __forceinline__ void tma_load_3d(void* dst, const TensorMap* map, int c0, int c1, int c2, u64* bar) {
     asm volatile(

@@ -441,7 +441,7 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 namespace tcr32 {
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
-          int STAGES, bool EARLY>
+          int STAGES>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
                                           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
                                           i64 splits, const tcr::TensorMap* tmap) {
@@ -541,13 +541,9 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                         if (row < nrows) v = *reinterpret_cast<const float4*>(ring + (slot * 16 + row) * SW + 4 * g);
                         y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
                     }
-                    if (EARLY && k + STAGES < mine) {  // warp-uniform: refill the buffer before stepping
-                        fence_proxy_async_smem();  // this lane's reads of it come before the copy's writes
-                        __syncwarp();
-                        issue(k + STAGES);
-                    }
                     tcr32::step_col_chunk<FMT>(acc, y);
-                    if (!EARLY && k + STAGES < mine) {  // refill after the step, whose mma.sync consumed the reads
+                    // refill the buffer: every lane's reads of it have returned (the step's mma.sync consumed them)
+                    if (k + STAGES < mine) {  // warp-uniform
                         __syncwarp();
                         issue(k + STAGES);
                     }
@@ -626,19 +622,19 @@ template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
-    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0, false>(
-        x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
+    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0>(x, a, r, b, sa, sr, out, ws,
+                                                                                      counters, splits, nullptr);
 }
 
 // tc32_cols with its chunks brought by TMA (sm_90): tmap describes x as [a][r][b] floats (innermost first: b, r, a),
 // boxes of 16 rows x 32 columns; every strip has more than one chunk and 16-byte aligned rows (the plan).
-template <class FMT, int BLOCK, int WPS, typename OutT, int MINB, int STAGES, bool EARLY = false>
+template <class FMT, int BLOCK, int WPS, typename OutT, int MINB, int STAGES>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols_tma(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
               OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits,
               const __grid_constant__ tcr::TensorMap tmap) {
-    tcr32::cols_body<FMT, BLOCK, WPS, true, 1, OutT, 0, false, STAGES, EARLY>(x, a, r, b, sa, sr, out, ws, counters,
-                                                                              splits, &tmap);
+    tcr32::cols_body<FMT, BLOCK, WPS, true, 1, OutT, 0, false, STAGES>(x, a, r, b, sa, sr, out, ws, counters, splits,
+                                                                       &tmap);
 }
 
 // -------------------------------------------------------------------------------------------------- tc32_rows_stream

@@ -510,6 +510,7 @@ GPU_CASES = [
     ((16, 1000), 0), ((1000, 40), 0), ((5, 17, 40), 1), ((3, 1 << 16, 8), 1), ((1 << 15, 64), 0), ((7, 3, 5), (0, 2)),
     ((1 << 18, 36), 0), ((48, 1 << 14), 0), ((17000, 128), -1), ((16901, 300), -1),
     ((12700, 600), -1),
+    ((80, 52432), 0),  # 16 MiB: tc32_cols_tma on an H100 (COLS_TMA_MIN_BYTES)
 ]
 
 
@@ -581,3 +582,73 @@ def assert_bound_tight(method: str, n: int) -> None:
         if name.split("[")[0] in same_sign and err / scale > worst[0]:
             worst = (err / scale, bound / scale, name)
     assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst
+
+
+# tc32_cols_tma (first-axis sums through TMA boxes, sm_90): (shape, axis, view, output dtype, whether the plan takes
+# TMA). A last chunk of 13 or 12 rows, strips of 4 or 8 columns at the end, 3-D arrays (a > 1: the tensor map's third
+# dimension), views with 16-byte row strides (fewer columns than the stride, a row offset, an odd column count that
+# the box's zero fill masks) and ones that fall back to the register loop (a misaligned view; few strips, whose rows
+# are split over blocks)
+TMA_CASES = [
+    ((77, 4100), 0, None, "float32", True), ((1000, 132), 0, None, "float32", True),
+    ((2050, 256), 0, None, "float64", True), ((3, 300, 520), 1, None, "float32", True),
+    ((5, 100, 64), 1, None, "float16", True), ((300, 1024), 0, lambda x: x[:, :1000], "float32", True),
+    ((300, 1024), 0, lambda x: x[8:, :1001], "float32", True), ((300, 1024), 0, lambda x: x[:, 1:], "float32", False),
+    ((20003, 64), 0, None, "float32", False),
+]
+
+
+def specials(rng: np.random.Generator, shape) -> np.ndarray:
+    """Normal float32 values with NaN (one with its payload in the low bits), +inf, -inf and 3e36 (the split's wide
+    path) in random places."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = rng.choice(flat.size, size=min(flat.size, 6), replace=False)
+    flat[picks] = np.array([np.nan, np.inf, -np.inf, 3e36, np.uint32(0x7F800001).view(np.float32), np.inf],
+                           dtype=np.float32)[:picks.size]
+    return x
+
+
+def gpu_tma_equals_twin(method: str, dists) -> None:
+    """With tc32_cols_tma planned for any input size (COLS_TMA_MIN_BYTES = 0), ``tcreduce.sum`` (poisoned ``out``)
+    equals ``tcreduce.emulate.sum`` bit for bit on every case of :data:`TMA_CASES` and input of ``dists(shape)``, and
+    the cases marked TMA encode a tensor map of the input (the others none). Needs an sm_90 GPU."""
+    import cupy
+
+    import tcreduce
+    from tcreduce import _api, _launch
+    from tcreduce._device import current_device
+    from tcreduce.plans import tensorcore_fp32 as plan
+    from tcreduce.testing import poisoned, to_numpy
+
+    device = current_device()[1]
+    encoded: list = []
+    encode = _launch.tensor_map_arg
+    saved = plan.COLS_TMA_MIN_BYTES
+    plan.COLS_TMA_MIN_BYTES = 0
+    _launch.tensor_map_arg = lambda spec, x_ptr: encoded.append(spec) or encode(spec, x_ptr)
+    _api.get_plan.cache_clear()
+    _api._PREPARED.clear()
+    _launch._LAUNCHERS.clear()
+    try:
+        mismatches, count = [], 0
+        for shape, axis, view, out_dtype, tma in TMA_CASES:
+            for dist, xh in dists(shape).items():
+                xd = cupy.asarray(xh)
+                xv, xdv = (view(xh), view(xd)) if view else (xh, xd)
+                want = tcreduce.emulate.sum(xv, axis=axis, dtype=out_dtype, method=method, gpu=device)
+                encoded.clear()
+                got = to_numpy(tcreduce.sum(xdv, axis=axis, dtype=out_dtype, method=method,
+                                            out=poisoned(np.shape(want), out_dtype)))
+                assert bool(encoded) == tma, (shape, axis, dist, encoded)
+                count += 1
+                if not same_bits(got, want):
+                    mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
+        print(f"\nGPU == emulator through TMA ({method}): {count - len(mismatches)}/{count}")
+        assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+    finally:
+        plan.COLS_TMA_MIN_BYTES = saved
+        _launch.tensor_map_arg = encode
+        _api.get_plan.cache_clear()
+        _api._PREPARED.clear()
+        _launch._LAUNCHERS.clear()

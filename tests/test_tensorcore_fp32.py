@@ -30,7 +30,7 @@ from tc32_literal import ONE_SM, REPLAY_CASES, random_bits, replay_case, values
 from tcreduce._api import get_plan
 from tcreduce._device import KNOWN_GPUS
 from tcreduce._layout import Cols, Flat, Rows, host_layout
-from tcreduce._plan import param_dict
+from tcreduce._plan import TensorMapOfX, param_dict
 from tcreduce.bounds import error_bound
 from tcreduce.emulate.mma_model import fused_rowsum
 from tcreduce.emulate.tensorcore import _fragment_rows
@@ -314,9 +314,11 @@ def test_planner_picks_a_kernel_per_form():
              Rows(4000, 256, 256, 0): "tc32_rows<tcr32::Split, 256, 8, true, 2, float, false, 4>",  # too few
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 2, false, 2, float, false, 4>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Split, 256, 4, true, 1, float, 0, 3>",
+             # aligned strips of more than 4 chunks, no splits, 16 MiB or more: TMA boxes into 2 buffers per warp
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Split, 256, 4, float, 3, 2>",
              # 4096 strips: a warp each would make 512 blocks (1.29 waves on 396 slots); 8 warps each: 4096 blocks
-             Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
+             Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols_tma<tcr32::Split, 256, 8, float, 3, 2>",
+             Cols(1, 1024, 1024, 0, 1024, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",  # 4 MiB
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
              # 512 strips: 256 blocks of 2 strips would fill 65% of a wave; a block per strip and 3 splits instead
              Cols(1, 8192, 1 << 14, 0, 1 << 14, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
@@ -325,6 +327,13 @@ def test_planner_picks_a_kernel_per_form():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name and plan.launches[0].source == \
             "tensorcore_fp32.cu", (prob, plan.describe())
+    # sm_80 has no TMA: the register loop
+    a100 = get_plan(METHOD, Cols(1, 1024, 1 << 17, 0, 1 << 17, 0), "float32", "float32", KNOWN_GPUS["A100"])
+    assert a100.launches[0].kernel == "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>", a100.describe()
+    # the tensor map of a TMA plan: x as [a][r][b] floats, boxes of 16 rows x 32 columns, at x's address
+    tma = get_plan(METHOD, Cols(3, 1024, 1 << 15, 1024 << 15, 1 << 15, 0), "float32", "float32", H100).launches[0]
+    assert tma.kernel.startswith("tc32_cols_tma<") and tma.shared_bytes == 8 * 2 * 2048
+    assert tma.args[-1] == TensorMapOfX("float32", (1 << 15, 1024, 3), (4 << 15, 4096 << 15), (32, 16, 1))
     # tf32 streams rows of 512 (ROWS4_MAX_K is per method)
     plan = get_plan("tensorcore_tf32", Rows(1 << 18, 512, 512, 0), "float32", "float32", H100)
     assert plan.launches[0].kernel.startswith("tc32_rows_stream<tcr32::Tf32,"), plan.describe()
@@ -372,6 +381,16 @@ def test_gpu_equals_twin_bit_for_bit(rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
 
 
+@pytest.mark.gpu
+def test_gpu_tma_equals_twin_bit_for_bit(rng):
+    import cupy
+
+    if int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("TMA needs an sm_90 GPU")
+    literal.gpu_tma_equals_twin(METHOD, lambda shape: dict(_gpu_dists(rng, shape),
+                                                           specials=literal.specials(rng, shape)))
+
+
 GPU_FULL_SIZES = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
                   (1 << 20) - 1, (1 << 20) + 3, 10 ** 6 + 3, (1 << 24) + 1]
 GPU_AXIS_CASES = [
@@ -388,6 +407,7 @@ GPU_AXIS_CASES = [
     ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[3:-2]), ((1000,), None, lambda x: x[::-1]),
     ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
+    ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
 ]
 
 

@@ -121,9 +121,11 @@ def test_planner_picks_a_kernel_per_form():
              # 4096 values = 16 chunks of 256, 2 per step: 8 steps, spread over 2 warps of at most
              # STREAM_MAX_STEPS = 4 steps each (_common.spread_rows)
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Tf32, 256, 2, 2, float, 2, 4>",
-             # COLS_PREFETCH: tf32's tc32_cols loads a chunk ahead, at 2 blocks per SM (a warp per strip: 256
-             # blocks on 264 slots); few chunks per strip do not
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols<tcr32::Tf32, 256, 1, true, 1, float, 0, 2, true>",
+             # TMA boxes into 2 buffers per warp at 4 blocks per SM (16 MiB or more, aligned, no splits)
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Tf32, 256, 2, float, 4, 2>",
+             # COLS_PREFETCH: otherwise tf32's tc32_cols loads a chunk ahead, at 2 blocks per SM; few chunks per
+             # strip do not
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Tf32, 256, 1, false, 1, float, 0, 2, true>",
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Tf32, 256, 1, true, 1, float, 0, 4>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
@@ -152,6 +154,16 @@ def test_gpu_equals_twin_bit_for_bit(rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
 
 
+@pytest.mark.gpu
+def test_gpu_tma_equals_twin_bit_for_bit(rng):
+    import cupy
+
+    if int(cupy.cuda.Device().compute_capability) < 90:
+        pytest.skip("TMA needs an sm_90 GPU")
+    literal.gpu_tma_equals_twin(METHOD, lambda shape: dict(_gpu_dists(rng, shape),
+                                                           specials=literal.specials(rng, shape)))
+
+
 GPU_FULL_SIZES = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
                   (1 << 20) + 3, 10 ** 6 + 3, (1 << 24) + 1]
 GPU_AXIS_CASES = [
@@ -162,6 +174,7 @@ GPU_AXIS_CASES = [
     ((3000, 3), 0, None), ((7, 3, 5), (0, 2), None), ((64, 257), -1, lambda x: x[:, 1:]),
     ((64, 257), 0, lambda x: x[1:, 1:]), ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[::-1]),
     ((96, 80), 0, lambda x: x.T), ((96, 80), -1, lambda x: x[:, ::2]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
+    ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
 ]
 
 

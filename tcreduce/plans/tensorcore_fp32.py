@@ -65,13 +65,17 @@ COLS_BLOCKS_PER_SM = 3
 # step needs the registers: 114 at 2 blocks per SM, spills at 3)
 COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
-# tc32_cols_tma on sm_90 and later, for strips of more than COLS_FEW_CHUNKS chunks with 16-byte aligned rows, per
-# method: the chunks arrive as TMA boxes (16 rows x 32 columns) in a ring of this many shared-memory buffers per warp
-# (2 KiB each), that many chunks in flight while the warp steps, at COLS_BLOCKS_PER_SM_TMA blocks per SM (the same
-# chunks in the same order: the same sums); 0: off
-COLS_TMA_STAGES = {"tensorcore": 0, "tensorcore_tf32": 0}
-COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
-COLS_TMA_EARLY = False  # refill a buffer before stepping on the chunk read from it (after a proxy fence), not after
+# tc32_cols_tma on sm_90 and later, for inputs of at least COLS_TMA_MIN_BYTES whose strips have more than
+# COLS_FEW_CHUNKS chunks and 16-byte aligned rows, and no splits, per method: the chunks arrive as TMA boxes (16 rows x
+# 32 columns) in a ring of this many shared-memory buffers per warp (2 KiB each), refilled after each step, at
+# COLS_BLOCKS_PER_SM_TMA blocks per SM (the same chunks in the same order: the same sums); 0: off. tune_plans runs
+# 30-31 (H100, 512 MiB, single readings about 2-3% apart run to run): the split at 2 buffers, 3 blocks per SM: [128,
+# 2^20] 2,682 -> 2,836 GB/s, [256, 2^19] 2,772 -> 2,867, [1024, 2^17] 2,694 -> 2,792, [4096, 2^15] 2,696 -> 2,657,
+# [16384, 2^13] 2,765 -> 2,750; tf32 at 2 buffers, 4 blocks per SM: 2,632 -> 2,847, 2,761 -> 2,858, 2,919 -> 2,935,
+# 2,874 -> 2,941, 2,829 -> 2,882. Where the rows are split over blocks (few strips) it lost (run 30, [2^20, 128]:
+# 2,728 -> 2,644), so split plans keep the register loop
+COLS_TMA_STAGES = {"tensorcore": 2, "tensorcore_tf32": 2}
+COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 4}
 COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
@@ -235,8 +239,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                   steps=steps, tma=tma)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
-        name = (f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}"
-                f"{', true' if COLS_TMA_EARLY else ''}>")
+        name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
         x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
                              (problem.sr * ITEMSIZE, (problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE),
                              (COLS_STRIP, 16, 1))
