@@ -584,17 +584,17 @@ def assert_bound_tight(method: str, n: int) -> None:
     assert worst[0] > 0 and worst[1] / worst[0] <= 100, worst
 
 
-# tc32_cols_tma (first-axis sums through TMA boxes, sm_90): (shape, axis, view, output dtype, whether the plan takes
-# TMA). A last chunk of 13 or 12 rows, strips of 4 or 8 columns at the end, 3-D arrays (a > 1: the tensor map's third
-# dimension), views with 16-byte row strides (fewer columns than the stride, a row offset, an odd column count that
-# the box's zero fill masks) and ones that fall back to the register loop (a misaligned view; few strips, whose rows
-# are split over blocks)
+# tc32_cols_tma (first-axis sums through TMA boxes, sm_90): (shape, axis, view, output dtype, whether an H100 plans
+# TMA for it, both methods). Last chunks of 13, 4 and 8 rows, strips ending in 4 and 24 columns, 3-D arrays (a > 1: the
+# tensor map's third dimension), views with 16-byte row strides (fewer columns than the stride, a row offset, an odd
+# column count that the box's zero fill masks), and ones that fall back to the register loop (a misaligned view; few
+# strips, whose rows are split over blocks)
 TMA_CASES = [
-    ((77, 4100), 0, None, "float32", True), ((1000, 132), 0, None, "float32", True),
-    ((2050, 256), 0, None, "float64", True), ((3, 300, 520), 1, None, "float32", True),
+    ((77, 4100), 0, None, "float32", True), ((100, 20004), 0, None, "float32", True),
+    ((200, 10008), 0, None, "float64", True), ((3, 300, 520), 1, None, "float32", True),
     ((5, 100, 64), 1, None, "float16", True), ((300, 1024), 0, lambda x: x[:, :1000], "float32", True),
     ((300, 1024), 0, lambda x: x[8:, :1001], "float32", True), ((300, 1024), 0, lambda x: x[:, 1:], "float32", False),
-    ((20003, 64), 0, None, "float32", False),
+    ((1000, 132), 0, None, "float32", False), ((20003, 64), 0, None, "float32", False),
 ]
 
 
