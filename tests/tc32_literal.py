@@ -615,6 +615,7 @@ def gpu_tma_equals_twin(method: str, dists) -> None:
     the cases marked TMA encode a tensor map of their input (the others none; a map is encoded again only when an
     input address changes). Needs an sm_90 GPU."""
     import cupy
+    import pytest
 
     import tcreduce
     from tcreduce import _api, _launch
@@ -623,6 +624,8 @@ def gpu_tma_equals_twin(method: str, dists) -> None:
     from tcreduce.testing import poisoned, to_numpy
 
     device = current_device()[1]
+    if device.cc < (9, 0):
+        pytest.skip("TMA needs an sm_90 GPU")
     encoded: list = []
     encode = _launch.tensor_map_arg
     saved = plan.COLS_TMA_MIN_BYTES
