@@ -160,7 +160,9 @@ __device__ __forceinline__ void mbar_init(u64* bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
 // Makes the barriers' initialisation visible to the copy engine (the async proxy).
-__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 // One arrival on `bar` that also expects `bytes` more bytes of copies before the phase can complete.
 __device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)

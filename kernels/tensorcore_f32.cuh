@@ -458,9 +458,9 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     const SplitRange rows = split_range<16>(r, splits, split);
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 #if TCR_HAS_TMA
-    // STAGES > 0 (tc32_cols_tma): warp w's ring of STAGES chunk buffers (16 rows x SW floats each) in the dynamic shared
-    // memory, and a barrier per buffer; `issued` / `used` count the warp's chunks over all its strips (buffer = count %
-    // STAGES, barrier phase parity = (count / STAGES) & 1)
+    // STAGES > 0 (tc32_cols_tma): warp w's ring of STAGES chunk buffers (16 rows x SW floats each) in the dynamic
+    // shared memory, and a barrier per buffer; `issued` / `used` count the warp's chunks over all its strips (buffer =
+    // count % STAGES, barrier phase parity = (count / STAGES) & 1)
     extern __shared__ __align__(128) float tma_ring[];
     __shared__ __align__(8) u64 tma_bars[WARPS][STAGES > 0 ? STAGES : 1];
     [[maybe_unused]] unsigned issued = 0, used = 0;

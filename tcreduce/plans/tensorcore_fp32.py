@@ -1,8 +1,8 @@
 """float32 input for method "tensorcore" (and, with a chain, "tensorcore_chained"): each value split into three bf16
 pieces (hi + mid + lo = x exactly for |x| >= 2^-110) summed with mma.sync m16n8k16.bf16 against ones, fp32-accurate.
 Kernels: ``kernels/tensorcore_fp32.cu`` (the split and its order) on the forms of ``kernels/tensorcore_f32.cuh``
-(``tc32_flat``, ``tc32_rows``, ``tc32_cols``, ``tc32_rows_stream``, ``tc32_rows4``, whose comments pin the order of
-additions); emulator twin: ``tcreduce/emulate/tensorcore_fp32.py``; bound: ``tcreduce/bounds.py``.
+(``tc32_flat``, ``tc32_rows``, ``tc32_cols`` / ``tc32_cols_tma``, ``tc32_rows_stream``, ``tc32_rows4``, whose comments
+pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore_fp32.py``; bound: ``tcreduce/bounds.py``.
 :func:`plan_forms` is shared with ``tensorcore_tf32`` (same forms, another format policy).
 
 What it launches: one kernel per call.
@@ -23,7 +23,10 @@ What it launches: one kernel per call.
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
   path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
-  (``COLS_PREFETCH``).
+  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows and no splits take ``tc32_cols_tma``
+  instead: the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a ring of
+  ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
+  (:class:`~tcreduce._plan.TensorMapOfX`).
 """
 
 from __future__ import annotations
@@ -240,8 +243,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
-        x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
-                             (problem.sr * ITEMSIZE, (problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE),
+        plane = problem.sa if problem.a > 1 else problem.r * problem.sr  # any valid stride when a == 1
+        x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a), (problem.sr * ITEMSIZE, plane * ITEMSIZE),
                              (COLS_STRIP, 16, 1))
         return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
                              shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
