@@ -142,9 +142,10 @@ def _bool(b: bool) -> str:
 
 def _split_launch(common: dict, fmt: F32Format, name: str, work: WorkSplit, problem_args: tuple, items: int,
                   outputs_per_item: int, params: dict, tail_args: tuple = (), shared_bytes: int = 0) -> Plan:
-    """The one launch of tc32_rows, tc32_cols or tc32_rows_stream: grid (grid_x, splits), arguments (x,
-    *problem_args, out, ws, counters, splits); with splits > 1 two workspace floats (a pair) per output and split and
-    a counter per work item (tile or row) for the last-block combination."""
+    """The one launch of tc32_rows, tc32_cols(_tma), tc32_rows4 or tc32_rows_stream: grid (grid_x, splits),
+    arguments (x, *problem_args, out, ws, counters, splits, *tail_args), ``shared_bytes`` of dynamic shared memory;
+    with splits > 1 two workspace floats (a pair) per output and split and a counter per work item (tile or row) for
+    the last-block combination."""
     launch = KernelLaunch(fmt.source, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                           (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits, *tail_args),
                           shared_bytes)
@@ -243,9 +244,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
-        plane = problem.sa if problem.a > 1 else problem.r * problem.sr  # any valid stride when a == 1
-        x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a), (problem.sr * ITEMSIZE, plane * ITEMSIZE),
-                             (COLS_STRIP, 16, 1))
+        x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
+                             (problem.sr * ITEMSIZE, _plane_stride(problem) * ITEMSIZE), (COLS_STRIP, 16, 1))
         return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
                              shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
@@ -253,11 +253,16 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params)
 
 
+def _plane_stride(problem: Cols) -> int:
+    """The elements between i-planes in the tensor map: sa, or any valid stride (r * sr) when there is one plane."""
+    return problem.sa if problem.a > 1 else problem.r * problem.sr
+
+
 def _tma_fits(problem: Cols, aligned: bool, device: DeviceSpec) -> bool:
     """Whether tc32_cols_tma can take these columns: sm_90, 16-byte aligned rows (and i-planes), coordinates and
     strides within TMA's ranges."""
     return (device.cc >= (9, 0) and aligned and max(problem.a, problem.r, problem.b) <= TMA_MAX_COORD
-            and max(problem.sr, problem.sa if problem.a > 1 else problem.r * problem.sr) * ITEMSIZE < TMA_MAX_STRIDE)
+            and max(problem.sr, _plane_stride(problem)) * ITEMSIZE < TMA_MAX_STRIDE)
 
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
