@@ -138,13 +138,17 @@ def graph_launch(graph: Any, stream_ptr: int) -> None:
 _graph_launch: Any = None  # cupy.cuda.runtime.graphLaunch, looked up on first use
 
 
+MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
 def allow_shared(fn: Any, nbytes: int) -> None:
-    """Let ``fn`` (a CuPy ``Function``) launch with ``nbytes`` of dynamic shared memory (cuFuncSetAttribute's
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a block whose static and dynamic shared memory exceed 48 KiB must
-    opt in)."""
+    """Let ``fn`` (a CuPy ``Function``) launch with ``nbytes`` of dynamic shared memory: a block whose static and
+    dynamic shared memory exceed 48 KiB must opt in (cuFuncSetAttribute). The limit is only ever raised, since plans
+    that share a kernel may launch it with different amounts."""
     from cupy_backends.cuda.api import driver
 
-    driver.funcSetAttribute(fn.ptr, 8, nbytes)  # 8: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if driver.funcGetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.ptr) < nbytes:
+        driver.funcSetAttribute(fn.ptr, MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
 
 class _TensorMapArg:
