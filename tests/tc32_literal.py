@@ -609,7 +609,7 @@ def specials(rng: np.random.Generator, shape) -> np.ndarray:
     return x
 
 
-def gpu_tma_equals_twin(method: str, dists) -> None:
+def gpu_tma_equals_twin(method: str, dists, monkeypatch) -> None:
     """With tc32_cols_tma planned for any input size (COLS_TMA_MIN_BYTES = 0), ``tcreduce.sum`` (poisoned ``out``)
     equals ``tcreduce.emulate.sum`` bit for bit on every case of :data:`TMA_CASES` and input of ``dists(shape)``, and
     the cases marked TMA encode a tensor map of their input (the others none; a map is encoded again only when an
@@ -628,12 +628,15 @@ def gpu_tma_equals_twin(method: str, dists) -> None:
         pytest.skip("TMA needs an sm_90 GPU")
     encoded: list = []
     encode = _launch.tensor_map_arg
-    saved = plan.COLS_TMA_MIN_BYTES
-    plan.COLS_TMA_MIN_BYTES = 0
-    _launch.tensor_map_arg = lambda spec, x_ptr: encoded.append(spec) or encode(spec, x_ptr)
-    _api.get_plan.cache_clear()
-    _api._PREPARED.clear()
-    _launch._LAUNCHERS.clear()
+    monkeypatch.setattr(plan, "COLS_TMA_MIN_BYTES", 0)
+    monkeypatch.setattr(_launch, "tensor_map_arg", lambda spec, x_ptr: encoded.append(spec) or encode(spec, x_ptr))
+
+    def clear_plans() -> None:  # fresh plans, and launchers whose first call encodes their map
+        _api.get_plan.cache_clear()
+        _api._PREPARED.clear()
+        _launch._LAUNCHERS.clear()
+
+    clear_plans()
     try:
         mismatches, count = [], 0
         for shape, axis, view, out_dtype, tma in TMA_CASES:
@@ -651,8 +654,4 @@ def gpu_tma_equals_twin(method: str, dists) -> None:
         print(f"\nGPU == emulator through TMA ({method}): {count - len(mismatches)}/{count}")
         assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
     finally:
-        plan.COLS_TMA_MIN_BYTES = saved
-        _launch.tensor_map_arg = encode
-        _api.get_plan.cache_clear()
-        _api._PREPARED.clear()
-        _launch._LAUNCHERS.clear()
+        clear_plans()

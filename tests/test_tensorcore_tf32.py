@@ -155,9 +155,9 @@ def test_gpu_equals_twin_bit_for_bit(rng):
 
 
 @pytest.mark.gpu
-def test_gpu_tma_equals_twin_bit_for_bit(rng):
-    literal.gpu_tma_equals_twin(METHOD, lambda shape: dict(_gpu_dists(rng, shape),
-                                                           specials=literal.specials(rng, shape)))
+def test_gpu_tma_equals_twin_bit_for_bit(rng, monkeypatch):
+    literal.gpu_tma_equals_twin(
+        METHOD, lambda shape: dict(_gpu_dists(rng, shape), specials=literal.specials(rng, shape)), monkeypatch)
 
 
 GPU_FULL_SIZES = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 255, 256, 257, 1023, 1025, 4095, 4097, 65535, 65537,
