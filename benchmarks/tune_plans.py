@@ -215,8 +215,9 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # the check shapes (TMA for any size here) add a last chunk of 13 rows, a partial strip of 4 columns and few strips
 # (splits: the register loop). Run 31 also timed a refill before the step (after a proxy fence): no better
 # (the committed setting first, then the same with the check shapes on TMA too)
-_TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2)), "tf32": ((2, 4), (0, 3), (2, 3), (3, 2))}
-for _n in (128, 256, 1024, 4096, 16384, 1 << 20):
+_TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
+                 "tf32": ((2, 4), (0, 3), (2, 3), (3, 2))}
+for _n in (128, 256, 1024, 2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
             tc32_plan, [dict(COLS_TMA_STAGES=dict(tc32_plan.COLS_TMA_STAGES),
@@ -226,6 +227,18 @@ for _n in (128, 256, 1024, 4096, 16384, 1 << 20):
                for st, bl in _TMA_SETTINGS[_prefix]],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256), (77, 4100), (20003, 64)],
             _method)
+# few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the splits by wave efficiency, up to
+# STREAM_SPLIT_WAVES waves of blocks, against about 4 waves whatever their last one holds (0; 128 rows of 17 splits
+# fill 82% of 5 waves on an H100); another order of additions: the bits check follows the plan (its shapes split)
+STREAM_SPLIT_SETTINGS = [dict(STREAM_SPLIT_WAVES=w) for w in (0, 1, 2, 4, 8, 16)]
+STREAM_SPLIT_CHECK = {4: [(5, 65540), (130, 20000), (33, 100004)], 2: [(5, 131080), (130, 40000), (33, 200008)]}
+for _k in (1 << 18, 1 << 19, 1 << 20):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_rows{_k}_split_waves"] = (tc32_plan, STREAM_SPLIT_SETTINGS, "float32",
+                                                     ((1 << 27) // _k, _k), -1, STREAM_SPLIT_CHECK[4], _method)
+    if _k > 1 << 18:
+        SWEEPS[f"rows{_k}_split_waves"] = (tc_plan, STREAM_SPLIT_SETTINGS, "float16", ((1 << 28) // _k, _k), -1,
+                                           STREAM_SPLIT_CHECK[2])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -102,6 +102,9 @@ SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
 STREAM_MIN_K = 512
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
+# few long rows split over blocks: 0, about STREAM_WAVES waves of blocks; else the best-filled grid of at most
+# this many waves (_common.stream_work)
+STREAM_SPLIT_WAVES = 0
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
@@ -267,7 +270,7 @@ def _tma_fits(problem: Cols, aligned: bool, device: DeviceSpec) -> bool:
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
     chunks = cdiv(problem.k, 256)
-    work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM)
+    work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_WAVES)
     if ONE_PASS:
         work = one_pass(work, problem.m, BLOCK // 32)
         work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
