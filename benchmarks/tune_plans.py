@@ -216,8 +216,8 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # (splits: the register loop). Run 31 also timed a refill before the step (after a proxy fence): no better
 # (the committed setting first, then the same with the check shapes on TMA too)
 _TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
-                 "tf32": ((2, 4), (0, 3), (2, 3), (3, 2))}
-for _n in (128, 256, 1024, 2048, 4096, 8192, 16384, 1 << 20):
+                 "tf32": ((2, 4), (0, 3), (2, 3), (3, 2), (2, 2))}
+for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
             tc32_plan, [dict(COLS_TMA_STAGES=dict(tc32_plan.COLS_TMA_STAGES),
@@ -227,18 +227,20 @@ for _n in (128, 256, 1024, 2048, 4096, 8192, 16384, 1 << 20):
                for st, bl in _TMA_SETTINGS[_prefix]],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256), (77, 4100), (20003, 64)],
             _method)
-# few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the splits by wave efficiency, up to
-# STREAM_SPLIT_WAVES waves of blocks, against about 4 waves whatever their last one holds (0; 128 rows of 17 splits
-# fill 82% of 5 waves on an H100); another order of additions: the bits check follows the plan (its shapes split)
-STREAM_SPLIT_SETTINGS = [dict(STREAM_SPLIT_WAVES=w) for w in (0, 1, 2, 4, 8, 16)]
+# few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
+# blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
+# on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
+# the waves (1, 2, 4, 8, 16; a788841): one wave won, the splits that the fill rule gives on these shapes
+STREAM_SPLIT_SETTINGS = [dict(STREAM_SPLIT_FILL=f) for f in (True, False)]
 STREAM_SPLIT_CHECK = {4: [(5, 65540), (130, 20000), (33, 100004)], 2: [(5, 131080), (130, 40000), (33, 200008)]}
-for _k in (1 << 18, 1 << 19, 1 << 20):
+for _k in (1 << 18, 1 << 19, 1 << 20, 447392):  # 447,392: 300 rows (5 splits fill 95% of 3 waves)
     for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_rows{_k}_split_waves"] = (tc32_plan, STREAM_SPLIT_SETTINGS, "float32",
-                                                     ((1 << 27) // _k, _k), -1, STREAM_SPLIT_CHECK[4], _method)
+        SWEEPS[f"{_prefix}_rows{_k}_split_fill"] = (tc32_plan, STREAM_SPLIT_SETTINGS, "float32",
+                                                    ((1 << 27) // _k, _k), -1, STREAM_SPLIT_CHECK[4], _method)
     if _k > 1 << 18:
-        SWEEPS[f"rows{_k}_split_waves"] = (tc_plan, STREAM_SPLIT_SETTINGS, "float16", ((1 << 28) // _k, _k), -1,
-                                           STREAM_SPLIT_CHECK[2])
+        for _dt in ("float16", "bfloat16"):
+            SWEEPS[f"{_dt}_rows{2 * _k}_split_fill"] = (tc_plan, STREAM_SPLIT_SETTINGS, _dt,
+                                                        ((1 << 28) // (2 * _k), 2 * _k), -1, STREAM_SPLIT_CHECK[2])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

@@ -12,7 +12,7 @@ __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "Wo
            "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group",
            "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
-STREAM_WAVES = 4  # streamed rows: few long rows are split until the grid is about this many waves of blocks
+STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
 
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16",
@@ -73,23 +73,18 @@ def split_work(tiles: int, chunks: int, warps_per_block: int, device: DeviceSpec
 
 
 def stream_work(rows: int, chunks: int, warps_per_block: int, device: DeviceSpec, blocks_per_sm: int,
-                 balanced_waves: int = 0) -> WorkSplit:
+                 fill: bool = True) -> WorkSplit:
     """:func:`split_work` for kernels that stream one row per warp group (``chunks`` per row): when the rows are too
-    few for one block each, splits of at least 8 chunks per warp each. ``balanced_waves`` 0: enough splits for about
-    :data:`STREAM_WAVES` waves of blocks; else the most splits, up to ``balanced_waves`` waves of blocks, whose wave
-    efficiency (:func:`wave_efficiency`) is within 1% of the best there, so that the last wave is not nearly empty
-    (128 rows on 528 block slots: 17 splits fill 82% of 5 waves, 16 fill 97% of 4)."""
+    few for one block each, splits of at least 8 chunks per warp each. ``fill``: the fewest splits whose grid fills
+    the resident blocks within :data:`SPLIT_TOLERANCE` of the best fill (:func:`choose_splits`; 128 rows on 528 block
+    slots: 4 splits, 97% of one wave); else enough splits for about :data:`STREAM_WAVES` waves of blocks, whatever
+    the last wave holds (128 rows: 17 splits, 82% of 5 waves)."""
     work = split_work(rows, chunks, warps_per_block, device, blocks_per_sm)
     if work.splits > 1:
         s_max = cdiv(chunks, work.warps_per_tile * 8)
         cap = device.sm_count * blocks_per_sm
-        if balanced_waves > 0:
-            limit = max(1, min(s_max, balanced_waves * cap // rows))
-            effs = [(wave_efficiency(rows * s, cap), s) for s in range(1, limit + 1)]
-            best = max(e for e, _ in effs)
-            splits = max(s for e, s in effs if e >= best - 0.01)
-        else:
-            splits = max(work.splits, min(cdiv(STREAM_WAVES * cap, rows), s_max))
+        splits = (choose_splits(rows, s_max, cap) if fill
+                  else max(work.splits, min(cdiv(STREAM_WAVES * cap, rows), s_max)))
         work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
     return work
 

@@ -38,9 +38,10 @@ ROWS_UNROLL_WIDE = 4
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
-# few long rows split over blocks: 0, about STREAM_WAVES waves of blocks; else the best-filled grid of at most
-# this many waves (_common.stream_work)
-STREAM_SPLIT_WAVES = 0
+# few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
+# (_common.stream_work). Run 32 (H100, 512 MiB, GB/s): the split's [128, 2^20] 2,689 -> 2,888, [256, 2^19] 2,796 ->
+# 2,919; tf32 2,768 -> 2,950 and 2,916 -> 2,992; float16 [256, 2^20] 2,878 -> 2,980, [512, 2^19] 2,932 -> 3,026
+STREAM_SPLIT_FILL = True
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
@@ -91,7 +92,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                                                                16):
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
-        work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_WAVES)
+        work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_FILL)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
         rif = max(1, 8 // cpr) if cpr else 1
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:

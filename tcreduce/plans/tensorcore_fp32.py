@@ -102,9 +102,10 @@ SHORT_BLOCKS_PER_SM = 4  # the short path of both: __launch_bounds__(256, 4)
 STREAM_MIN_K = 512
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
-# few long rows split over blocks: 0, about STREAM_WAVES waves of blocks; else the best-filled grid of at most
-# this many waves (_common.stream_work)
-STREAM_SPLIT_WAVES = 0
+# few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
+# (_common.stream_work). Run 32 (H100, 512 MiB, GB/s): the split's [128, 2^20] 2,689 -> 2,888, [256, 2^19] 2,796 ->
+# 2,919; tf32 2,768 -> 2,950 and 2,916 -> 2,992; float16 [256, 2^20] 2,878 -> 2,980, [512, 2^19] 2,932 -> 3,026
+STREAM_SPLIT_FILL = True
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
@@ -270,7 +271,7 @@ def _tma_fits(problem: Cols, aligned: bool, device: DeviceSpec) -> bool:
 
 def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device: DeviceSpec) -> Plan:
     chunks = cdiv(problem.k, 256)
-    work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_WAVES)
+    work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_FILL)
     if ONE_PASS:
         work = one_pass(work, problem.m, BLOCK // 32)
         work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
