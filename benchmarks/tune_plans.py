@@ -214,19 +214,32 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # at COLS_BLOCKS_PER_SM_TMA blocks per SM; the same chunks in the same order) against the register loop (stages 0);
 # the check shapes (TMA for any size here) add a last chunk of 13 rows, a partial strip of 4 columns and few strips
 # (splits: the register loop). Run 31 also timed a refill before the step (after a proxy fence): no better
-# (the committed setting first, then the same with the check shapes on TMA too)
+# (the committed setting first, then buffers and blocks per SM at every row count, the check shapes on TMA too). Runs
+# 32-33 led to 2 blocks per SM from COLS_TMA_LONG_ROWS rows, 3 below for both methods
 _TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
                  "tf32": ((2, 4), (0, 3), (2, 3), (3, 2), (2, 2))}
 for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
             tc32_plan, [dict(COLS_TMA_STAGES=dict(tc32_plan.COLS_TMA_STAGES),
-                             COLS_BLOCKS_PER_SM_TMA=dict(tc32_plan.COLS_BLOCKS_PER_SM_TMA))]
+                             COLS_BLOCKS_PER_SM_TMA=dict(tc32_plan.COLS_BLOCKS_PER_SM_TMA),
+                             COLS_BLOCKS_PER_SM_TMA_LONG=tc32_plan.COLS_BLOCKS_PER_SM_TMA_LONG)]
             + [dict(COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
-                    COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
+                    COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_BLOCKS_PER_SM_TMA_LONG=bl,
+                    COLS_TMA_MIN_BYTES=0)
                for st, bl in _TMA_SETTINGS[_prefix]],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256), (77, 4100), (20003, 64)],
             _method)
+# ... and short columns (2-4 chunks per strip, COLS_FEW_CHUNKS and below: the register loop at
+# COLS_BLOCKS_PER_SM_FEW) through TMA too, STAGES of their chunks in flight per warp
+for _n in (32, 64):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_cols{_n}_tma_few"] = (
+            tc32_plan, [dict(COLS_FEW_CHUNKS=tc32_plan.COLS_FEW_CHUNKS)]
+            + [dict(COLS_FEW_CHUNKS=1, COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
+                    COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
+               for st, bl in ((2, 3), (4, 3), (2, 2), (4, 2))],
+            "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(33, 4100), (64, 20000)], _method)
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on

@@ -314,14 +314,20 @@ def test_planner_picks_a_kernel_per_form():
              Rows(4000, 256, 256, 0): "tc32_rows<tcr32::Split, 256, 8, true, 2, float, false, 4>",  # too few
              Rows(1 << 16, 4096, 4097, 4): "tc32_rows<tcr32::Split, 256, 2, false, 2, float, false, 4>",
              Cols(1, 16, 1 << 20, 0, 1 << 20, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 2, 4>",
-             # aligned strips of more than 4 chunks, no splits, 16 MiB or more: TMA boxes into 2 buffers per warp
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Split, 256, 4, float, 3, 2>",
-             # 4096 strips: a warp each would make 512 blocks (1.29 waves on 396 slots); 8 warps each: 4096 blocks
-             Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols_tma<tcr32::Split, 256, 8, float, 3, 2>",
+             # aligned strips of more than 4 chunks, no splits, 16 MiB or more: TMA boxes into 2 buffers per warp,
+             # from COLS_TMA_LONG_ROWS rows at 2 blocks per SM (2048 strips: 256 blocks of a warp per strip)
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Split, 256, 1, float, 2, 2>",
+             Cols(1, 1024, 1 << 17, 0, 1 << 17, 0): "tc32_cols_tma<tcr32::Split, 256, 1, float, 2, 2>",
+             # ... below it at 3: 8192 strips, a warp each would make 1024 blocks (2.59 waves on 396 slots); 4 warps
+             # each: 4096 blocks
+             Cols(1, 512, 1 << 18, 0, 1 << 18, 0): "tc32_cols_tma<tcr32::Split, 256, 4, float, 3, 2>",
              Cols(1, 1024, 1024, 0, 1024, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",  # 4 MiB
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
-             # 512 strips: 256 blocks of 2 strips would fill 65% of a wave; a block per strip and 3 splits instead
-             Cols(1, 8192, 1 << 14, 0, 1 << 14, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",
+             # the register loop (rows not 16-byte aligned), 3 blocks per SM: 512 strips, 256 blocks of 2 strips
+             # would fill 65% of a wave; a block per strip and 3 splits instead
+             Cols(1, 8192, 1 << 14, 0, 1 << 14, 4): "tc32_cols<tcr32::Split, 256, 8, false, 1, float, 0, 3>",
+             # TMA at 2 blocks per SM: 256 blocks of 2 strips fill 97% of a wave, no splits
+             Cols(1, 8192, 1 << 14, 0, 1 << 14, 0): "tc32_cols_tma<tcr32::Split, 256, 4, float, 2, 2>",
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Split, 256, 4, false, 1, float, 0, 3>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
@@ -332,7 +338,8 @@ def test_planner_picks_a_kernel_per_form():
     assert a100.launches[0].kernel == "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>", a100.describe()
     # the tensor map of a TMA plan: x as [a][r][b] floats, boxes of 16 rows x 32 columns, at x's address
     tma = get_plan(METHOD, Cols(3, 1024, 1 << 15, 1024 << 15, 1 << 15, 0), "float32", "float32", H100).launches[0]
-    assert tma.kernel.startswith("tc32_cols_tma<") and tma.shared_bytes == 8 * 2 * 2048
+    assert tma.kernel.startswith("tc32_cols_tma<") and tma.kernel.endswith(", 2, 2>")  # 1024 rows: 2 blocks per SM
+    assert tma.shared_bytes == 8 * 2 * 2048
     assert tma.args[-1] == TensorMapOfX("float32", (1 << 15, 1024, 3), (4 << 15, 4096 << 15), (32, 16, 1))
     # tf32 streams rows of 512 (ROWS4_MAX_K is per method)
     plan = get_plan("tensorcore_tf32", Rows(1 << 18, 512, 512, 0), "float32", "float32", H100)
@@ -340,10 +347,10 @@ def test_planner_picks_a_kernel_per_form():
     plan = get_plan(METHOD, Rows(4, 1 << 20, 1 << 20, 0), "float32", "float32", H100)
     p = param_dict(plan)
     assert p["splits"] > 1 and plan.workspace_floats == 2 * 4 * p["splits"] and plan.counters == 4
-    plan = get_plan(METHOD, Cols(1, 8192, 1 << 14, 0, 1 << 14, 0), "float32", "float32", H100)
+    plan = get_plan(METHOD, Cols(1, 8192, 1 << 14, 0, 1 << 14, 4), "float32", "float32", H100)
     p = param_dict(plan)
     assert (p["wpt"], p["splits"], p["grid"]) == (8, 3, 512) and plan.counters == 512
-    p = param_dict(get_plan(METHOD, Cols(1, 4096, 1 << 15, 0, 1 << 15, 0), "float32", "float32", H100))
+    p = param_dict(get_plan(METHOD, Cols(1, 4096, 1 << 15, 0, 1 << 15, 4), "float32", "float32", H100))
     assert (p["wpt"], p["splits"], p["grid"]) == (8, 1, 1024)  # 2.59 waves: grouped, not split
 
 

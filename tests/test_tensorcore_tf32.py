@@ -121,8 +121,10 @@ def test_planner_picks_a_kernel_per_form():
              # 4096 values = 16 chunks of 256, 2 per step: 8 steps, spread over 2 warps of at most
              # STREAM_MAX_STEPS = 4 steps each (_common.spread_rows)
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Tf32, 256, 2, 2, float, 2, 4>",
-             # TMA boxes into 2 buffers per warp at 4 blocks per SM (16 MiB or more, aligned, no splits)
-             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Tf32, 256, 2, float, 4, 2>",
+             # TMA boxes into 2 buffers per warp (16 MiB or more, aligned, no splits): 3 blocks per SM below
+             # COLS_TMA_LONG_ROWS rows, 2 from there
+             Cols(1, 512, 1 << 18, 0, 1 << 18, 0): "tc32_cols_tma<tcr32::Tf32, 256, 4, float, 3, 2>",
+             Cols(1, 4096, 1 << 16, 0, 1 << 16, 0): "tc32_cols_tma<tcr32::Tf32, 256, 1, float, 2, 2>",
              # COLS_PREFETCH: otherwise tf32's tc32_cols loads a chunk ahead, at 2 blocks per SM; few chunks per
              # strip do not
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Tf32, 256, 1, false, 1, float, 0, 2, true>",

@@ -76,9 +76,17 @@ COLS_BLOCKS_PER_SM_PREFETCH = 2
 # 2^20] 2,682 -> 2,836 GB/s, [256, 2^19] 2,772 -> 2,867, [1024, 2^17] 2,694 -> 2,792, [4096, 2^15] 2,696 -> 2,657,
 # [16384, 2^13] 2,765 -> 2,750; tf32 at 2 buffers, 4 blocks per SM: 2,632 -> 2,847, 2,761 -> 2,858, 2,919 -> 2,935,
 # 2,874 -> 2,941, 2,829 -> 2,882. Where the rows are split over blocks (few strips) it lost (run 30, [2^20, 128]:
-# 2,728 -> 2,644), so split plans keep the register loop
+# 2,728 -> 2,644), so split plans keep the register loop. Runs 32-33 (H100): tf32 reads 128-512 rows 1-2.5% faster at 3
+# blocks per SM than at 4 (run 33: 2,869 -> 2,915, 2,857 -> 2,928, 2,929 -> 2,955 GB/s), so both run 3 ...
 COLS_TMA_STAGES = {"tensorcore": 2, "tensorcore_tf32": 2}
-COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 4}
+COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
+# ... below COLS_TMA_LONG_ROWS rows, and COLS_BLOCKS_PER_SM_TMA_LONG from there: long strips keep 2 blocks per SM
+# busy (fewer, longer blocks; no split up to 16384 rows of 2^13). Run 33, the split at 3 -> 2 blocks per SM: [1024,
+# 2^17] 2,798 -> 2,949, [4096, 2^15] 2,635 -> 2,962, [16384, 2^13] 2,825 -> 2,918 (run 32: [2048, 2^16] 2,772 ->
+# 2,919, [8192, 2^14] 2,665 -> 2,892); tf32 at 4 -> 2: 2,936 -> 2,945, 2,942 -> 2,972, 2,889 -> 2,986, [2048, 2^16]
+# 2,935 -> 2,995, [8192, 2^14] 2,858 -> 3,008; at 512 rows and fewer 2 blocks per SM read 0.4-6% slower than 3
+COLS_TMA_LONG_ROWS = 1024
+COLS_BLOCKS_PER_SM_TMA_LONG = 2
 COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
@@ -218,7 +226,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
            and problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
-                     COLS_BLOCKS_PER_SM_TMA[fmt.method] if tma else
+                     (COLS_BLOCKS_PER_SM_TMA_LONG if problem.r >= COLS_TMA_LONG_ROWS else
+                      COLS_BLOCKS_PER_SM_TMA[fmt.method]) if tma else
                      COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
