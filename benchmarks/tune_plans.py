@@ -230,13 +230,15 @@ for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
                for st, bl in _TMA_SETTINGS[_prefix]],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256), (77, 4100), (20003, 64)],
             _method)
-# ... and short columns (2-4 chunks per strip, COLS_FEW_CHUNKS and below: the register loop at
-# COLS_BLOCKS_PER_SM_FEW) through TMA too, STAGES of their chunks in flight per warp
+# ... and short columns (2-4 chunks per strip) through TMA too (COLS_TMA_MIN_CHUNKS) against the register loop at
+# COLS_BLOCKS_PER_SM_FEW (min chunks 5); run 34 set the minimum per method
 for _n in (32, 64):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma_few"] = (
-            tc32_plan, [dict(COLS_FEW_CHUNKS=tc32_plan.COLS_FEW_CHUNKS)]
-            + [dict(COLS_FEW_CHUNKS=1, COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
+            tc32_plan, [dict(COLS_TMA_MIN_CHUNKS=dict(tc32_plan.COLS_TMA_MIN_CHUNKS)),
+                        dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))]
+            + [dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2),
+                    COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
                for st, bl in ((2, 3), (4, 3), (2, 2), (4, 2))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(33, 4100), (64, 20000)], _method)

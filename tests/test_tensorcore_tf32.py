@@ -128,7 +128,9 @@ def test_planner_picks_a_kernel_per_form():
              # COLS_PREFETCH: otherwise tf32's tc32_cols loads a chunk ahead, at 2 blocks per SM; few chunks per
              # strip do not
              Cols(1, 4096, 1 << 16, 0, 1 << 16, 4): "tc32_cols<tcr32::Tf32, 256, 1, false, 1, float, 0, 2, true>",
-             Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols<tcr32::Tf32, 256, 1, true, 1, float, 0, 4>"}
+             Cols(1, 64, 1 << 21, 0, 1 << 21, 4): "tc32_cols<tcr32::Tf32, 256, 1, false, 1, float, 0, 4>",
+             # tf32 takes TMA from 2 chunks per strip (COLS_TMA_MIN_CHUNKS)
+             Cols(1, 32, 1 << 22, 0, 1 << 22, 0): "tc32_cols_tma<tcr32::Tf32, 256, 1, float, 3, 2>"}
     for prob, name in cases.items():
         plan = get_plan(METHOD, prob, "float32", "float32", H100)
         assert plan.method == METHOD and plan.launches[0].kernel == name
@@ -154,6 +156,10 @@ def _gpu_dists(rng, shape) -> dict:
 @pytest.mark.gpu
 def test_gpu_equals_twin_bit_for_bit(rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
+
+
+def test_tma_cases_plan_tma_where_marked(monkeypatch):
+    literal.tma_cases_plan_as_marked(METHOD, monkeypatch)
 
 
 @pytest.mark.gpu

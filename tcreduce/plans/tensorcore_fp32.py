@@ -23,8 +23,8 @@ What it launches: one kernel per call.
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
   path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
-  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows and no splits take ``tc32_cols_tma``
-  instead: the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a ring of
+  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows, strips of ``COLS_TMA_MIN_CHUNKS`` chunks
+  or more and no splits take ``tc32_cols_tma`` instead: the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a ring of
   ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
   (:class:`~tcreduce._plan.TensorMapOfX`).
 """
@@ -68,9 +68,9 @@ COLS_BLOCKS_PER_SM = 3
 # step needs the registers: 114 at 2 blocks per SM, spills at 3)
 COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
-# tc32_cols_tma on sm_90 and later, for inputs of at least COLS_TMA_MIN_BYTES whose strips have more than
-# COLS_FEW_CHUNKS chunks and 16-byte aligned rows, and no splits, per method: the chunks arrive as TMA boxes (16 rows x
-# 32 columns) in a ring of this many shared-memory buffers per warp (2 KiB each), refilled after each step, at
+# tc32_cols_tma on sm_90 and later, for inputs of at least COLS_TMA_MIN_BYTES whose strips have at least
+# COLS_TMA_MIN_CHUNKS chunks (below) and 16-byte aligned rows, and no splits, per method: the chunks arrive as TMA
+# boxes (16 rows x 32 columns) in a ring of this many shared-memory buffers per warp (2 KiB each), refilled after each step, at
 # COLS_BLOCKS_PER_SM_TMA blocks per SM (the same chunks in the same order: the same sums); 0: off. tune_plans runs
 # 30-31 (H100, 512 MiB, single readings about 2-3% apart run to run): the split at 2 buffers, 3 blocks per SM: [128,
 # 2^20] 2,682 -> 2,836 GB/s, [256, 2^19] 2,772 -> 2,867, [1024, 2^17] 2,694 -> 2,792, [4096, 2^15] 2,696 -> 2,657,
@@ -87,6 +87,11 @@ COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
 # 2,935 -> 2,995, [8192, 2^14] 2,858 -> 3,008; at 512 rows and fewer 2 blocks per SM read 0.4-6% slower than 3
 COLS_TMA_LONG_ROWS = 1024
 COLS_BLOCKS_PER_SM_TMA_LONG = 2
+# tc32_cols_tma from this many chunks per strip, per method (fewer: the register loop, at COLS_BLOCKS_PER_SM_FEW
+# blocks per SM up to COLS_FEW_CHUNKS chunks). Run 34 (H100, 512 MiB, TMA at 2 buffers and 3 blocks per SM against
+# the register loop at 4): tf32 [32, 2^22] 2,132 -> 2,752 GB/s, [64, 2^21] 2,176 -> 2,851; the split [64, 2^21] 2,625
+# -> 2,754 but [32, 2^22] 2,617 -> 2,461
+COLS_TMA_MIN_CHUNKS = {"tensorcore": 4, "tensorcore_tf32": 2}
 COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
@@ -222,13 +227,16 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and chunks > COLS_FEW_CHUNKS and _tma_fits(problem, aligned, device)
-           and problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES else 0)
+    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
+           and _tma_fits(problem, aligned, device) and problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
+           else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
-    blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
-                     (COLS_BLOCKS_PER_SM_TMA_LONG if problem.r >= COLS_TMA_LONG_ROWS else
-                      COLS_BLOCKS_PER_SM_TMA[fmt.method]) if tma else
-                     COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
+    if tma:
+        blocks_per_sm = (COLS_BLOCKS_PER_SM_TMA_LONG if problem.r >= COLS_TMA_LONG_ROWS else
+                         COLS_BLOCKS_PER_SM_TMA[fmt.method])
+    else:
+        blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
+                         COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
     work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     cap = device.sm_count * blocks_per_sm
     if work.splits > 1:
@@ -255,7 +263,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     params = dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0, short_unroll=short, chunks=chunks,
                   steps=steps, tma=tma)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
-    if tma:  # more than COLS_FEW_CHUNKS chunks, so never short
+    if tma:  # at least 2 chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
         x_map = TensorMapOfX("float32", (problem.b, problem.r, problem.a),
                              (problem.sr * ITEMSIZE, _plane_stride(problem) * ITEMSIZE), (COLS_STRIP, 16, 1))
