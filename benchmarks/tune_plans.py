@@ -256,6 +256,13 @@ for _k in (1 << 18, 1 << 19, 1 << 20, 447392):  # 447,392: 300 rows (5 splits fi
         for _dt in ("float16", "bfloat16"):
             SWEEPS[f"{_dt}_rows{2 * _k}_split_fill"] = (tc_plan, STREAM_SPLIT_SETTINGS, _dt,
                                                         ((1 << 28) // (2 * _k), 2 * _k), -1, STREAM_SPLIT_CHECK[2])
+# tc32_rows_stream: 256-element chunks in flight per warp and blocks per SM (the same sums: chunks fold in order)
+for _k in (2048, 16384, 1 << 20):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_rows{_k}_stream_unroll"] = (
+            tc32_plan, [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b) for u, b in ((2, 4), (4, 3), (4, 2), (1, 4),
+                                                                                 (2, 3), (8, 2))],
+            "float32", ((1 << 27) // _k, _k), -1, [(4500, 2052), (33, 100004), (3, _k)], _method)
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",
