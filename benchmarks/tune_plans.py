@@ -242,12 +242,12 @@ for _n in (32, 64):
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
                for st, bl in ((2, 3), (4, 3), (2, 2), (4, 2))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(33, 4100), (64, 20000)], _method)
-# ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS) at 2 or 3 blocks per SM
+# ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM
 for _n in (32768, 1 << 17, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma_splits"] = (
-            tc32_plan, [dict(COLS_TMA_SPLITS=False)] + [dict(COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=b)
-                                                         for b in (2, 3)],
+            tc32_plan, [dict(COLS_TMA_SPLITS=True), dict(COLS_TMA_SPLITS=False),
+                        dict(COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=3)],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(20003, 64), (40000, 96)], _method)
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves

@@ -92,7 +92,11 @@ COLS_BLOCKS_PER_SM_TMA_LONG = 2
 # the register loop at 4): tf32 [32, 2^22] 2,132 -> 2,752 GB/s, [64, 2^21] 2,176 -> 2,851; the split [64, 2^21] 2,625
 # -> 2,754 but [32, 2^22] 2,617 -> 2,461
 COLS_TMA_MIN_CHUNKS = {"tensorcore": 4, "tensorcore_tf32": 2}
-COLS_TMA_SPLITS = False  # TMA also where the rows are split over blocks (run 30 at 3 blocks per SM: slower)
+# TMA also where the rows are split over blocks (few strips), from COLS_TMA_LONG_ROWS rows (2 blocks per SM; at 3 it
+# loses: run 30, run 36). Run 36 (H100, 512 MiB), the split against the register loop: [32768, 2^12] 2,848 -> 2,884
+# GB/s, [2^17, 2^10] 2,858 -> 2,893, [2^20, 2^7] 2,724 -> 2,779 (at 3 blocks per SM: 2,768, 2,730, 2,650); tf32 [2^20,
+# 2^7] 2,821 -> 2,846
+COLS_TMA_SPLITS = True
 COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
@@ -250,7 +254,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
             splits = choose_splits(strips, cdiv(chunks, (BLOCK // 32) * 4), cap)
             if splits > 1:
                 work = WorkSplit(BLOCK // 32, splits, strips)
-    if tma and work.splits > 1 and not COLS_TMA_SPLITS:  # run 30: the TMA ring lost where the rows are split
+    if tma and work.splits > 1 and not (COLS_TMA_SPLITS and problem.r >= COLS_TMA_LONG_ROWS):
         return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
