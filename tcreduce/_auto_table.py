@@ -3,7 +3,7 @@ rounded), the fastest eligible method measured in the committed sweeps. GENERATE
 do not edit; re-run the sweep (python -m experiments throughput segments), then the script.
 
 Sources: throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 9d5bd52, 2026-11-25T15:55:31+00:00;
-segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 484c72c, 2026-11-26T15:22:34+00:00.
+segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 261b372, 2026-11-26T17:40:43+00:00.
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -20,7 +20,7 @@ EXCLUDED = {
 TABLE = {
     ('bfloat16', 'cols'): {
         4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
-        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -35,10 +35,10 @@ TABLE = {
     },
     ('bfloat16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
-        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'shuffle',
-        20: 'shuffle',
+        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
+        20: 'tensorcore',
     },
     ('float16', 'cols'): {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
@@ -57,9 +57,9 @@ TABLE = {
     },
     ('float16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
-        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'shuffle',
+        16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('float32', 'cols'): {
@@ -81,7 +81,7 @@ TABLE = {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
         8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'shuffle',
         12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
-        16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
+        16: 'shuffle', 17: 'shuffle', 18: 'tensorcore', 19: 'tensorcore',
         20: 'shuffle',
     },
     ('float8_e4m3fn', 'full'): {

@@ -94,8 +94,12 @@ def test_fallbacks(monkeypatch):
     assert lookup("float16", "rows", 22) == table[4]
     assert _pick((1 << 20,), (0,), kind="max") == FALLBACK and _pick((1 << 20,), (0,), kind="min") == FALLBACK
     assert choose_method("max", None, (0,), "float32", H100) == FALLBACK
-    assert lookup("bfloat16", "rows", 1 << 20) == FALLBACK  # not swept: choose_method borrows fp16's rows
-    assert _pick((1 << 18, 1024), (1,), "bfloat16") == lookup("float16", "rows", 1024)
+    assert lookup("float8_e4m3fn", "rows", 1 << 20) == FALLBACK  # not swept
+    # a bf16 form the sweep lacks: choose_method borrows fp16's rows
+    monkeypatch.delitem(_auto_table.TABLE, ("bfloat16", "rows"))
+    assert lookup("bfloat16", "rows", 1 << 20) == FALLBACK
+    monkeypatch.setitem(_auto_table.TABLE, ("float16", "rows"), {10: "wmma"})
+    assert _pick((1 << 18, 1024), (1,), "bfloat16") == "wmma" == lookup("float16", "rows", 1024)
     assert _pick((1 << 20,), (0,), "bfloat16") == _auto_table.TABLE[("bfloat16", "full")][20]  # its own sweep
     assert _pick((1 << 18, 32), (1,), "float8_e4m3fn") == FALLBACK
     monkeypatch.setitem(_auto_table.TABLE, ("float16", "full"), {10: "tensorcore", 20: "no_such_method", 30: "wmma"})
