@@ -470,16 +470,24 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     [[maybe_unused]] const i64 strip0 = (i64)blockIdx.x * GROUPS + group, strip_stride = (i64)gridDim.x * GROUPS;
     [[maybe_unused]] const i64 per_strip = q < nchunks ? (nchunks - 1 - q) / WPS + 1 : 0;
     [[maybe_unused]] const i64 seq_len = strip0 < nstrips ? ((nstrips - 1 - strip0) / strip_stride + 1) * per_strip : 0;
-    // lane 0 arms sequence chunk `issued`'s buffer and barrier and issues its TMA copy
+    // lane 0 arms sequence chunk `issued`'s buffer and barrier and issues its TMA copy: chunk next_k of strip
+    // next_strip (its columns from next_col, of i-plane next_plane; divisions once per strip, not per chunk)
+    [[maybe_unused]] i64 next_k = 0, next_strip = strip0;
+    [[maybe_unused]] int next_col = (int)((strip0 % strips_per_i) * SW), next_plane = (int)(strip0 / strips_per_i);
     [[maybe_unused]] auto issue_next = [&]() {
         const unsigned slot = issued % (STAGES > 0 ? STAGES : 1);
         if (lane == 0) {
-            const i64 n = (i64)issued / per_strip, k = (i64)issued % per_strip, s = strip0 + n * strip_stride;
             mbar_arrive_expect_tx(&tma_bars[warp][slot], 16 * SW * 4);
-            tma_load_3d(tma_ring + (warp * STAGES + slot) * 16 * SW, tmap, (int)((s % strips_per_i) * SW),
-                        (int)(j_begin + (q + k * WPS) * 16), (int)(s / strips_per_i), &tma_bars[warp][slot]);
+            tma_load_3d(tma_ring + (warp * STAGES + slot) * 16 * SW, tmap, next_col,
+                        (int)(j_begin + (q + next_k * WPS) * 16), next_plane, &tma_bars[warp][slot]);
         }
         ++issued;
+        if (++next_k == per_strip) {
+            next_k = 0;
+            next_strip += strip_stride;
+            next_col = (int)((next_strip % strips_per_i) * SW);
+            next_plane = (int)(next_strip / strips_per_i);
+        }
     };
     if constexpr (STAGES > 0) {
         if (lane == 0) {
