@@ -249,14 +249,6 @@ for _n in (32768, 1 << 17, 1 << 20):
             tc32_plan, [dict(COLS_TMA_SPLITS=True), dict(COLS_TMA_SPLITS=False),
                         dict(COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=3)],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(20003, 64), (40000, 96)], _method)
-# ... and on a resident grid (COLS_TMA_RESIDENT: strip groups grid-strided, the ring refilled across a strip's end)
-# against a grid of one pass; the third setting takes the check shapes through TMA too
-for _n in (128, 256, 512, 1024, 4096):
-    for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_cols{_n}_tma_resident"] = (
-            tc32_plan, [dict(COLS_TMA_RESIDENT=False), dict(COLS_TMA_RESIDENT=True),
-                        dict(COLS_TMA_RESIDENT=True, COLS_TMA_MIN_BYTES=0)],
-            "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 13200), (77, 4100), (1030, 13572)], _method)
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on

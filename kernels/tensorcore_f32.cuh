@@ -459,36 +459,11 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 #if TCR_HAS_TMA
     // STAGES > 0 (tc32_cols_tma): warp w's ring of STAGES chunk buffers (16 rows x SW floats each) in the dynamic
-    // shared memory, and a barrier per buffer. The warp's chunks form one sequence over its strips (strip0, strip0 +
-    // stride, ...; `per_strip` chunks each, the same for every strip it owns): sequence chunk u is chunk u % per_strip
-    // of its (u / per_strip)-th strip, so the ring refills across a strip's end with the next strip's first chunks
-    // (a grid of fewer blocks than strip groups). `issued` / `used` count the sequence (buffer = count % STAGES,
-    // barrier phase parity = (count / STAGES) & 1).
+    // shared memory, and a barrier per buffer; `issued` / `used` count the warp's chunks over all its strips (buffer =
+    // count % STAGES, barrier phase parity = (count / STAGES) & 1)
     extern __shared__ __align__(128) float tma_ring[];
     __shared__ __align__(8) u64 tma_bars[WARPS][STAGES > 0 ? STAGES : 1];
     [[maybe_unused]] unsigned issued = 0, used = 0;
-    [[maybe_unused]] const i64 strip0 = (i64)blockIdx.x * GROUPS + group, strip_stride = (i64)gridDim.x * GROUPS;
-    [[maybe_unused]] const i64 per_strip = q < nchunks ? (nchunks - 1 - q) / WPS + 1 : 0;
-    [[maybe_unused]] const i64 seq_len = strip0 < nstrips ? ((nstrips - 1 - strip0) / strip_stride + 1) * per_strip : 0;
-    // lane 0 arms sequence chunk `issued`'s buffer and barrier and issues its TMA copy: chunk next_k of strip
-    // next_strip (its columns from next_col, of i-plane next_plane; divisions once per strip, not per chunk)
-    [[maybe_unused]] i64 next_k = 0, next_strip = strip0;
-    [[maybe_unused]] int next_col = (int)((strip0 % strips_per_i) * SW), next_plane = (int)(strip0 / strips_per_i);
-    [[maybe_unused]] auto issue_next = [&]() {
-        const unsigned slot = issued % (STAGES > 0 ? STAGES : 1);
-        if (lane == 0) {
-            mbar_arrive_expect_tx(&tma_bars[warp][slot], 16 * SW * 4);
-            tma_load_3d(tma_ring + (warp * STAGES + slot) * 16 * SW, tmap, next_col,
-                        (int)(j_begin + (q + next_k * WPS) * 16), next_plane, &tma_bars[warp][slot]);
-        }
-        ++issued;
-        if (++next_k == per_strip) {
-            next_k = 0;
-            next_strip += strip_stride;
-            next_col = (int)((next_strip % strips_per_i) * SW);
-            next_plane = (int)(next_strip / strips_per_i);
-        }
-    };
     if constexpr (STAGES > 0) {
         if (lane == 0) {
 #pragma unroll
@@ -496,7 +471,6 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
             mbar_init_fence();
         }
         __syncwarp();
-        for (int k = 0; k < STAGES && (i64)issued < seq_len; ++k) issue_next();
     }
 #else
     static_assert(STAGES == 0, "TMA needs sm_90");
@@ -539,11 +513,22 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
             typename FMT::Acc acc[2];
 #if TCR_HAS_TMA
             if constexpr (STAGES > 0) {
-                // this strip's `per_strip` chunks (chunk q + k*WPS: rows j0 .. j0+15, columns l0 .. l0+31 of this i)
-                // arrive as TMA boxes, STAGES of the sequence in flight. The box's columns at or past b read as zeros
-                // (TMA's fill); its rows at or past j_end (this split's end) are read as zero here.
-                const float* ring = tma_ring + warp * (STAGES * 16 * SW);
-                for (i64 k = 0; k < (strip_ok ? per_strip : 0); ++k) {
+                // the warp's chunks k = 0 .. mine-1 (chunk q + k*WPS: rows j0 .. j0+15, columns l0 .. l0+31 of this i)
+                // arrive as TMA boxes, STAGES in flight; lane 0 arms the buffer's barrier and issues the copy. The
+                // box's columns at or past b read as zeros (TMA's fill); its rows at or past j_end (this split's end)
+                // are read as zero here.
+                const i64 mine = (strip_ok && q < nchunks) ? (nchunks - 1 - q) / WPS + 1 : 0;
+                float* ring = tma_ring + warp * (STAGES * 16 * SW);
+                auto issue = [&](i64 k) {
+                    const unsigned slot = issued++ % STAGES;
+                    if (lane == 0) {
+                        mbar_arrive_expect_tx(&tma_bars[warp][slot], 16 * SW * 4);
+                        tma_load_3d(ring + slot * 16 * SW, tmap, (int)l0, (int)(j_begin + (q + k * WPS) * 16), (int)i,
+                                    &tma_bars[warp][slot]);
+                    }
+                };
+                for (i64 k = 0; k < mine && k < STAGES; ++k) issue(k);
+                for (i64 k = 0; k < mine; ++k) {
                     const unsigned slot = used % STAGES, parity = (used / STAGES) & 1u;
                     ++used;
                     mbar_wait(&tma_bars[warp][slot], parity);
@@ -557,11 +542,10 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                         y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
                     }
                     tcr32::step_col_chunk<FMT>(acc, y);
-                    // refill the buffer with the sequence's next chunk (this strip's or the next one's): every lane's
-                    // reads of it have returned (the step's mma.sync consumed them)
-                    if ((i64)issued < seq_len) {  // warp-uniform
+                    // refill the buffer: every lane's reads of it have returned (the step's mma.sync consumed them)
+                    if (k + STAGES < mine) {  // warp-uniform
                         __syncwarp();
-                        issue_next();
+                        issue(k + STAGES);
                     }
                 }
             } else

@@ -97,9 +97,6 @@ COLS_TMA_MIN_CHUNKS = {"tensorcore": 4, "tensorcore_tf32": 2}
 # GB/s, [2^17, 2^10] 2,858 -> 2,893, [2^20, 2^7] 2,724 -> 2,779 (at 3 blocks per SM: 2,768, 2,730, 2,650); tf32 [2^20,
 # 2^7] 2,821 -> 2,846
 COLS_TMA_SPLITS = True
-# tc32_cols_tma without splits on a resident grid (at most the resident blocks, strip groups grid-strided, the ring
-# refilled across a strip's end with the next strip's first chunks) instead of a grid of one pass
-COLS_TMA_RESIDENT = False
 COLS_TMA_MIN_BYTES = 1 << 24  # smaller inputs keep tc32_cols (a tensor map is encoded per input address)
 TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
@@ -265,8 +262,6 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
-    if tma and work.splits == 1 and COLS_TMA_RESIDENT:  # equal rounds of strip groups per block
-        work = WorkSplit(work.warps_per_tile, 1, cdiv(work.grid_x, cdiv(work.grid_x, cap)))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
