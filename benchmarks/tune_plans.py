@@ -249,6 +249,14 @@ for _n in (32768, 1 << 17, 1 << 20):
             tc32_plan, [dict(COLS_TMA_SPLITS=True), dict(COLS_TMA_SPLITS=False),
                         dict(COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=3)],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(20003, 64), (40000, 96)], _method)
+# shuffle_cols over short fp16 / bf16 columns (32-256 rows, where tuned Triton and torch.compile read 1-2% faster in
+# the segment runs): rows in flight per thread and blocks per SM (the same sums)
+for _dt in ("float16", "bfloat16"):
+    for _r in (32, 64, 128, 256):
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_unroll"] = (
+            shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b})
+                           for u, b in ((8, 2), (16, 2), (8, 3), (4, 4), (16, 1), (32, 1))],
+            _dt, (_r, (1 << 28) // _r), 0, [(_r + 3, 40000), (_r, 34003)], "shuffle")
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
