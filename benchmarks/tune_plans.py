@@ -213,9 +213,10 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # tc32_cols_tma: chunks brought by TMA into a ring of shared-memory buffers per warp (COLS_TMA_STAGES chunks in flight,
 # at COLS_BLOCKS_PER_SM_TMA blocks per SM; the same chunks in the same order) against the register loop (stages 0);
 # the check shapes (TMA for any size here) add a last chunk of 13 rows, a partial strip of 4 columns and few strips
-# (splits: the register loop). Run 31 also timed a refill before the step (after a proxy fence): no better
-# (the committed setting first, then buffers and blocks per SM at every row count, the check shapes on TMA too). Runs
-# 32-33 led to 2 blocks per SM from COLS_TMA_LONG_ROWS rows, 3 below for both methods
+# (their rows split: the register loop below COLS_TMA_LONG_ROWS rows, TMA from there). Run 31 also timed a refill
+# before the step (after a proxy fence): no better (the committed setting first, then buffers and blocks per SM at
+# every row count, the check shapes on TMA too). Runs 32-33 led to 2 blocks per SM from COLS_TMA_LONG_ROWS rows, 3
+# below for both methods
 _TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
                  "tf32": ((2, 4), (0, 3), (2, 3), (3, 2), (2, 2))}
 for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):

@@ -39,8 +39,9 @@ STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
-# (_common.stream_work). Run 32 (H100, 512 MiB, GB/s): the split's [128, 2^20] 2,689 -> 2,888, [256, 2^19] 2,796 ->
-# 2,919; tf32 2,768 -> 2,950 and 2,916 -> 2,992; float16 [256, 2^20] 2,878 -> 2,980, [512, 2^19] 2,932 -> 3,026
+# (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): float16 [128, 2^21] 2,857 -> 2,957,
+# [256, 2^20] 2,919 -> 2,968; bfloat16 2,835 -> 2,935, 2,895 -> 2,935; at 300 rows (5 splits against 8) float16 2,935
+# -> 2,890, bfloat16 2,922 -> 2,926
 STREAM_SPLIT_FILL = True
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)

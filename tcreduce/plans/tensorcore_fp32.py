@@ -23,9 +23,10 @@ What it launches: one kernel per call.
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
   path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
-  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows, strips of ``COLS_TMA_MIN_CHUNKS`` chunks
-  or more and no splits take ``tc32_cols_tma`` instead: the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a ring of
-  ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
+  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS``
+  chunks or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from
+  ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
+  ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
   (:class:`~tcreduce._plan.TensorMapOfX`).
 """
 
@@ -69,15 +70,16 @@ COLS_BLOCKS_PER_SM = 3
 COLS_PREFETCH = {"tensorcore": False, "tensorcore_tf32": True}
 COLS_BLOCKS_PER_SM_PREFETCH = 2
 # tc32_cols_tma on sm_90 and later, for inputs of at least COLS_TMA_MIN_BYTES whose strips have at least
-# COLS_TMA_MIN_CHUNKS chunks (below) and 16-byte aligned rows, and no splits, per method: the chunks arrive as TMA
-# boxes (16 rows x 32 columns) in a ring of this many shared-memory buffers per warp (2 KiB each), refilled after each step, at
-# COLS_BLOCKS_PER_SM_TMA blocks per SM (the same chunks in the same order: the same sums); 0: off. tune_plans runs
-# 30-31 (H100, 512 MiB, single readings about 2-3% apart run to run): the split at 2 buffers, 3 blocks per SM: [128,
-# 2^20] 2,682 -> 2,836 GB/s, [256, 2^19] 2,772 -> 2,867, [1024, 2^17] 2,694 -> 2,792, [4096, 2^15] 2,696 -> 2,657,
-# [16384, 2^13] 2,765 -> 2,750; tf32 at 2 buffers, 4 blocks per SM: 2,632 -> 2,847, 2,761 -> 2,858, 2,919 -> 2,935,
-# 2,874 -> 2,941, 2,829 -> 2,882. Where the rows are split over blocks (few strips) it lost (run 30, [2^20, 128]:
-# 2,728 -> 2,644), so split plans keep the register loop. Runs 32-33 (H100): tf32 reads 128-512 rows 1-2.5% faster at 3
-# blocks per SM than at 4 (run 33: 2,869 -> 2,915, 2,857 -> 2,928, 2,929 -> 2,955 GB/s), so both run 3 ...
+# COLS_TMA_MIN_CHUNKS chunks (below) and 16-byte aligned rows (split rows: COLS_TMA_SPLITS), per method: the chunks
+# arrive as TMA boxes (16 rows x 32 columns) in a ring of this many shared-memory buffers per warp (2 KiB each),
+# refilled after each step, at COLS_BLOCKS_PER_SM_TMA blocks per SM (the same chunks in the same order: the same sums);
+# 0: off. tune_plans runs 30-31 (H100, 512 MiB, single readings about 2-3% apart run to run): the split at 2 buffers, 3
+# blocks per SM: [128, 2^20] 2,682 -> 2,836 GB/s, [256, 2^19] 2,772 -> 2,867, [1024, 2^17] 2,694 -> 2,792, [4096, 2^15]
+# 2,696 -> 2,657, [16384, 2^13] 2,765 -> 2,750; tf32 at 2 buffers, 4 blocks per SM: 2,632 -> 2,847, 2,761 -> 2,858,
+# 2,919 -> 2,935, 2,874 -> 2,941, 2,829 -> 2,882. Where the rows are split over blocks (few strips) it lost (run 30,
+# [2^20, 128]: 2,728 -> 2,644), so split plans kept the register loop; from 1024 rows, at 2 blocks per SM, they take TMA
+# (COLS_TMA_SPLITS). Runs 32-33 (H100): tf32 reads 128-512 rows 1-2.5% faster at 3 blocks per SM than at 4 (run 33:
+# 2,869 -> 2,915, 2,857 -> 2,928, 2,929 -> 2,955 GB/s), so both run 3 ...
 COLS_TMA_STAGES = {"tensorcore": 2, "tensorcore_tf32": 2}
 COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
 # ... below COLS_TMA_LONG_ROWS rows, and COLS_BLOCKS_PER_SM_TMA_LONG from there: long strips keep 2 blocks per SM
@@ -121,8 +123,9 @@ STREAM_MIN_K = 512
 STREAM_UNROLL = 2  # 256-element chunks in flight per warp in tc32_rows_stream (4 vectors per lane)
 STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
-# (_common.stream_work). Run 32 (H100, 512 MiB, GB/s): the split's [128, 2^20] 2,689 -> 2,888, [256, 2^19] 2,796 ->
-# 2,919; tf32 2,768 -> 2,950 and 2,916 -> 2,992; float16 [256, 2^20] 2,878 -> 2,980, [512, 2^19] 2,932 -> 3,026
+# (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): the split's [128, 2^20] 2,710 -> 2,917,
+# [256, 2^19] 2,824 -> 2,971, [512, 2^18] 2,914 -> 2,970; tf32 2,811 -> 2,940, 2,926 -> 2,972, 2,977 -> 3,024 (at 300
+# rows, 5 splits against 8, mixed: the split 2,764 -> 2,857, tf32 2,876 -> 2,748 on the same grid)
 STREAM_SPLIT_FILL = True
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
@@ -232,9 +235,9 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
-    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
-           and _tma_fits(problem, aligned, device) and problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
-           else 0)
+    big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
+    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
+           and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
         blocks_per_sm = (COLS_BLOCKS_PER_SM_TMA_LONG if problem.r >= COLS_TMA_LONG_ROWS else
