@@ -602,6 +602,12 @@ TMA_CASES = [
 ]
 
 
+def marked_tma(tma, method: str) -> bool:
+    """Whether a :data:`TMA_CASES` entry's mark (a bool for both methods, or the methods named) says ``method`` takes
+    TMA."""
+    return tma if isinstance(tma, bool) else method in tma
+
+
 def tma_cases_plan_as_marked(method: str, monkeypatch) -> None:
     """On the CPU: with TMA planned for any input size, an H100 plan of every :data:`TMA_CASES` case takes
     tc32_cols_tma exactly where the case says (so the GPU test's cases keep covering what they name)."""
@@ -675,7 +681,7 @@ def gpu_tma_equals_twin(method: str, dists, monkeypatch) -> None:
                 count += 1
                 if not same_bits(got, want):
                     mismatches.append((shape, axis, dist, xv.shape, got.reshape(-1)[:3], want.reshape(-1)[:3]))
-            assert bool(encoded) == (tma if isinstance(tma, bool) else method in tma), (shape, axis, encoded)
+            assert bool(encoded) == marked_tma(tma, method), (shape, axis, encoded)
         print(f"\nGPU == emulator through TMA ({method}): {count - len(mismatches)}/{count}")
         assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
     finally:
