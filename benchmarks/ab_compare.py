@@ -1,7 +1,8 @@
 """A/B timing of two tcreduce trees on one GPU in one run: the checkout this script lives in ("after") against another
 checkout ("before", e.g. ``git archive HEAD~1 | tar x -C .before``), on shapes where a kernel change should show.
 
-    python benchmarks/ab_compare.py --before .before [--rounds 2] [--reps 20] [--cases cols,rows] [--out DIR]
+    python benchmarks/ab_compare.py --before .before [--rounds 2] [--reps 20] [--cases cols,rows]
+                                    [--dtypes float32] [--ns 128,1024] [--methods tensorcore,shuffle] [--out DIR]
 
 Each round runs one child process per tree, alternating (before, after, before, after, ...), so that a drift of the
 GPU's clocks over the run falls on both trees alike; a child imports tcreduce from its tree only, times every case
@@ -40,7 +41,15 @@ def _shape(group: str, dtype: str, n: int) -> tuple[tuple[int, int], int]:
     return ((n, other), 0) if group == "cols" else ((other, n), -1)
 
 
-def child(tree: Path, groups: list[str], reps: int) -> None:
+def cases(groups: list[str], dtypes: list[str] | None = None, ns: list[int] | None = None) -> list[tuple]:
+    """The (group, dtype, n) cases of ``groups``: CASES, or every dtype x n given."""
+    if dtypes is None and ns is None:
+        return [c for c in CASES if c[0] in groups]
+    dtypes = dtypes or sorted({c[1] for c in CASES})
+    return [(g, d, n) for g in groups for d in dtypes for n in (ns or sorted({c[2] for c in CASES if c[0] == g}))]
+
+
+def child(tree: Path, todo: list[tuple], reps: int, methods: tuple[str, ...] = METHODS) -> None:
     """Time every case with the tcreduce of ``tree``; one JSON line per (case, method) on stdout."""
     sys.path.insert(0, str(tree))
     sys.path.insert(1, str(HERE))
@@ -55,13 +64,11 @@ def child(tree: Path, groups: list[str], reps: int) -> None:
     except ImportError:
         torch = None
     rng = cupy.random.default_rng(1)
-    for group, dtype, n in CASES:
-        if group not in groups:
-            continue
+    for group, dtype, n in todo:
         shape, axis = _shape(group, dtype, n)
         x, _, kw = make_input(rng, shape, dtype, torch)
         x64 = None
-        for method in METHODS:
+        for method in methods:
             got = tcreduce.sum(x, axis=axis, method=method, **kw)
             if x64 is None:  # float64 reference from the method's own input bits (bf16: as fp32)
                 x64 = (x.astype(cupy.float64) if dtype != "bfloat16"
@@ -83,12 +90,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cases", default="cols,rows", help="case groups: cols, rows")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated tcreduce methods")
+    ap.add_argument("--dtypes", help="comma-separated dtypes (default: CASES')")
+    ap.add_argument("--ns", help="comma-separated lengths of the reduced axis (default: CASES')")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     groups = args.cases.split(",")
+    todo = cases(groups, args.dtypes.split(",") if args.dtypes else None,
+                 [int(v) for v in args.ns.split(",")] if args.ns else None)
     if args.child:
-        child(args.child, groups, args.reps)
+        child(args.child, todo, args.reps, tuple(args.methods.split(",")))
         return
     if args.before is None:
         ap.error("--before is required")
@@ -97,6 +109,7 @@ def main() -> None:
     for rnd in range(args.rounds):
         for label, tree in trees.items():
             cmd = [sys.executable, __file__, "--child", str(tree), "--cases", args.cases, "--reps", str(args.reps)]
+            cmd += [f"--{k}={v}" for k, v in (("dtypes", args.dtypes), ("ns", args.ns), ("methods", args.methods)) if v]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode:
                 sys.exit(f"{label} round {rnd} failed:\n{proc.stderr}")
