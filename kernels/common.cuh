@@ -169,16 +169,14 @@ __device__ __forceinline__ void mbar_init_fence() {
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-// Waits until the phase of `bar` with this parity has completed.
+// Waits until the phase of `bar` with this parity has completed: try_wait suspends the thread until the phase
+// completes or a time limit passes, and the loop retries (as CUTLASS's ClusterBarrier::wait), with no branch back
+// through the compiler's loop structure.
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    } while (!done);
+    asm volatile(
+        "{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}\n"
+        ::"r"(bar), "r"(parity)
+        : "memory");
 }
 // The box of `map` at coordinates (c0, c1, c2) (innermost first) into shared dst, completing on bar.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int c0, int c1, int c2, unsigned bar) {
