@@ -1,7 +1,7 @@
 """A/B timing of two tcreduce trees on one GPU in one run: the checkout this script lives in ("after") against another
 checkout ("before", e.g. ``git archive HEAD~1 | tar x -C .before``), on shapes where a kernel change should show.
 
-    python benchmarks/ab_compare.py --before .before [--rounds 2] [--reps 20] [--cases cols,rows]
+    python benchmarks/ab_compare.py --before .before [--after .] [--rounds 2] [--reps 20] [--cases cols,rows]
                                     [--dtypes float32] [--ns 128,1024] [--methods tensorcore,shuffle] [--out DIR]
 
 Each round runs one child process per tree, alternating (before, after, before, after, ...), so that a drift of the
@@ -87,6 +87,7 @@ def child(tree: Path, todo: list[tuple], reps: int, methods: tuple[str, ...] = M
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--before", type=Path, help="the other checkout (its tcreduce/ and kernels/)")
+    ap.add_argument("--after", type=Path, default=HERE.parent, help="the checkout under test (default: this one)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cases", default="cols,rows", help="case groups: cols, rows")
@@ -104,7 +105,7 @@ def main() -> None:
         return
     if args.before is None:
         ap.error("--before is required")
-    trees = {"before": args.before.resolve(), "after": HERE.parent}
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     results: list[dict] = []
     for rnd in range(args.rounds):
         for label, tree in trees.items():

@@ -467,7 +467,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     if constexpr (STAGES > 0) {
         if (lane == 0) {
 #pragma unroll
-            for (int k = 0; k < STAGES; ++k) mbar_init(smem_addr(&tma_bars[warp][k]), 1);
+            for (int k = 0; k < STAGES; ++k) mbar_init(&tma_bars[warp][k], 1);
             mbar_init_fence();
         }
         __syncwarp();
@@ -515,57 +515,38 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
             if constexpr (STAGES > 0) {
                 // the warp's chunks k = 0 .. mine-1 (chunk q + k*WPS: rows j0 .. j0+15, columns l0 .. l0+31 of this i)
                 // arrive as TMA boxes, STAGES in flight; lane 0 arms the buffer's barrier and issues the copy. The
-                // box's columns at or past b read as zeros (TMA's fill). Only the split's last chunk can have rows at
-                // or past j_end: the warp holding it reads it last, masked; every other chunk is read whole.
-                constexpr unsigned BOX_BYTES = 16 * SW * 4;
+                // box's columns at or past b read as zeros (TMA's fill); its rows at or past j_end (this split's end)
+                // are read as zero here.
                 const i64 mine = (strip_ok && q < nchunks) ? (nchunks - 1 - q) / WPS + 1 : 0;
-                const int tail_rows = (int)((j_end - j_begin) & 15);  // rows of a partial last chunk (0: none)
-                const bool has_tail = tail_rows != 0 && mine > 0 && q + (mine - 1) * WPS == nchunks - 1;
-                const i64 whole = mine - (has_tail ? 1 : 0), refill_below = mine - STAGES;
-                const unsigned ring_s = smem_addr(tma_ring) + warp * (STAGES * BOX_BYTES);
-                const unsigned bars_s = smem_addr(&tma_bars[warp][0]);
-                const float* lane_ring = tma_ring + warp * (STAGES * 16 * SW) + 4 * t * SW + 4 * g;  // row 4t, col 4g
-                int next_row = (int)(j_begin + (i64)q * 16);  // the row coordinate of the next box issued
-                auto issue = [&]() {
+                float* ring = tma_ring + warp * (STAGES * 16 * SW);
+                auto issue = [&](i64 k) {
                     const unsigned slot = issued++ % STAGES;
                     if (lane == 0) {
-                        mbar_arrive_expect_tx(bars_s + 8 * slot, BOX_BYTES);
-                        tma_load_3d(ring_s + slot * BOX_BYTES, tmap, (int)l0, next_row, (int)i, bars_s + 8 * slot);
+                        mbar_arrive_expect_tx(&tma_bars[warp][slot], 16 * SW * 4);
+                        tma_load_3d(ring + slot * 16 * SW, tmap, (int)l0, (int)(j_begin + (q + k * WPS) * 16), (int)i,
+                                    &tma_bars[warp][slot]);
                     }
-                    next_row += WPS * 16;
                 };
-                auto wait = [&]() {  // the buffer of the warp's next chunk, once its box has landed
+                for (i64 k = 0; k < mine && k < STAGES; ++k) issue(k);
+                for (i64 k = 0; k < mine; ++k) {
                     const unsigned slot = used % STAGES, parity = (used / STAGES) & 1u;
                     ++used;
-                    mbar_wait(bars_s + 8 * slot, parity);
-                    return lane_ring + slot * 16 * SW;
-                };
-                for (i64 k = 0; k < mine && k < STAGES; ++k) issue();
-                for (i64 k = 0; k < whole; ++k) {
-                    const float* buf = wait();
+                    mbar_wait(&tma_bars[warp][slot], parity);
+                    const i64 nrows = min((i64)16, j_end - (j_begin + (q + k * WPS) * 16));
                     float y[4][4];
 #pragma unroll
                     for (int d = 0; d < 4; ++d) {
-                        const float4 v = *reinterpret_cast<const float4*>(buf + d * SW);
+                        const int row = 4 * t + d;
+                        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        if (row < nrows) v = *reinterpret_cast<const float4*>(ring + (slot * 16 + row) * SW + 4 * g);
                         y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
                     }
                     tcr32::step_col_chunk<FMT>(acc, y);
                     // refill the buffer: every lane's reads of it have returned (the step's mma.sync consumed them)
-                    if (k < refill_below) {  // warp-uniform
+                    if (k + STAGES < mine) {  // warp-uniform
                         __syncwarp();
-                        issue();
+                        issue(k + STAGES);
                     }
-                }
-                if (has_tail) {  // warp-uniform; the warp's last chunk, so nothing to refill
-                    const float* buf = wait();
-                    float y[4][4];
-#pragma unroll
-                    for (int d = 0; d < 4; ++d) {
-                        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        if (4 * t + d < tail_rows) v = *reinterpret_cast<const float4*>(buf + d * SW);
-                        y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
-                    }
-                    tcr32::step_col_chunk<FMT>(acc, y);
                 }
             } else
 #endif
