@@ -3,7 +3,10 @@
     python3 scripts/derive_auto.py [--csv-dir paper_figures] [--out tcreduce/_auto_table.py] [--check]
 
 Reads ``throughput.csv`` (full sums, N = 2^10..2^30) and ``segments.csv`` ([M, n] over the last axis: "rows";
-[n, M] over the first: "cols"; n = 16..2^20, 512 MiB per call), both written by ``python -m experiments``. For every
+[n, M] over the first: "cols"; n = 16..2^20, 512 MiB per call), both written by ``python -m experiments``, into the
+primary table (``TABLE``, the GPU those sweeps ran on). Sweeps of another GPU, committed in a subdirectory named after
+its family (``paper_figures/h200/``: a :data:`tcreduce._device.KNOWN_GPUS` key in lower case; either CSV may be
+missing), give that family's table (``DEVICE_TABLES``), which auto uses on that GPU for the forms it measured. For every
 swept point (dtype, form, log2 of the reduced length) it keeps the fastest *eligible* method measured there, by the
 median time per call of back-to-back calls (``time_us``); methods within ``TIE`` (1%) of the fastest count as tied
 and the tie goes to the first in ``PREFERENCE`` (the tensor cores first: one fused 16-term block per mma, the smaller
@@ -69,19 +72,44 @@ def eligible(dtype: str) -> list[str]:
     return sorted(names, key=lambda n: (PREFERENCE.index(n) if n in PREFERENCE else len(PREFERENCE), n))
 
 
-def load_points(csv_dir: Path) -> tuple[list[Point], dict]:
-    """Every swept point of throughput.csv and segments.csv (tcreduce methods with a time), and their headers."""
-    from experiments.records import num, read_csv
+def family_of(meta: dict) -> str:
+    """The GPU family (KNOWN_GPUS key) every CSV of one directory was measured on."""
+    from tcreduce._device import gpu_family
+
+    families = {gpu_family(h.get("device", "")) for h in meta.values() if h}
+    if len(families) != 1 or None in families:
+        raise ValueError(f"one directory's sweeps must come from one known GPU family, got {families}: {meta}")
+    return families.pop()
+
+
+def device_dirs(csv_dir: Path) -> dict[str, Path]:
+    """The subdirectories of ``csv_dir`` holding another GPU family's sweeps, by family."""
+    from tcreduce._device import KNOWN_GPUS
+
+    return {fam: csv_dir / fam.lower() for fam in KNOWN_GPUS
+            if any((csv_dir / fam.lower() / f"{s}.csv").is_file() for s in ("throughput", "segments"))}
+
+
+def _read(path: Path, required: bool) -> tuple[list[dict], dict]:
+    from experiments.records import read_csv
+
+    return read_csv(path) if required or path.is_file() else ([], {})
+
+
+def load_points(csv_dir: Path, required: bool = True) -> tuple[list[Point], dict]:
+    """Every swept point of throughput.csv and segments.csv (tcreduce methods with a time), and their headers; with
+    ``required`` off (a device's subdirectory) a missing CSV counts as no points."""
+    from experiments.records import num
 
     points: list[Point] = []
     meta = {}
     acc: dict = defaultdict(dict)
-    rows, meta["throughput"] = read_csv(csv_dir / "throughput.csv")
+    rows, meta["throughput"] = _read(csv_dir / "throughput.csv", required)
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n = int(r["n"])
             acc[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["time_us"])
-    rows, meta["segments"] = read_csv(csv_dir / "segments.csv")
+    rows, meta["segments"] = _read(csv_dir / "segments.csv", required)
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n, m = int(r["n"]), int(r["m"])
@@ -120,18 +148,50 @@ def derive(points: list[Point]) -> tuple[dict, list[str]]:
     return {k: dict(sorted(v.items())) for k, v in sorted(table.items())}, notes
 
 
-def render(table: dict, notes: list[str], meta: dict) -> str:
-    def src(name: str) -> str:
-        h = meta.get(name, {})
+@dataclass(frozen=True)
+class Sweep:
+    """One GPU family's derived table: its family, table, notes and the CSV headers it came from."""
+
+    family: str
+    table: dict
+    notes: list
+    meta: dict
+
+
+def derive_dir(csv_dir: Path, required: bool = True) -> Sweep:
+    points, meta = load_points(csv_dir, required)
+    table, notes = derive(points)
+    return Sweep(family_of(meta), table, notes, meta)
+
+
+def _render_table(table: dict, indent: str) -> list[str]:
+    lines = []
+    for (dtype, form), buckets in table.items():
+        lines.append(f"{indent}({dtype!r}, {form!r}): {{")
+        items = list(buckets.items())
+        for i in range(0, len(items), 4):
+            lines.append(f"{indent}    " + " ".join(f"{b}: {m!r}," for b, m in items[i:i + 4]))
+        lines.append(f"{indent}}},")
+    return lines
+
+
+def render(primary: Sweep, devices: list[Sweep]) -> str:
+    def src(sweep: Sweep, name: str) -> str:
+        h = sweep.meta.get(name, {})
         return f"{name}.csv: {h.get('device', '?')}, commit {h.get('commit', '?')}, {h.get('date_utc', '?')}"
+
+    def sources(sweep: Sweep) -> list[str]:
+        return [f"  {src(sweep, name)}" for name, h in sweep.meta.items() if h]
 
     lines = [
         '"""The ``method="auto"`` table: per (input dtype, form) and size bucket (log2 of the reduced length,',
         "rounded), the fastest eligible method measured in the committed sweeps. GENERATED by scripts/derive_auto.py:",
         "do not edit; re-run the sweep (python -m experiments throughput segments), then the script.",
         "",
-        f"Sources: {src('throughput')};",
-        f"{src('segments')}.",
+        f"Sources of TABLE ({primary.family}; used on every GPU for the forms DEVICE_TABLES lacks):",
+        *sources(primary),
+        *[line for d in devices
+          for line in (f"Sources of DEVICE_TABLES[{d.family!r}] (paper_figures/{d.family.lower()}/):", *sources(d))],
         f"Measure: median time per call of back-to-back calls (time_us); ties within {TIE:.0%} go to",
         f"{', '.join(PREFERENCE)} in that order. Lookup and fallbacks: tcreduce/_auto.py.",
         '"""',
@@ -142,28 +202,34 @@ def render(table: dict, notes: list[str], meta: dict) -> str:
         *(f"    {k!r}: {v!r}," for k, v in EXCLUDED.items()),
         "}",
         "",
+        f"DEVICE = {primary.family!r}  # the GPU family TABLE was measured on",
         "TABLE = {",
+        *_render_table(primary.table, "    "),
+        "}",
+        "",
+        "# Other GPU families' tables, each covering the (dtype, form) pairs its sweeps measured.",
+        "DEVICE_TABLES = {",
     ]
-    for (dtype, form), buckets in table.items():
-        lines.append(f"    ({dtype!r}, {form!r}): {{")
-        items = list(buckets.items())
-        for i in range(0, len(items), 4):
-            lines.append("        " + " ".join(f"{b}: {m!r}," for b, m in items[i:i + 4]))
-        lines.append("    },")
+    for d in devices:
+        lines += [f"    {d.family!r}: {{", *_render_table(d.table, "        "), "    },"]
+    lines += ["}", "",
+              "# Swept points where a method auto may not choose (EXCLUDED) was more than 2% faster than its pick.",
+              "NOTES = ("]
+    lines += [f"    {n!r}," for n in primary.notes]
+    lines += [")", "DEVICE_NOTES = {"]
+    for d in devices:
+        lines += [f"    {d.family!r}: (", *(f"        {n!r}," for n in d.notes), "    ),"]
     lines.append("}")
-    lines.append("")
-    lines.append("# Swept points where a method auto may not choose (EXCLUDED) was more than 2% faster than its pick.")
-    lines.append("NOTES = (")
-    for n in notes:
-        lines.append(f"    {n!r},")
-    lines.append(")")
     return "\n".join(lines) + "\n"
 
 
 def generate(csv_dir: Path) -> str:
-    points, meta = load_points(csv_dir)
-    table, notes = derive(points)
-    return render(table, notes, meta)
+    primary = derive_dir(csv_dir)
+    devices = [derive_dir(d, required=False) for fam, d in device_dirs(csv_dir).items()]
+    for fam, sweep in zip(device_dirs(csv_dir), devices):
+        if sweep.family != fam or fam == primary.family:
+            raise ValueError(f"{csv_dir / fam.lower()} holds {sweep.family} sweeps; the primary is {primary.family}")
+    return render(primary, devices)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,8 +17,13 @@ Fallbacks (points outside the sweep, documented here and tested):
 - a (dtype, form) the table lacks, a table method that is not registered or does not take the dtype, and every
   reduction other than sum ("max", "min"): ``shuffle`` (it takes fp16 and fp32 in every form).
 
-The sweep holds the total input at 512 MiB for rows and columns; other totals use the same segment-length bucket. The
-table was measured on one GPU (see its sources) and is used for every device.
+The sweep holds the total input at 512 MiB for rows and columns; other totals use the same segment-length bucket.
+
+Devices: ``TABLE`` was measured on one GPU (``DEVICE``, an H100); a GPU family with sweeps of its own
+(``DEVICE_TABLES``, from ``paper_figures/<family>/``: the H200's segment sweep) uses its table for the (dtype, form)
+pairs it measured, and ``TABLE`` for the rest (the H200's full sums); every other GPU uses ``TABLE``. The same
+bytes take different methods on different GPUs: on an H200 the float32 tensor-core sums are bound by their
+instructions, not by memory, and ``shuffle`` wins every float32 row and column sum there.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ._device import gpu_family
 from ._plan import DeviceSpec
 
-__all__ = ["choose_method", "lookup", "form_of", "FALLBACK"]
+__all__ = ["choose_method", "lookup", "table_for", "form_of", "FALLBACK"]
 
 FALLBACK = "shuffle"
 # Forms the sweep has not measured for a format borrow a measured format's rows: bf16 (where a sweep lacks it) moves
@@ -49,11 +55,22 @@ def form_of(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[str, int]:
     return "cols", reduced
 
 
-def lookup(in_dtype: str, form: str, length: int) -> str:
-    """The table's method for a dtype, form and reduced length, with the fallbacks of the module docstring."""
-    from ._auto_table import TABLE
+def table_for(device: DeviceSpec | None, in_dtype: str, form: str) -> dict:
+    """The table auto uses for ``in_dtype`` and ``form`` on ``device``: its family's own where that measured them,
+    else the primary ``TABLE``."""
+    from ._auto_table import DEVICE_TABLES, TABLE
 
-    buckets = TABLE.get((in_dtype, form))
+    own = DEVICE_TABLES.get(gpu_family(device.name)) if device is not None else None
+    return own if own is not None and (in_dtype, form) in own else TABLE
+
+
+def lookup(in_dtype: str, form: str, length: int, table: dict | None = None) -> str:
+    """The method of ``table`` (default: the primary ``TABLE``) for a dtype, form and reduced length, with the
+    fallbacks of the module docstring."""
+    if table is None:
+        from ._auto_table import TABLE as table
+
+    buckets = table.get((in_dtype, form))
     if not buckets:
         return FALLBACK
     b = 0 if length < 2 else int(math.floor(math.log2(length) + 0.5))
@@ -73,11 +90,12 @@ def choose_method(kind: str, x: Any, axes: tuple[int, ...], in_dtype: str, devic
     """The method ``method="auto"`` runs for reduction ``kind`` of ``x`` (anything with a ``shape``) over ``axes``."""
     if kind != "sum":
         return FALLBACK
-    from ._auto_table import TABLE
-
     form, length = form_of(tuple(x.shape), tuple(axes))
-    measured = in_dtype if (in_dtype, form) in TABLE else MEASURED_AS.get(in_dtype, in_dtype)
-    name = lookup(measured, form, length)
+    table = table_for(device, in_dtype, form)
+    measured = in_dtype if (in_dtype, form) in table else MEASURED_AS.get(in_dtype, in_dtype)
+    if measured != in_dtype:
+        table = table_for(device, measured, form)
+    name = lookup(measured, form, length, table)
     from . import registry
 
     return name if in_dtype in registry.get(name).dtypes else FALLBACK

@@ -6,7 +6,7 @@ import functools
 
 from ._plan import DeviceSpec
 
-__all__ = ["KNOWN_GPUS", "named_device", "current_device", "gpu_available"]
+__all__ = ["KNOWN_GPUS", "gpu_family", "named_device", "current_device", "gpu_available"]
 
 # Multiprocessor counts and compute capabilities of the GPUs the emulator models (SXM parts).
 KNOWN_GPUS: dict[str, DeviceSpec] = {
@@ -17,14 +17,19 @@ KNOWN_GPUS: dict[str, DeviceSpec] = {
 }
 
 
+def gpu_family(name: str) -> str | None:
+    """The :data:`KNOWN_GPUS` key a device name belongs to ("NVIDIA H200", "H200 NVL" -> "H200"), or None."""
+    key = name.upper().replace("NVIDIA ", "").split()[0] if name.strip() else ""
+    return next((gpu for gpu in KNOWN_GPUS if key.startswith(gpu)), None)
+
+
 def named_device(name: str | DeviceSpec) -> DeviceSpec:
     if isinstance(name, DeviceSpec):
         return name
-    key = name.upper().replace("NVIDIA ", "").split()[0] if name else ""
-    for gpu, spec in KNOWN_GPUS.items():
-        if key.startswith(gpu):
-            return spec
-    raise ValueError(f"unknown GPU {name!r}; known: {', '.join(KNOWN_GPUS)}")
+    family = gpu_family(name or "")
+    if family is None:
+        raise ValueError(f"unknown GPU {name!r}; known: {', '.join(KNOWN_GPUS)}")
+    return KNOWN_GPUS[family]
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,6 +1,6 @@
-"""method="auto" against the committed sweeps (CPU): at every swept point auto's pick is within 2% of the fastest
-eligible method measured there; the committed table is what scripts/derive_auto.py derives from the CSVs; the
-documented fallbacks hold outside the sweep."""
+"""method="auto" against the committed sweeps (CPU): at every swept point of every GPU with committed sweeps, auto's
+pick on that GPU is within 2% of the fastest eligible method measured there; the committed table is what
+scripts/derive_auto.py derives from the CSVs; the documented fallbacks hold outside the sweep and on other GPUs."""
 
 from __future__ import annotations
 
@@ -29,30 +29,44 @@ def derive():
 
 
 @pytest.fixture(scope="module")
-def points(derive):
-    pts, _ = derive.load_points(ROOT / "paper_figures")
-    return pts
+def sweeps(derive):
+    """{GPU family: its swept points}: the primary sweeps (paper_figures/, an H100) and every family's own."""
+    root = ROOT / "paper_figures"
+    out = {derive.derive_dir(root).family: derive.load_points(root)[0]}
+    for family, d in derive.device_dirs(root).items():
+        out[family] = derive.load_points(d, required=False)[0]
+    return out
 
 
-def _pick(shape, axes, dtype="float16", kind="sum"):
-    return choose_method(kind, SimpleNamespace(shape=shape), axes, dtype, H100)
+def _pick(shape, axes, dtype="float16", kind="sum", device=H100):
+    return choose_method(kind, SimpleNamespace(shape=shape), axes, dtype, device)
 
 
-def test_every_swept_point_within_2_percent_of_the_fastest(points, derive):
-    assert {(p.dtype, p.form) for p in points} >= {(d, f) for d in ("float16", "float32")
-                                                   for f in ("full", "rows", "cols")} | {
+def test_the_sweeps_cover_every_form(sweeps):
+    assert list(sweeps)[:2] == ["H100", "H200"]
+    primary = sweeps["H100"]
+    assert {(p.dtype, p.form) for p in primary} >= {(d, f) for d in ("float16", "float32")
+                                                    for f in ("full", "rows", "cols")} | {
         (d, "full") for d in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
-    assert len(points) >= 2 * (21 + 17 + 17) + 3 * 21
+    assert len(primary) >= 2 * (21 + 17 + 17) + 3 * 21
+    h200 = sweeps["H200"]
+    assert {(p.dtype, p.form) for p in h200} == {(d, f) for d in ("float16", "bfloat16", "float32")
+                                                 for f in ("rows", "cols")}
+    assert len(h200) == 3 * 2 * 17
+
+
+@pytest.mark.parametrize("family", ["H100", "H200"])
+def test_every_swept_point_within_2_percent_of_the_fastest(sweeps, derive, family):
     off = []
-    for p in points:
-        m = _pick(p.shape, p.axes, p.dtype)
+    for p in sweeps[family]:
+        m = _pick(p.shape, p.axes, p.dtype, device=KNOWN_GPUS[family])
         assert m in derive.eligible(p.dtype), (p, m)
         eligible = {k: t for k, t in p.times.items() if k in derive.eligible(p.dtype) and math.isfinite(t)}
         assert m in eligible, f"auto picks {m} at {p.dtype} {p.form} n={p.length}, which was not measured there"
         best = min(eligible.values())
         if eligible[m] > best * (1 + derive.TOLERANCE):
             off.append(f"{p.dtype} {p.form} n={p.length}: {m} {eligible[m]:.1f} us, fastest {best:.1f} us")
-    assert not off, "auto's pick is more than 2% slower than the fastest eligible method:\n" + "\n".join(off)
+    assert not off, f"auto's pick on {family} is more than 2% slower than the fastest eligible method:\n" + "\n".join(off)
 
 
 def test_committed_table_is_derived_from_the_csvs(derive):
@@ -108,3 +122,39 @@ def test_fallbacks(monkeypatch):
     assert lookup("float16", "full", 1 << 29) == "wmma"
     monkeypatch.setitem(_auto_table.TABLE, ("float32", "full"), {10: "wmma"})
     assert lookup("float32", "full", 1 << 10) == FALLBACK  # wmma takes no float32
+
+
+def test_each_gpu_family_uses_its_own_table_where_it_has_one(monkeypatch):
+    from tcreduce import _auto_table
+    from tcreduce._auto import table_for
+    from tcreduce._plan import DeviceSpec
+
+    h200 = KNOWN_GPUS["H200"]
+    own = _auto_table.DEVICE_TABLES["H200"]
+    assert table_for(h200, "float32", "rows") is own and table_for(h200, "float32", "full") is _auto_table.TABLE
+    for other in (H100, KNOWN_GPUS["A100"], DeviceSpec("NVIDIA GeForce RTX 4090", 128, (8, 9)), None):
+        assert table_for(other, "float32", "rows") is _auto_table.TABLE
+    assert table_for(DeviceSpec("NVIDIA H200 NVL", 132, (9, 0)), "float16", "cols") is own  # CuPy's device name
+    # the same shapes, two GPUs: float32 rows of 256 take the split tensor-core sum on an H100, shuffle on an H200
+    rows256 = ((1 << 19, 256), (1,), "float32")
+    assert _pick(*rows256) == _auto_table.TABLE[("float32", "rows")][8] == "tensorcore"
+    assert _pick(*rows256, device=h200) == own[("float32", "rows")][8] == "shuffle"
+    assert _pick((1 << 20,), (0,), "float32", device=h200) == _auto_table.TABLE[("float32", "full")][20]
+    # a bf16 form neither table has borrows fp16's, from the device's table first
+    monkeypatch.delitem(own, ("bfloat16", "rows"))
+    monkeypatch.delitem(_auto_table.TABLE, ("bfloat16", "rows"))
+    monkeypatch.setitem(own, ("float16", "rows"), {10: "wmma"})
+    assert _pick((1 << 18, 1024), (1,), "bfloat16", device=h200) == "wmma"
+    assert _pick((1 << 18, 1024), (1,), "bfloat16") == _auto_table.TABLE[("float16", "rows")][10]
+
+
+def test_a_device_directory_must_hold_its_own_family(derive, tmp_path):
+    assert derive.family_of({"segments": {"device": "NVIDIA H200 (132 SMs)"}, "throughput": {}}) == "H200"
+    with pytest.raises(ValueError, match="one known GPU family"):
+        derive.family_of({"segments": {"device": "NVIDIA H200"}, "throughput": {"device": "NVIDIA H100 80GB HBM3"}})
+    with pytest.raises(ValueError, match="one known GPU family"):
+        derive.family_of({"segments": {"device": "Tesla T4"}})
+    assert derive.device_dirs(tmp_path) == {}
+    (tmp_path / "h200").mkdir()
+    (tmp_path / "h200" / "segments.csv").write_text("")
+    assert derive.device_dirs(tmp_path) == {"H200": tmp_path / "h200"}
