@@ -225,10 +225,11 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
 
 def generate(csv_dir: Path) -> str:
     primary = derive_dir(csv_dir)
-    devices = [derive_dir(d, required=False) for fam, d in device_dirs(csv_dir).items()]
-    for fam, sweep in zip(device_dirs(csv_dir), devices):
-        if sweep.family != fam or fam == primary.family:
-            raise ValueError(f"{csv_dir / fam.lower()} holds {sweep.family} sweeps; the primary is {primary.family}")
+    devices = []
+    for family, d in device_dirs(csv_dir).items():
+        devices.append(derive_dir(d, required=False))
+        if devices[-1].family != family or family == primary.family:
+            raise ValueError(f"{d} holds {devices[-1].family} sweeps; the primary ones are {primary.family}'s")
     return render(primary, devices)
 
 
