@@ -66,7 +66,8 @@ def test_every_swept_point_within_2_percent_of_the_fastest(sweeps, derive, famil
         best = min(eligible.values())
         if eligible[m] > best * (1 + derive.TOLERANCE):
             off.append(f"{p.dtype} {p.form} n={p.length}: {m} {eligible[m]:.1f} us, fastest {best:.1f} us")
-    assert not off, f"auto's pick on {family} is more than 2% slower than the fastest eligible method:\n" + "\n".join(off)
+    why = f"auto's pick on {family} is more than 2% slower than the fastest eligible method:\n"
+    assert not off, why + "\n".join(off)
 
 
 def test_committed_table_is_derived_from_the_csvs(derive):
