@@ -623,8 +623,7 @@ def tma_cases_plan_as_marked(method: str, monkeypatch) -> None:
             x = np.empty(shape, np.float32)  # never written: only its shape, strides and address are planned
             layout, _ = host_layout(view(x) if view else x, axis)
             kernel = _api.get_plan(method, layout.problem, "float32", out_dtype, KNOWN_GPUS["H100"]).launches[0].kernel
-            assert kernel.startswith("tc32_cols_tma<") == (tma if isinstance(tma, bool) else method in tma), \
-                (shape, axis, kernel)
+            assert kernel.startswith("tc32_cols_tma<") == marked_tma(tma, method), (shape, axis, kernel)
     finally:
         _api.get_plan.cache_clear()
 

@@ -32,7 +32,8 @@ def derive():
 def sweeps(derive):
     """{GPU family: its swept points}: the primary sweeps (paper_figures/, an H100) and every family's own."""
     root = ROOT / "paper_figures"
-    out = {derive.derive_dir(root).family: derive.load_points(root)[0]}
+    points, meta = derive.load_points(root)
+    out = {derive.family_of(meta): points}
     for family, d in derive.device_dirs(root).items():
         out[family] = derive.load_points(d, required=False)[0]
     return out
