@@ -22,7 +22,9 @@
 //   below 2^(E-8), the sum staying below 2^(E+6) (21 bits): exact too. The remainders r2 (at most 2^-16 of the row
 //   maximum, so of the row's own sum|x|: rows of different segments do not share a grid) are added on the CUDA cores
 //   into a per-lane register rho, one per row, and summed over the quad at the end. So the split loses nothing; what
-//   is left is fp32 rounding of small quantities (the pair sums below).
+//   is left is fp32 rounding of small quantities (the pair sums below). The kernel cuts the same t = hi + mid another
+//   way, with fewer instructions (split_common): hi' = t truncated to bf16, mid' = t - hi'; its blocks sum the same t
+//   exactly and its remainders are the same r2, so the bits are those of the cut above (which the twin replays).
 //   Rows with M >= 2^112 (or an infinity, or only NaNs: M's exponent field above 238) would overflow sigma1: if any
 //   row of the warp has one, the whole warp takes the wide path for that step, the split at each value's own
 //   exponent (exact for values above 2^-110; its blocks may truncate):
@@ -60,16 +62,23 @@ __device__ __forceinline__ unsigned upper_halves(float a, float b) {  // (a's to
     return __byte_perm(__float_as_uint(a), __float_as_uint(b), 0x7632);
 }
 
-// Normal path: the hi and mid bf16x2 registers of the pair (x0, x1), cut on the grids of sigma1 and sigma2, and the
-// two remainders.
-__device__ __forceinline__ void split_common(float x0, float x1, float sigma1, float sigma2, unsigned& h, unsigned& m,
-                                             float& r0, float& r1) {
-    const float h0 = __fsub_rn(__fadd_rn(sigma1, x0), sigma1), h1 = __fsub_rn(__fadd_rn(sigma1, x1), sigma1);
-    const float t0 = __fsub_rn(x0, h0), t1 = __fsub_rn(x1, h1);
-    const float m0 = __fsub_rn(__fadd_rn(sigma2, t0), sigma2), m1 = __fsub_rn(__fadd_rn(sigma2, t1), sigma2);
-    r0 = __fsub_rn(t0, m0);
-    r1 = __fsub_rn(t1, m1);
-    h = upper_halves(h0, h1);
+// Normal path: the hi' and mid' bf16x2 registers of the pair (x0, x1) and the two remainders, with 10 instructions
+// where cutting hi and mid on the grids of sigma1 and sigma2 (the order above, which the twin replays) takes 14:
+//   t  = (sigma2 + x) - sigma2      x rounded to a multiple of 2^(E-15), = hi + mid above (hi is an even multiple of
+//                                   2^(E-15), so rounding x - hi to that grid is rounding x, minus hi)
+//   r2 = x - t                      exact, = r2 above
+//   hi' = t truncated to bf16, mid' = t - hi' (exact: t has at most 16 significant bits below 2^(E+1), so mid' has at
+//   most 8 and is a bf16; both are multiples of 2^(E-15))
+// The hi' block (16 multiples of 2^(E-15) below 2^(E+1)) and the mid' block chained on it are exact as the hi and mid
+// blocks are (the sum stays below 2^(E+6)), so c1 = the exact sum of the row's t = the same bits, and r2 is the same.
+__device__ __forceinline__ void split_common(float x0, float x1, float sigma2, unsigned& h, unsigned& m, float& r0,
+                                             float& r1) {
+    const float t0 = __fsub_rn(__fadd_rn(sigma2, x0), sigma2), t1 = __fsub_rn(__fadd_rn(sigma2, x1), sigma2);
+    r0 = __fsub_rn(x0, t0);
+    r1 = __fsub_rn(x1, t1);
+    h = upper_halves(t0, t1);
+    const float m0 = __fsub_rn(t0, __uint_as_float(__float_as_uint(t0) & 0xFFFF0000u));
+    const float m1 = __fsub_rn(t1, __uint_as_float(__float_as_uint(t1) & 0xFFFF0000u));
     m = upper_halves(m0, m1);
 }
 
@@ -113,13 +122,12 @@ struct Split {
             mma_bf16_rowsum(cm, m, zero);
             mma_bf16_rowsum(c3, l, cm);
         } else {
-            const float s1_lo = sigma(eb_lo, 16u), s2_lo = sigma(eb_lo, 8u);
-            const float s1_hi = sigma(eb_hi, 16u), s2_hi = sigma(eb_hi, 8u);
+            const float s2_lo = sigma(eb_lo, 8u), s2_hi = sigma(eb_hi, 8u);
             float r[8];
-            split_common(v[0], v[1], s1_lo, s2_lo, h[0], m[0], r[0], r[1]);  // pairs 0, 2: row g
-            split_common(v[2], v[3], s1_hi, s2_hi, h[1], m[1], r[2], r[3]);  // pairs 1, 3: row g + 8
-            split_common(v[4], v[5], s1_lo, s2_lo, h[2], m[2], r[4], r[5]);
-            split_common(v[6], v[7], s1_hi, s2_hi, h[3], m[3], r[6], r[7]);
+            split_common(v[0], v[1], s2_lo, h[0], m[0], r[0], r[1]);  // pairs 0, 2: row g
+            split_common(v[2], v[3], s2_hi, h[1], m[1], r[2], r[3]);  // pairs 1, 3: row g + 8
+            split_common(v[4], v[5], s2_lo, h[2], m[2], r[4], r[5]);
+            split_common(v[6], v[7], s2_hi, h[3], m[3], r[6], r[7]);
             acc.rho_lo = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_lo, r[0]), r[1]), r[4]), r[5]);
             acc.rho_hi = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_hi, r[2]), r[3]), r[6]), r[7]);
             float ch[4];

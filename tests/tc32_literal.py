@@ -103,12 +103,14 @@ class LiteralSplit:
         self.model = model
 
     @staticmethod
-    def _split_common(x0, x1, s1, s2):
+    def _split_common(x0, x1, s2):
+        """The kernel's cut: t = (s2 + x) - s2, r2 = x - t, hi' = t truncated to bf16, mid' = t - hi' (the twin cuts
+        hi and mid on two grids instead; the blocks' sums and the remainders are the same)."""
         with np.errstate(all="ignore"):
-            h0, h1 = f(f(s1 + x0) - s1), f(f(s1 + x1) - s1)
-            t0, t1 = f(x0 - h0), f(x1 - h1)
-            m0, m1 = f(f(s2 + t0) - s2), f(f(s2 + t1) - s2)
-            return upper_halves(h0, h1), upper_halves(m0, m1), f(t0 - m0), f(t1 - m1)
+            t0, t1 = f(f(s2 + x0) - s2), f(f(s2 + x1) - s2)
+            m0 = f(t0 - from_bits(bits(t0) & 0xFFFF0000))
+            m1 = f(t1 - from_bits(bits(t1) & 0xFFFF0000))
+            return upper_halves(t0, t1), upper_halves(m0, m1), f(x0 - t0), f(x1 - t1)
 
     @staticmethod
     def _split_own(x0, x1):
@@ -147,11 +149,10 @@ class LiteralSplit:
             for lane in range(32):
                 sig = {}
                 for row in (0, 1):
-                    ec = max(eb[lane, row], 17)
-                    sig[row] = from_bits(((ec + 16) << 23) | 0x400000), from_bits(((ec + 8) << 23) | 0x400000)
+                    sig[row] = from_bits(((max(eb[lane, row], 17) + 8) << 23) | 0x400000)  # sigma2
                 hl, ml, r = [], [], []
                 for p in range(4):  # pairs 0, 2 belong to row g, pairs 1, 3 to row g + 8
-                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), *sig[p & 1])
+                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), sig[p & 1])
                     hl.append(hp), ml.append(mp), r.extend([r0, r1])
                 h.append(hl), m.append(ml)
                 with np.errstate(all="ignore"):

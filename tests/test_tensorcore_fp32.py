@@ -73,6 +73,21 @@ def test_the_common_grid_split_is_exact_and_its_rows_sum_exactly(rng):
     got = fused_rowsum(np.concatenate([rows_h, rows_m], axis=-1), np.zeros(rows_h.shape[:-1], F32))
     want = rows_h.astype(np.float64).sum(-1) + rows_m.astype(np.float64).sum(-1)
     assert np.array_equal(got.astype(np.float64), want)
+    # the kernel's cut (split_common, kernels/tensorcore_fp32.cu): t = (sigma2 + x) - sigma2 = hi + mid, r2 = x - t,
+    # hi' = t truncated to bf16, mid' = t - hi': bf16 pieces, the same remainders bit for bit (signed zeros
+    # included) and the same block sums, so the same bits as the twin's cut
+    s2 = lane_sigmas(s2)
+    with np.errstate(all="ignore"):
+        t = (s2 + lanes) - s2
+        hi_k = (t.view(np.uint32) & np.uint32(0xFFFF0000)).view(F32)
+        mid_k = t - hi_k
+        r2_k = lanes - t
+    assert np.array_equal(r2_k.view(np.uint32), r2.view(np.uint32))
+    assert not np.any(mid_k.view(np.uint32) & np.uint32(0xFFFF))
+    assert np.array_equal(t.astype(np.float64), hi.astype(np.float64) + mid.astype(np.float64))
+    rows_hk, rows_mk = _fragment_rows(hi_k), _fragment_rows(mid_k)
+    got_k = fused_rowsum(np.concatenate([rows_hk, rows_mk], axis=-1), np.zeros(rows_hk.shape[:-1], F32))
+    assert np.array_equal(got_k.view(np.uint32), got.view(np.uint32))
 
 
 def test_the_wide_split_is_exact_above_2_pow_minus_110(rng):
