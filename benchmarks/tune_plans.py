@@ -5,7 +5,8 @@ and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the rati
 
     python benchmarks/tune_plans.py [--reps 20] [--triton] [--only fp32_flat,rows16,rows256]
 
-A setting is a dict of module constants patched for its run only; the defaults are the first of each sweep
+A setting is a dict of module constants patched for its run only, on every GPU family alike (a family's own values in
+the module's FAMILY_TUNING give way to it); the defaults, the module-level values, are the first of each sweep
 (tests/test_tune_plans.py). Used to pick the defaults (notes/performance.md). Settings that change only launch
 geometry never change exactness; the bits check guards the plan/twin agreement, which every setting must keep.
 """
@@ -279,6 +280,15 @@ for _k in (2048, 4096, 8192, 16384, 1 << 20):
             tc32_plan, [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b) for u, b in ((2, 4), (4, 3), (4, 2), (1, 4),
                                                                                  (2, 3), (8, 2))],
             "float32", ((1 << 27) // _k, _k), -1, [(4500, 2052), (33, 100004), (3, _k)], _method)
+# tc_rows_stream on an H200 (session 9): chunks in flight per warp, blocks per SM and the steps per warp before more
+# warps share a row, together (the tuning of each alone on an H100 picked 4 on 4 blocks per SM and one step; an H200
+# read rows of 4096 8% faster with 16 in flight on 2 blocks per SM); the same sums whatever the geometry
+STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEPS=m)
+                   for u, b, m in ((4, 4, 1), (16, 2, 1), (8, 2, 1), (8, 3, 1), (16, 2, 2), (8, 3, 2), (16, 1, 1),
+                                   (4, 4, 2))]
+for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
+    SWEEPS[f"rows{_k}_stream_geometry"] = (tc_plan, STREAM_GEOMETRY, "float16", ((1 << 28) // _k, _k), -1,
+                                           [(4099, 2104), (333, _k), (3, _k)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",
@@ -287,10 +297,15 @@ for _k in (16384, 65536):
 
 @contextlib.contextmanager
 def patched(module: Any, setting: dict) -> Iterator[None]:
-    """The planner module's constants set to ``setting`` (plan caches cleared on entry and exit)."""
+    """The planner module's constants set to ``setting`` for every GPU family: the module-level values, with the
+    names dropped from the module's FAMILY_TUNING (plan caches cleared on entry and exit)."""
     from tcreduce import _api
 
     old = {k: getattr(module, k) for k in setting}
+    if hasattr(module, "FAMILY_TUNING"):
+        old["FAMILY_TUNING"] = module.FAMILY_TUNING
+        module.FAMILY_TUNING = {family: {k: v for k, v in own.items() if k not in setting}
+                                for family, own in module.FAMILY_TUNING.items()}
     for k, v in setting.items():
         setattr(module, k, v)
     _api.get_plan.cache_clear()

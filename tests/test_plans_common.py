@@ -29,3 +29,58 @@ def test_spread_rows_leaves_split_or_disabled_work_alone():
     work = WorkSplit(1, 1, 100)
     assert spread_rows(work, 800, 64, 4, 8, 0) is work
     assert spread_rows(work, 800, 4, 4, 8, 1) is work  # one step already
+
+
+# planner modules whose constants a GPU family may set apart (FAMILY_TUNING, read through _common.tuned)
+FAMILY_TUNED = ("tcreduce.plans.tensorcore", "tcreduce.plans.tensorcore_fp32")
+
+
+@pytest.mark.parametrize("module_name", FAMILY_TUNED)
+def test_family_tuning_names_module_constants_of_the_same_type(module_name):
+    import importlib
+
+    from tcreduce._device import KNOWN_GPUS
+
+    module = importlib.import_module(module_name)
+    assert module.FAMILY_TUNING, module_name
+    for family, own in module.FAMILY_TUNING.items():
+        assert family in KNOWN_GPUS, family
+        for name, value in own.items():
+            default = getattr(module, name)  # a typo names no constant
+            assert type(value) is type(default) and value != default, (family, name, value, default)
+
+
+def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
+    import types
+
+    from tcreduce._device import named_device
+    from tcreduce._plan import DeviceSpec
+    from tcreduce.plans._common import tuned
+
+    module = types.SimpleNamespace(UNROLL=4, STAGES=2, FAMILY_TUNING={"H200": {"UNROLL": 8}})
+    h200 = named_device("H200")
+    assert tuned(module, "UNROLL", h200) == 8
+    assert tuned(module, "UNROLL", DeviceSpec("NVIDIA H200 NVL", 132, (9, 0))) == 8  # CuPy's names of the family
+    assert tuned(module, "STAGES", h200) == 2  # not set apart: the module's value
+    assert tuned(module, "UNROLL", named_device("H100")) == 4
+    assert tuned(module, "UNROLL", DeviceSpec("NVIDIA B200", 148, (10, 0))) == 4  # an unknown GPU: the module's
+    assert tuned(types.SimpleNamespace(UNROLL=4), "UNROLL", h200) == 4  # a module without FAMILY_TUNING
+
+
+@pytest.mark.parametrize("dtype,shape,axis,h100,h200", [
+    # tc_rows_stream: (chunks in flight, blocks per SM) in the kernel name and the plan
+    ("float16", (1 << 16, 4096), -1, "tc_rows_stream<__half, 256, 4, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__half, 256, 2, 8, 1, float, 3, 0, 1>"),
+    # float32 first-axis sums of few long strips: TMA with splits on an H100, the register loop without on an H200
+    ("float32", (1 << 20, 128), 0, "tc32_cols_tma<", "tc32_cols<"),
+])
+def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dtype, shape, axis, h100, h200):
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import normalize_axes, plan_layout
+    from tcreduce.formats import get_format
+
+    problem = plan_layout(shape, [shape[1], 1], normalize_axes(axis, 2), get_format(dtype).itemsize, 0).problem
+    for family, expected in (("H100", h100), ("H200", h200)):
+        kernel = get_plan("tensorcore", problem, dtype, "float32", named_device(family)).launches[0].kernel
+        assert kernel.startswith(expected), (family, kernel)

@@ -29,3 +29,17 @@ def test_patched_restores_the_planner_constants():
     with tune_plans.patched(module, settings[-1]):
         assert {k: getattr(module, k) for k in settings[-1]} == settings[-1] != before
     assert {k: getattr(module, k) for k in settings[-1]} == before
+
+
+def test_patched_settings_win_over_a_family_tuning_and_are_restored():
+    import tcreduce.plans.tensorcore as tc_plan
+    from tcreduce._device import named_device
+    from tcreduce.plans._common import tuned
+
+    h200 = named_device("H200")
+    own = tc_plan.FAMILY_TUNING["H200"]["STREAM_UNROLL"]
+    assert tuned(tc_plan, "STREAM_UNROLL", h200) == own != tc_plan.STREAM_UNROLL
+    with tune_plans.patched(tc_plan, dict(STREAM_UNROLL=16)):
+        assert tuned(tc_plan, "STREAM_UNROLL", h200) == 16
+        assert tuned(tc_plan, "STREAM_BLOCKS_PER_SM", h200) == tc_plan.FAMILY_TUNING["H200"]["STREAM_BLOCKS_PER_SM"]
+    assert tuned(tc_plan, "STREAM_UNROLL", h200) == own

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
+from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
            "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group",
-           "wave_efficiency", "STREAM_WAVES", "SPLIT_TOLERANCE"]
+           "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
@@ -22,6 +25,15 @@ CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "bfloat16
 def ctype(dtype: str) -> str:
     """The C++ type of a dtype name ("float16" -> "__half")."""
     return CTYPE[dtype]
+
+
+def tuned(module: ModuleType, name: str, device: DeviceSpec) -> Any:
+    """Planner constant ``name`` of ``module`` on ``device``: ``module.FAMILY_TUNING[family][name]`` where the device's
+    GPU family (:func:`tcreduce._device.gpu_family`) has a setting of its own, measured on that GPU
+    (benchmarks/tune_plans.py, notes/performance.md), else the module-level value (tuned on an H100). The constants
+    are launch geometry: every setting keeps the plan and its emulator twin in step, since the twin reads the plan."""
+    own = getattr(module, "FAMILY_TUNING", {}).get(gpu_family(device.name) or "", {})
+    return own[name] if name in own else getattr(module, name)
 
 
 def cdiv(a: int, b: int) -> int:

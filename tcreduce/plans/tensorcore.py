@@ -12,12 +12,15 @@ split the same way.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
 from ._common import (WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits, split_work,
-                      spread_rows, stream_work)
+                      spread_rows, stream_work, tuned)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -46,13 +49,26 @@ STREAM_SPLIT_FILL = True
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
-ONE_PASS_SHORT_ROWS = True  # tc_rows SHORT and tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
+ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
+ONE_PASS_SHORT_TILES = True  # tc_rows SHORT (rows of at most 16): a grid of one pass
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
+COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
+# Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
+# (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
+# tc_rows_stream 8 chunks in flight on 3 blocks per SM: rows of 256 4,110 -> 4,222, 1024 4,293 -> 4,367, 2048 4,098
+# -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425 (16384-2^20: 0.98-1.00); tc_rows SHORT on a resident grid: rows
+# of 16 3,220 -> 3,528; rows of 97-255 with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
+# below 128 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820 (4096 rows: 4,065 one pass, 3,985 resident)
+FAMILY_TUNING: dict[str, dict[str, Any]] = {
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, ONE_PASS_SHORT_TILES=False, ROWS_UNROLL_WIDE=2,
+                 COLS_ONE_PASS_MIN_CHUNKS=8),
+}
+_THIS = sys.modules[__name__]
 
 
 def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, items: int, outputs_per_item: int,
@@ -93,17 +109,18 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                                                                16):
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
-        work = stream_work(problem.m, chunks, BLOCK // 32, device, STREAM_BLOCKS_PER_SM, STREAM_SPLIT_FILL)
-        cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= STREAM_UNROLL else 0
+        unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
+        work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
+        cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= unroll else 0
         rif = max(1, 8 // cpr) if cpr else 1
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
-                work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
-        name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {chain}, {out_t}, "
-                f"{STREAM_BLOCKS_PER_SM}, {cpr}, {rif}>")
+                work = spread_rows(work, problem.m, chunks, unroll, BLOCK // 32, STREAM_MAX_STEPS)
+        name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {unroll}, {chain}, {out_t}, "
+                f"{blocks_per_sm}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
-                           dict(stream=True, unroll=STREAM_UNROLL, chain=chain, wpt=work.warps_per_tile,
+                           dict(stream=True, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
                                 chunks_per_row=cpr, rows_in_flight=rif, chunk=chunk))
     if isinstance(problem, Rows):
         vec = 8 if problem.k > 16 else 4
@@ -118,10 +135,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if short:
             unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1)
         elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= chunks <= ROWS_WHOLE_TILE_CHUNKS[1]:
-            unroll = ROWS_UNROLL_WIDE
+            unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
             unroll = ROWS_UNROLL_LONG
-        if ONE_PASS_SHORT_ROWS if short else ONE_PASS_TILES:
+        if tuned(_THIS, "ONE_PASS_SHORT_TILES", device) if short else ONE_PASS_TILES:
             work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
                 f"{out_t}, {str(short).lower()}>")
@@ -137,7 +154,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
             short = COLS_UNROLL_SHORT
             work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-        if ONE_PASS_TILES and not short:  # (the short path measured 1% slower in one pass)
+        # (the short path measured 1% slower in one pass)
+        if ONE_PASS_TILES and not short and chunks >= tuned(_THIS, "COLS_ONE_PASS_MIN_CHUNKS", device):
             work = one_pass(work, strips, BLOCK // 32)
         unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
         unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))

@@ -32,13 +32,15 @@ What it launches: one kernel per call.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
 from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass,
-                      rebalance_splits, split_work, spread_rows, stream_work, wave_efficiency)
+                      rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -149,6 +151,16 @@ ROWS4_LONG_K = 512
 ROWS4_UNROLL_LONG = 4
 ROWS4_BLOCKS_PER_SM_LONG = 3
 ITEMSIZE = 4
+# Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
+# (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
+# tc32_cols_tma at 3 blocks per SM from COLS_TMA_LONG_ROWS rows too: [1024, 2^17] 3,248 -> 3,512, [4096, 2^15] 3,136
+# -> 3,542, [16384, 2^13] 3,201 -> 3,408; few strips keep the register loop with its splits (COLS_TMA_SPLITS off):
+# [2^17, 2^10] 3,155 -> 3,377, [2^20, 2^7] 2,928 -> 3,142; tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4
+# blocks per SM: [2^18, 512] 4,088 -> 4,259
+FAMILY_TUNING: dict[str, dict[str, Any]] = {
+    "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4),
+}
+_THIS = sys.modules[__name__]
 
 
 @dataclass(frozen=True)
@@ -208,17 +220,17 @@ def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     """tc32_rows4: a warp per 4 rows on a one-pass grid, no splits (the kernel writes its sums directly)."""
     tiles = cdiv(problem.m, 4)
     work = WorkSplit(1, 1, cdiv(tiles, BLOCK // 32))
-    unroll, blocks_per_sm = _rows4_geometry(problem.k)
+    unroll, blocks_per_sm = _rows4_geometry(problem.k, device)
     name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {blocks_per_sm}>"
     chunks = cdiv(problem.k, 64)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 4,
                          dict(form="rows4", unroll=unroll, chunks=chunks, steps=chunks))
 
 
-def _rows4_geometry(k: int) -> tuple[int, int]:
+def _rows4_geometry(k: int, device: DeviceSpec) -> tuple[int, int]:
     """tc32_rows4's (chunks in flight per warp, blocks per SM) for rows of ``k`` elements (ROWS4_LONG_K)."""
     if k >= ROWS4_LONG_K:
-        return ROWS4_UNROLL_LONG, ROWS4_BLOCKS_PER_SM_LONG
+        return ROWS4_UNROLL_LONG, tuned(_THIS, "ROWS4_BLOCKS_PER_SM_LONG", device)
     return ROWS4_UNROLL, ROWS4_BLOCKS_PER_SM
 
 
@@ -227,7 +239,7 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
     least one 4-row tile per resident warp."""
     return (0 < ROWS4_MIN_K <= problem.k < ROWS4_MAX_K[fmt.method]
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k)[1] * (BLOCK // 32))
+            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k, device)[1] * (BLOCK // 32))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
@@ -240,7 +252,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
            and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
-        blocks_per_sm = (COLS_BLOCKS_PER_SM_TMA_LONG if problem.r >= COLS_TMA_LONG_ROWS else
+        blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if problem.r >= COLS_TMA_LONG_ROWS else
                          COLS_BLOCKS_PER_SM_TMA[fmt.method])
     else:
         blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
@@ -257,7 +269,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
             splits = choose_splits(strips, cdiv(chunks, (BLOCK // 32) * 4), cap)
             if splits > 1:
                 work = WorkSplit(BLOCK // 32, splits, strips)
-    if tma and work.splits > 1 and not (COLS_TMA_SPLITS and problem.r >= COLS_TMA_LONG_ROWS):
+    if tma and work.splits > 1 and not (tuned(_THIS, "COLS_TMA_SPLITS", device) and problem.r >= COLS_TMA_LONG_ROWS):
         return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
