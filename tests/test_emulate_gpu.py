@@ -72,34 +72,49 @@ def test_gpu_equals_emulator_bit_for_bit(dtype, rng):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
-# long rows that _common.spread_rows gives more warps (STREAM_MAX_STEPS) on a one-pass grid: dtype -> (shape, wpt)
+# long rows that _common.spread_rows gives more warps (STREAM_MAX_STEPS) on a one-pass grid: dtype -> (shape, wpt with
+# the planner's module values, an H100's); a GPU family with its own tuning (FAMILY_TUNING) may spread them otherwise
 SPREAD = {"float16": ((2200, 2104), 4), "bfloat16": ((4500, 2104), 4), "float8_e4m3fn": ((4500, 4112), 4),
           "float32": ((4300, 2052), 2)}
 
 
 @pytest.mark.parametrize("dtype", sorted(SPREAD))
-def test_gpu_spread_long_rows_equal_emulator(dtype, rng):
+@pytest.mark.parametrize("tuning", ["module values", "the device's own"])
+def test_gpu_spread_long_rows_equal_emulator(dtype, tuning, rng, monkeypatch):
     """The tensor-core stream kernels with a long row spread over several warps: GPU == twin, bit for bit, and
-    within the bound of the float64 sum."""
+    within the bound of the float64 sum; planned with the module values (the H100's: the row spread as SPREAD says)
+    and with the device family's own tuning (spread over at least 2 warps)."""
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
     from tcreduce._layout import plan_layout
     from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore, tensorcore_fp32
     from tcreduce.testing import check_sum
 
     shape, wpt = SPREAD[dtype]
-    device = current_device()[1]
-    isz = np.dtype(numpy_dtype(dtype)).itemsize
-    plan = get_plan("tensorcore", plan_layout(shape, (shape[1], 1), (1,), isz, 0).problem, dtype, "float32", device)
-    p = param_dict(plan)
-    assert "rows_stream" in plan.launches[0].kernel and p["wpt"] == wpt and p["splits"] == 1, plan.describe()
-    for xh in (random_input(rng, shape, dtype),
-               (rng.lognormal(0, 3, shape) * rng.choice([-1, 1], shape)).clip(-400, 400).astype(numpy_dtype(dtype))):
-        xd, kw = to_device(xh)
-        got = to_numpy(tcreduce.sum(xd, axis=-1, method="tensorcore", **kw))
-        want = tcreduce.emulate.sum(xh, axis=-1, method="tensorcore", gpu=device)
-        assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
-        check_sum(got, xh, -1, method="tensorcore")
+    if tuning == "module values":
+        for module in (tensorcore, tensorcore_fp32):
+            monkeypatch.setattr(module, "FAMILY_TUNING", {})
+    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
+    get_plan.cache_clear()
+    try:
+        device = current_device()[1]
+        isz = np.dtype(numpy_dtype(dtype)).itemsize
+        problem = plan_layout(shape, (shape[1], 1), (1,), isz, 0).problem
+        plan = get_plan("tensorcore", problem, dtype, "float32", device)
+        p = param_dict(plan)
+        spread = p["wpt"] == wpt if tuning == "module values" else p["wpt"] >= 2
+        assert "rows_stream" in plan.launches[0].kernel and spread and p["splits"] == 1, plan.describe()
+        for xh in (random_input(rng, shape, dtype),
+                   (rng.lognormal(0, 3, shape) * rng.choice([-1, 1], shape)).clip(-400, 400).astype(
+                       numpy_dtype(dtype))):
+            xd, kw = to_device(xh)
+            got = to_numpy(tcreduce.sum(xd, axis=-1, method="tensorcore", **kw))
+            want = tcreduce.emulate.sum(xh, axis=-1, method="tensorcore", gpu=device)
+            assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
+            check_sum(got, xh, -1, method="tensorcore")
+    finally:
+        get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}

@@ -41,6 +41,10 @@ ROWS_UNROLL_WIDE = 4
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
+# ... but rows of more than STREAM_LONG_CHUNKS chunks (0: none) take STREAM_UNROLL_LONG on STREAM_BLOCKS_PER_SM_LONG
+STREAM_LONG_CHUNKS = 0
+STREAM_UNROLL_LONG = 4
+STREAM_BLOCKS_PER_SM_LONG = 4
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
 # (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): float16 [128, 2^21] 2,857 -> 2,957,
 # [256, 2^20] 2,919 -> 2,968; bfloat16 2,835 -> 2,935, 2,895 -> 2,935; at 300 rows (5 splits against 8) float16 2,935
@@ -61,12 +65,13 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
 # (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
 # tc_rows_stream 8 chunks in flight on 3 blocks per SM: rows of 256 4,110 -> 4,222, 1024 4,293 -> 4,367, 2048 4,098
-# -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425 (16384-2^20: 0.98-1.00); tc_rows SHORT on a resident grid: rows
+# -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425, but longer rows (more than 32 chunks) keep 4 on 4 (16384-2^20:
+# 0.98-1.00x in the tuning run, 0.93-0.99x in the segment run at eaeabe7); tc_rows SHORT on a resident grid: rows
 # of 16 3,220 -> 3,528; rows of 97-255 with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
 # below 128 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820 (4096 rows: 4,065 one pass, 3,985 resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
-    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, ONE_PASS_SHORT_TILES=False, ROWS_UNROLL_WIDE=2,
-                 COLS_ONE_PASS_MIN_CHUNKS=8),
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, ONE_PASS_SHORT_TILES=False,
+                 ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=8),
 }
 _THIS = sys.modules[__name__]
 
@@ -109,7 +114,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                                                                16):
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
-        unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
+        if 0 < tuned(_THIS, "STREAM_LONG_CHUNKS", device) < chunks:
+            unroll, blocks_per_sm = STREAM_UNROLL_LONG, STREAM_BLOCKS_PER_SM_LONG
+        else:
+            unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
         work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= unroll else 0
         rif = max(1, 8 // cpr) if cpr else 1
