@@ -8,6 +8,9 @@ warps and, for few long rows, across blocks (the last block of a tile combines);
 aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes:
 the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips per warp,
 split the same way.
+
+The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
+``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
-ONE_PASS_SHORT_TILES = True  # tc_rows SHORT (rows of at most 16): a grid of one pass
+ONE_PASS_SHORT_TILES = True  # tc_rows SHORT (rows of one chunk: 16 with 4-element loads, 32 with 8): one pass
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
@@ -67,7 +70,8 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # tc_rows_stream 8 chunks in flight on 3 blocks per SM: rows of 256 4,110 -> 4,222, 1024 4,293 -> 4,367, 2048 4,098
 # -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425, but longer rows (more than 32 chunks) keep 4 on 4 (16384-2^20:
 # 0.98-1.00x in the tuning run, 0.93-0.99x in the segment run at eaeabe7); tc_rows SHORT on a resident grid: rows
-# of 16 3,220 -> 3,528; rows of 97-255 with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
+# of 16 3,220 -> 3,528 (rows of 17-32, 8-element loads, read 0.968x in the segment run at 9839564); rows of 97-255
+# with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
 # below 128 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820 (4096 rows: 4,065 one pass, 3,985 resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, ONE_PASS_SHORT_TILES=False,
