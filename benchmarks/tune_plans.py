@@ -36,7 +36,7 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
                               for u, b in ((4, 4), (8, 4), (4, 3), (2, 6), (6, 4), (4, 5))
                               for ld in (2,)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
-    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_ROWS=p)
+    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES=p)
                          for p in (True, False) for u in (4, 1, 2, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
@@ -54,7 +54,8 @@ COLS_SHAPES = {"cols16": (16, 1 << 24), "cols32": (32, 1 << 23), "cols64": (64, 
 COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130)]
 for _name, _shape in COLS_SHAPES.items():
     _tc = ([dict(COLS_UNROLL_SHORT=u) for u in (1, 2)] if _shape[0] <= 16 else
-           [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p) for u, p in ((2, True), (4, True), (1, True), (2, False))])
+           [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p, COLS_ONE_PASS_MIN_CHUNKS=0)
+            for u, p in ((2, True), (4, True), (1, True), (2, False))])
     SWEEPS[_name] = (tc_plan, _tc, "float16", _shape, 0, COLS_CHECK)
     SWEEPS["shuffle_" + _name] = (shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b},
                                                       COLS_CT_MAX=c)
@@ -116,7 +117,7 @@ SWEEPS["fp32_rows32"] = (tc32_plan, [dict(TILE_UNROLL=u, TILE_BLOCKS_PER_SM=b) f
                          "float32", (1 << 22, 32), -1, [(4099, 32), (333, 40), (37, 300)])
 SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (True, False)], "float32", (1 << 23, 16), -1,
                          [(4099, 16), (333, 40)])
-STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b)
+STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0)
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
@@ -136,7 +137,7 @@ for _k in (64, 128, 192, 255):
                                                            (4, 2, False))],
                                  "float16", ((1 << 28) // _k, _k), -1, [(4099, _k), (333, _k + 8), (37, _k - 8)])
 for _r in (128, 256, 512):
-    SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p)
+    SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p, COLS_ONE_PASS_MIN_CHUNKS=0)
                                      for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],
                            "float16", (_r, (1 << 28) // _r), 0, COLS_CHECK)
 
@@ -283,7 +284,7 @@ for _k in (2048, 4096, 8192, 16384, 1 << 20):
 # tc_rows_stream on an H200 (session 9): chunks in flight per warp, blocks per SM and the steps per warp before more
 # warps share a row, together (the tuning of each alone on an H100 picked 4 on 4 blocks per SM and one step; an H200
 # read rows of 4096 8% faster with 16 in flight on 2 blocks per SM); the same sums whatever the geometry
-STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEPS=m)
+STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEPS=m, STREAM_LONG_CHUNKS=0)
                    for u, b, m in ((4, 4, 1), (16, 2, 1), (8, 2, 1), (8, 3, 1), (16, 2, 2), (8, 3, 2), (16, 1, 1),
                                    (4, 4, 2))]
 for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
