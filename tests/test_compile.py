@@ -35,12 +35,13 @@ PROBLEMS = (
 
 
 def _instantiations() -> dict[tuple[str, str], str]:
-    """(source, name expression) -> arch, over every method, dtype pair, problem and GPU (sm_80 and sm_90)."""
+    """(source, name expression) -> arch, over every method, dtype pair, problem and GPU (sm_80, and sm_90 with the
+    H100's and the H200's plans)."""
     seen: dict[tuple[str, str], set[str]] = {}
     for method in registry.methods(None):
         if method.runner is not None:
             continue
-        for gpu in ("A100", "H100"):
+        for gpu in ("A100", "H100", "H200"):  # the H200 plans with constants of its own (FAMILY_TUNING)
             device = KNOWN_GPUS[gpu]
             if device.cc < method.requires_cc:
                 continue
