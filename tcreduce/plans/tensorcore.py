@@ -44,10 +44,9 @@ ROWS_UNROLL_WIDE = 4
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
-# ... but rows of more than STREAM_LONG_CHUNKS chunks (0: none) take STREAM_UNROLL_LONG on STREAM_BLOCKS_PER_SM_LONG
+# ... a GPU family's own values of those two hold for rows of up to STREAM_LONG_CHUNKS chunks (0: every row); longer
+# rows take the values above
 STREAM_LONG_CHUNKS = 0
-STREAM_UNROLL_LONG = 4
-STREAM_BLOCKS_PER_SM_LONG = 4
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
 # (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): float16 [128, 2^21] 2,857 -> 2,957,
 # [256, 2^20] 2,919 -> 2,968; bfloat16 2,835 -> 2,935, 2,895 -> 2,935; at 300 rows (5 splits against 8) float16 2,935
@@ -119,7 +118,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
         if 0 < tuned(_THIS, "STREAM_LONG_CHUNKS", device) < chunks:
-            unroll, blocks_per_sm = STREAM_UNROLL_LONG, STREAM_BLOCKS_PER_SM_LONG
+            unroll, blocks_per_sm = STREAM_UNROLL, STREAM_BLOCKS_PER_SM
         else:
             unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
         work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
