@@ -36,11 +36,13 @@ SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[i
                               for u, b in ((4, 4), (8, 4), (4, 3), (2, 6), (6, 4), (4, 5))
                               for ld in (2,)],
                   "float32", (1 << 28,), None, [((1 << 18) + 7,), (4099,)]),
-    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES=p)
+    "rows16": (tc_plan, [dict(ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES={4: p, 8: p})
                          for p in (True, False) for u in (4, 1, 2, 8)],
                "float16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)]),
 }
 # short rows: one pass over every tile or row instead of a grid stride (each row's sum the same either way)
+SWEEPS["rows32"] = (tc_plan, [dict(ONE_PASS_SHORT_TILES={4: p, 8: q}) for p, q in ((True, True), (False, False))],
+                    "float16", (1 << 23, 32), -1, [(4099, 32), (70001, 32), (333, 20)])
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
 SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")

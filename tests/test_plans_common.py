@@ -87,3 +87,18 @@ def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dt
     for family, expected in (("H100", h100), ("H200", h200)):
         kernel = get_plan("tensorcore", problem, dtype, "float32", named_device(family)).launches[0].kernel
         assert kernel.startswith(expected), (family, kernel)
+
+
+@pytest.mark.parametrize("k,same_grid", [(16, False), (32, True)])
+def test_an_h200_keeps_one_pass_for_short_rows_of_8_element_loads(k, same_grid):
+    """tc_rows SHORT: an H200 runs rows of up to 16 (4-element loads) on a resident grid and rows of 17-32 (8-element
+    loads) in one pass, as an H100 runs both."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import plan_layout
+    from tcreduce._plan import param_dict
+
+    problem = plan_layout((1 << 22, k), [k, 1], (1,), 2, 0).problem
+    grids = [param_dict(get_plan("tensorcore", problem, "float16", "float32", named_device(f)))["grid"]
+             for f in ("H100", "H200")]
+    assert (grids[0] == grids[1]) == same_grid, grids

@@ -56,7 +56,9 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
-ONE_PASS_SHORT_TILES = True  # tc_rows SHORT (rows of one chunk: 16 with 4-element loads, 32 with 8): one pass
+# tc_rows SHORT (rows of one chunk): a grid of one pass, by the elements of a lane's load (rows of up to 16: 4, of
+# 17-32: 8)
+ONE_PASS_SHORT_TILES = {4: True, 8: True}
 ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches without splits (not tc_cols' short path)
 COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
@@ -69,12 +71,13 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # tc_rows_stream 8 chunks in flight on 3 blocks per SM: rows of 256 4,110 -> 4,222, 1024 4,293 -> 4,367, 2048 4,098
 # -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425, but longer rows (more than 32 chunks) keep 4 on 4 (16384-2^20:
 # 0.98-1.00x in the tuning run, 0.93-0.99x in the segment run at eaeabe7); tc_rows SHORT on a resident grid: rows
-# of 16 3,220 -> 3,528 (rows of 17-32, 8-element loads, read 0.968x in the segment run at 9839564); rows of 97-255
+# of 16 3,220 -> 3,528 (rows of 17-32, 8-element loads, keep one pass: 0.968x on a resident grid in the segment run
+# at 9839564); rows of 97-255
 # with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
 # below 128 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820 (4096 rows: 4,065 one pass, 3,985 resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
-    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, ONE_PASS_SHORT_TILES=False,
-                 ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=8),
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
+                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=8),
 }
 _THIS = sys.modules[__name__]
 
@@ -149,7 +152,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
             unroll = ROWS_UNROLL_LONG
-        if tuned(_THIS, "ONE_PASS_SHORT_TILES", device) if short else ONE_PASS_TILES:
+        if tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec] if short else ONE_PASS_TILES:
             work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
                 f"{out_t}, {str(short).lower()}>")
