@@ -50,7 +50,8 @@ ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (True, False)]
 # first-axis sums: tc_cols (64-column strips, data as A): chunks in flight per warp (bitwise the same sums) and
 # one-pass grids; shuffle_cols: rows in flight, blocks per SM and strip width (these two change the splits: the bits
 # check follows)
-COLS_SHAPES = {"cols16": (16, 1 << 24), "cols32": (32, 1 << 23), "cols64": (64, 1 << 22), "cols1024": (1024, 1 << 18),
+COLS_SHAPES = {"cols16": (16, 1 << 24), "cols32": (32, 1 << 23), "cols64": (64, 1 << 22), "cols128": (128, 1 << 21),
+               "cols256": (256, 1 << 20), "cols1024": (1024, 1 << 18),
                "cols4096": (4096, 1 << 16), "cols16384": (16384, 1 << 14), "cols2p18": (1 << 18, 1 << 10),
                "cols2p20": (1 << 20, 1 << 8)}
 COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130)]
@@ -262,6 +263,20 @@ for _dt in ("float16", "bfloat16"):
             shuffle_plan, [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b})
                            for u, b in ((8, 2), (16, 2), (8, 3), (4, 4), (16, 1), (32, 1))],
             _dt, (_r, (1 << 28) // _r), 0, [(_r + 3, 40000), (_r, 34003)], "shuffle")
+# shuffle_cols over 64-1024 rows (where torch.compile read 1-6% faster in the segment runs, its blocks loading a
+# whole tile of rows at once): strip width (column chunks; BLOCK / width threads share a column), rows in flight per
+# thread and blocks per SM together; 32 chunks with 16 rows in flight loads a 128-row strip in one round. The width
+# changes the order of additions (step 3 of kernels/shuffle.cu): the bits check follows the plan
+SHUFFLE_TILES = [dict(COLS_CT_MANY=shuffle_plan.COLS_CT_MANY, COLS_CT_MAX=shuffle_plan.COLS_CT_MAX,
+                      COLS_UNROLL=shuffle_plan.COLS_UNROLL, BLOCKS_PER_SM=dict(shuffle_plan.BLOCKS_PER_SM))]
+SHUFFLE_TILES += [dict(COLS_CT_MANY=c, COLS_CT_MAX=min(c, 128), COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b})
+                  for c, u, b in ((32, 8, 2), (32, 16, 2), (64, 8, 2), (64, 16, 2), (128, 8, 2), (32, 8, 3),
+                                  (64, 8, 3), (16, 16, 2))]
+for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+    for _r in (64, 128, 256, 1024):
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_tile"] = (
+            shuffle_plan, SHUFFLE_TILES, _dt, (_r, (1 << 29) // _isz // _r), 0,
+            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
