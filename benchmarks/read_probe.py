@@ -36,6 +36,15 @@ SHAPES = [  # (label, shape, axis, dtype)
     ("cols [2^18, 1024]", (1 << 18, 1024), 0, "float16"),
     ("full 2^28", (1 << 28,), None, "float16"),
 ]
+# first-axis sums over few rows, where torch.compile read 2-5% above shuffle_cols in the H100 and H200 segment runs
+COLS_SHAPES = [
+    ("cols [64, 2^22]", (64, 1 << 22), 0, "float16"),
+    ("cols [128, 2^21]", (128, 1 << 21), 0, "float16"),
+    ("cols [256, 2^20]", (256, 1 << 20), 0, "float16"),
+    ("cols [1024, 2^18]", (1024, 1 << 18), 0, "float16"),
+    ("cols [128, 2^20] fp32", (128, 1 << 20), 0, "float32"),
+]
+SHAPE_SETS = {"default": SHAPES, "cols": COLS_SHAPES}
 
 
 def probe_walks(reps: int, sms: int) -> list[dict]:
@@ -110,7 +119,7 @@ def _inductor_configs() -> list[dict]:
     return found
 
 
-def probe_shapes(reps: int, out: Path, compile_too: bool) -> list[dict]:
+def probe_shapes(reps: int, out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:
     import cupy
     import torch
 
@@ -119,7 +128,7 @@ def probe_shapes(reps: int, out: Path, compile_too: bool) -> list[dict]:
     rows = []
     ind = out / "inductor"
     ind.mkdir(parents=True, exist_ok=True)
-    for label, shape, axis, dtype in SHAPES:
+    for label, shape, axis, dtype in shapes:
         x = cupy.random.default_rng(3).uniform(0.0, 1.0, shape, dtype=cupy.float32).astype(dtype)
         t = torch.as_tensor(x, device="cuda")
         nbytes = x.nbytes
@@ -161,6 +170,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
+    ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="default",
+                    help="part 2's shapes: the default set, or first-axis sums over few rows (cols)")
     args = ap.parse_args()
     import cupy
 
@@ -172,7 +183,7 @@ def main() -> None:
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     if not args.skip_walks:
         _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
-    _write(out / "read_probe_shapes.csv", probe_shapes(args.reps, out, not args.no_compile), meta)
+    _write(out / "read_probe_shapes.csv", probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes]), meta)
 
 
 if __name__ == "__main__":
