@@ -55,6 +55,16 @@ __device__ __forceinline__ F2 add2(F2 x, F2 y) {
     return r;
 }
 
+// add2(x, F2{y, -0.0f}) with one addition fewer, bit for bit: x.e + (-0) is x.e for every x.e (+0 + -0 = +0 in
+// round-to-nearest; a NaN stays the canonical NaN every addition makes).
+__device__ __forceinline__ F2 add2_c(F2 x, float y) {
+    F2 r;
+    float t;
+    two_sum(x.s, y, r.s, t);
+    r.e = __fadd_rn(x.e, t);
+    return r;
+}
+
 // The float a pair stands for: s + e, or s alone when s is +-inf (e is then NaN or meaningless: an infinite input
 // makes the TwoSum errors and the split remainders NaN; a NaN input makes s NaN).
 __device__ __forceinline__ float value2(F2 x) {

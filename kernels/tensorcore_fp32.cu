@@ -37,7 +37,7 @@
 //                rho_lo = (((rho_lo + r2(v0)) + r2(v1)) + r2(v4)) + r2(v5); rho_hi likewise with v2, v3, v6, v7
 //   wide path:   c1 = mma(H, 0); c3 = mma(L, mma(M, 0)); rho unchanged
 //   acc_lo = add2(acc_lo, (c1[0], c3[0])), acc_hi = add2(acc_hi, (c1[2], c3[2])) (tensorcore_f32.cuh: TwoSum of the
-//   s parts, then e = (e + c3) + t; e + -0.0 is e).
+//   s parts, then e = (e + c3) + t; e + -0.0 is e): the normal path adds e + t alone, add2_c).
 // Row values: rho_q = (rho + rho[lane ^ 1]) then rho_q + rho_q[lane ^ 2] (the quad's 4 lanes, each row's rho);
 //   row g = (acc_lo.s, acc_lo.e + rho_q_lo), row g + 8 = (acc_hi.s, acc_hi.e + rho_q_hi).
 // Infinities: an infinite x takes the wide path, its hi piece makes c1, hence s, infinite (or NaN with the other
@@ -112,15 +112,18 @@ struct Split {
         const unsigned eb_hi = row_max_field(v[2], v[3], v[6], v[7]);  // row g + 8
         const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         unsigned h[4], m[4];
-        float c1[4], c3[4];
+        float c1[4];
         if (__any_sync(0xffffffffu, max(eb_lo, eb_hi) > 238u)) {  // warp-uniform: a row maximum >= 2^112, inf, NaN
             unsigned l[4];
+            float c3[4];
 #pragma unroll
             for (int p = 0; p < 4; ++p) split_own(v[2 * p], v[2 * p + 1], h[p], m[p], l[p]);
             float cm[4];
             mma_bf16_rowsum(c1, h, zero);
             mma_bf16_rowsum(cm, m, zero);
             mma_bf16_rowsum(c3, l, cm);
+            acc.lo = add2(acc.lo, F2{c1[0], c3[0]});
+            acc.hi = add2(acc.hi, F2{c1[2], c3[2]});
         } else {
             const float s2_lo = sigma(eb_lo, 8u), s2_hi = sigma(eb_hi, 8u);
             float r[8];
@@ -133,11 +136,9 @@ struct Split {
             float ch[4];
             mma_bf16_rowsum(ch, h, zero);
             mma_bf16_rowsum(c1, m, ch);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) c3[i] = -0.0f;
+            acc.lo = add2_c(acc.lo, c1[0]);  // = add2(acc.lo, F2{c1[0], -0.0f}): c3 is -0 on this path
+            acc.hi = add2_c(acc.hi, c1[2]);
         }
-        acc.lo = add2(acc.lo, F2{c1[0], c3[0]});
-        acc.hi = add2(acc.hi, F2{c1[2], c3[2]});
     }
     static __device__ __forceinline__ float quad_sum(float r) {
         r = __fadd_rn(r, __shfl_xor_sync(0xffffffffu, r, 1));
