@@ -14,18 +14,30 @@ from .env import device_info
 from .inputs import random_pool
 from .timing import Timing, TimingConfig, time_gpu
 
-__all__ = ["READ_CONFIGS", "read_launcher", "time_read_kernel", "time_copy", "Ceiling", "measure_ceiling"]
+__all__ = ["READ_CONFIGS", "describe_read_config", "read_launcher", "time_read_kernel", "time_copy", "Ceiling",
+           "measure_ceiling"]
 
-# Read-kernel launch configurations tried for the ceiling: (loads in flight per thread, ld.global.cs, blocks per SM).
-READ_CONFIGS = ((4, True, 4), (8, True, 4), (8, False, 4), (4, True, 8), (8, True, 2), (16, True, 2))
+# Read-kernel launch configurations tried for the ceiling: (loads in flight per thread, ld.global.cs, blocks per SM,
+# rounds per block). Rounds 0: a resident grid of that many blocks per SM looping over the buffer (read16); rounds k:
+# a one-pass grid of blocks that each read k rounds of 256 x UNROLL words and exit (read16_blocks; blocks per SM
+# unused, 0), which benchmarks/read_probe.py read 1.5-3% faster on an H100 and an H200 (notes/performance.md).
+READ_CONFIGS = ((4, True, 4, 0), (8, True, 4, 0), (8, False, 4, 0), (4, True, 8, 0), (8, True, 2, 0), (16, True, 2, 0),
+                (2, False, 0, 1), (4, False, 0, 1), (2, False, 0, 4), (4, True, 0, 1))
+ReadConfig = tuple[int, bool, int, int]
 
 
-def _read_fn(unroll: int, stream: bool):
+def describe_read_config(config: ReadConfig) -> str:
+    """A read-kernel configuration as the studies' CSVs note it."""
+    return "unroll=%d stream=%s blocks_per_sm=%d rounds=%d" % config
+
+
+def _read_fn(unroll: int, stream: bool, one_pass: bool):
     from tcreduce._compile import get_function
     from tcreduce._device import current_device
 
     dev_id, spec = current_device()
-    return get_function("bandwidth.cu", f"tcr_bw::read16<{unroll}, {'true' if stream else 'false'}>", dev_id,
+    kernel = "read16_blocks" if one_pass else "read16"
+    return get_function("bandwidth.cu", f"tcr_bw::{kernel}<{unroll}, {'true' if stream else 'false'}>", dev_id,
                         spec.arch)
 
 
@@ -36,26 +48,31 @@ def _sink():
     return cupy.zeros(4, dtype=np.uint32)
 
 
-def read_launcher(config: tuple[int, bool, int]) -> Callable[[Any], None]:
+def read_launcher(config: ReadConfig) -> Callable[[Any], None]:
     """A function launching the read kernel over one CuPy array (its whole 16-byte words)."""
     import cupy
 
-    unroll, stream, bps = config
-    fn = _read_fn(unroll, stream)
+    unroll, stream, bps, rounds = config
+    fn = _read_fn(unroll, stream, rounds > 0)
     sms = device_info().get("sm_count", 132)
     sink = _sink()
 
     def launch(x) -> None:
         n16 = x.nbytes // 16
-        grid = int(max(1, min(sms * bps, -(-n16 // 256))))
-        fn((grid, 1, 1), (256, 1, 1), (np.uint64(x.data.ptr), np.int64(n16), np.uint64(sink.data.ptr)), 0,
-           cupy.cuda.get_current_stream(), False)
+        if rounds > 0:
+            per = 256 * unroll * rounds
+            args = (np.uint64(x.data.ptr), np.int64(n16), np.int64(per), np.uint64(sink.data.ptr))
+            grid = int(max(1, -(-n16 // per)))
+        else:
+            args = (np.uint64(x.data.ptr), np.int64(n16), np.uint64(sink.data.ptr))
+            grid = int(max(1, min(sms * bps, -(-n16 // 256))))
+        fn((grid, 1, 1), (256, 1, 1), args, 0, cupy.cuda.get_current_stream(), False)
 
     return launch
 
 
-def time_read_kernel(inputs: Sequence[Any], cfg: TimingConfig, config: Optional[tuple[int, bool, int]] = None
-                     ) -> tuple[Timing, tuple[int, bool, int]]:
+def time_read_kernel(inputs: Sequence[Any], cfg: TimingConfig, config: Optional[ReadConfig] = None
+                     ) -> tuple[Timing, ReadConfig]:
     """(timing, config) of the read kernel over ``inputs``: the given config, or the best of :data:`READ_CONFIGS`."""
     configs = [config] if config is not None else list(READ_CONFIGS)
     best = None
@@ -90,7 +107,7 @@ class Ceiling:
     read_gbs: float
     copy_gbs: float
     bytes: int
-    read_config: tuple[int, bool, int]
+    read_config: ReadConfig
 
     @property
     def gbs(self) -> float:
@@ -98,8 +115,7 @@ class Ceiling:
 
     def as_dict(self) -> dict[str, Any]:
         return {"ceiling_gbs": self.gbs, "read_kernel_gbs": self.read_gbs, "copy_gbs": self.copy_gbs,
-                "ceiling_bytes": self.bytes, "read_kernel_config": "unroll=%d stream=%s blocks_per_sm=%d"
-                % self.read_config}
+                "ceiling_bytes": self.bytes, "read_kernel_config": describe_read_config(self.read_config)}
 
 
 def measure_ceiling(nbytes: int, cfg: TimingConfig) -> Ceiling:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .ceiling import time_copy, time_read_kernel
+from .ceiling import describe_read_config, time_copy, time_read_kernel
 from .competitors import competitors, torch_stream_guard
 from .context import Context
 from .env import free_gpu_memory
@@ -91,7 +91,7 @@ def run(ctx: Context) -> list[Path]:
         rows.append(dict(base, method="read kernel", kind="ceiling", time_us=t_read.median_s * 1e6,
                          p10_us=t_read.p10_s * 1e6, p90_us=t_read.p90_s * 1e6, reps=t_read.reps, bytes=n * 4,
                          gbs=read_gbs, frac_ceiling=read_gbs / ceiling,
-                         note="unroll=%d stream=%s blocks_per_sm=%d" % rc))
+                         note=describe_read_config(rc)))
         rows.append(dict(base, method="d2d copy", kind="ceiling", time_us=t_copy.median_s * 1e6,
                          p10_us=t_copy.p10_s * 1e6, p90_us=t_copy.p90_s * 1e6, reps=t_copy.reps, bytes=2 * n * 4,
                          gbs=copy_gbs, frac_ceiling=copy_gbs / ceiling))

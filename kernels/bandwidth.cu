@@ -9,6 +9,10 @@
 // that decides a store, so the compiler cannot drop a load; the store itself happens only if a thread's XOR equals a
 // magic constant, i.e. practically never, so the kernel moves only the bytes it reads. The caller passes a 16-byte
 // aligned pointer and ignores any tail of fewer than 16 bytes.
+//
+// read16_blocks<UNROLL, STREAM>(x, n16, per, sink): the same fold over a one-pass grid of short blocks, block b reading
+// words [b * per, (b + 1) * per) with UNROLL loads of 256 adjacent words in flight (the walk of Triton's and inductor's
+// kernels; benchmarks/read_probe.py read it 1.5-3% above the grid-stride loop on an H100 and an H200).
 
 namespace tcr_bw {
 
@@ -33,6 +37,26 @@ __global__ void __launch_bounds__(256) read16(const uint4* __restrict__ x, i64 n
         for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n16; i += stride) {
+        const uint4 v = load16<STREAM>(x + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9E3779B9u) sink[0] = acc;
+}
+
+template <int UNROLL, bool STREAM>
+__global__ void __launch_bounds__(256) read16_blocks(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
+    const i64 base = (i64)blockIdx.x * per;
+    const i64 end = base + per < n16 ? base + per : n16;
+    i64 i = base + threadIdx.x;
+    unsigned acc = 0u;
+    for (; i + (UNROLL - 1) * 256 < end; i += UNROLL * 256) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = load16<STREAM>(x + i + u * 256);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < end; i += 256) {
         const uint4 v = load16<STREAM>(x + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }

@@ -268,10 +268,11 @@ def test_sum_methods_and_ladder_order():
 def test_bandwidth_kernel_compiles():
     compile_kernel = pytest.importorskip("tcreduce._compile").compile_kernel
     try:
-        common_cfgs = {(u, s) for u, s, _ in READ_CONFIGS}
+        kernels = {("read16_blocks" if rounds else "read16", u, s) for u, s, _, rounds in READ_CONFIGS}
+        assert {k for k, _, _ in kernels} == {"read16", "read16_blocks"}
         for arch in ("sm_80", "sm_90"):
-            for unroll, stream in sorted(common_cfgs):
-                ck = compile_kernel("bandwidth.cu", f"tcr_bw::read16<{unroll}, {'true' if stream else 'false'}>",
+            for kernel, unroll, stream in sorted(kernels):
+                ck = compile_kernel("bandwidth.cu", f"tcr_bw::{kernel}<{unroll}, {'true' if stream else 'false'}>",
                                     arch, use_cache=False)
                 assert "warning" not in ck.log.lower() and not ck.spills, ck.log
                 assert "ld.global" in ck.ptx and ".v4.u32" in ck.ptx
