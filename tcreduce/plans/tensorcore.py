@@ -72,12 +72,12 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # -> 4,519, 4096 4,003 -> 4,303, 8192 4,035 -> 4,425, but longer rows (more than 32 chunks) keep 4 on 4 (16384-2^20:
 # 0.98-1.00x in the tuning run, 0.93-0.99x in the segment run at eaeabe7); tc_rows SHORT on a resident grid: rows
 # of 16 3,220 -> 3,528 (rows of 17-32, 8-element loads, keep one pass: 0.968x on a resident grid in the segment run
-# at 9839564); rows of 97-255
-# with 2 chunks in flight: rows of 128 3,606 -> 3,738; tc_cols on a resident grid
-# below 128 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820 (4096 rows: 4,065 one pass, 3,985 resident)
+# at 9839564; run 43, rows of 32: 3,889 one pass, 3,818 resident); rows of 97-255 with 2 chunks in flight: rows of
+# 128 3,606 -> 3,738; tc_cols on a resident grid up to 256 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820,
+# 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
-                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=8),
+                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17),
 }
 _THIS = sys.modules[__name__]
 
