@@ -277,6 +277,18 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
         SWEEPS[f"shuffle_{_dt}_cols{_r}_tile"] = (
             shuffle_plan, SHUFFLE_TILES, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
+# ... and with every thread walking the whole column (the committed strips of BLOCK chunks over 64-512 rows): rows in
+# flight and blocks per SM, one pass or a resident grid (tune_plans run 44: narrower strips lost 5-30% there on an
+# H200; the blocks of few rows are short, so a block's first loads may leave its SM short of loads in flight)
+SHUFFLE_OCCUPANCY = [dict(COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b}, ONE_PASS_COLS=p)
+                     for u, b, p in ((shuffle_plan.COLS_UNROLL, shuffle_plan.BLOCKS_PER_SM["cols"], True), (8, 3, True),
+                                     (4, 3, True), (4, 4, True), (16, 2, True), (8, 2, False), (8, 3, False),
+                                     (4, 4, False))]
+for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+    for _r in (64, 128, 256, 512):
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_occupancy"] = (
+            shuffle_plan, SHUFFLE_OCCUPANCY, _dt, (_r, (1 << 29) // _isz // _r), 0,
+            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
