@@ -113,9 +113,9 @@ def _inductor_configs() -> list[dict]:
                 continue
         except ReferenceError:  # a dead weak proxy among the objects
             continue
-        kept = [str(getattr(ln, "config", ln)) for ln in getattr(obj, "launchers", [])]
+        kept = [str(getattr(ln, "config", ln)) for ln in getattr(obj, "launchers", None) or []]
         found.append({"kernel": getattr(obj.fn, "__name__", str(obj.fn)), "kept": kept,
-                      "all": [str(c) for c in getattr(obj, "configs", [])]})
+                      "all": [str(c) for c in getattr(obj, "configs", None) or []]})  # None once compiled
     return found
 
 

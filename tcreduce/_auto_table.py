@@ -3,10 +3,11 @@ rounded), the fastest eligible method measured in the committed sweeps. GENERATE
 do not edit; re-run the sweep (python -m experiments throughput segments), then the script.
 
 Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
-  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 9839564, 2026-11-26T22:23:50+00:00
-  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 9839564, 2026-11-26T22:20:18+00:00
+  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:53:18+00:00
+  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:50:21+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  segments.csv: NVIDIA H200 (132 SMs), commit 9839564, 2026-11-26T22:14:17+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit c0d887d, 2026-11-27T00:36:19+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit c0d887d, 2026-11-27T00:40:24+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -23,45 +24,45 @@ EXCLUDED = {
 DEVICE = 'H100'  # the GPU family TABLE was measured on
 TABLE = {
     ('bfloat16', 'cols'): {
-        4: 'shuffle', 5: 'tensorcore', 6: 'tensorcore', 7: 'shuffle',
-        8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
-        12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+        4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('bfloat16', 'full'): {
-        10: 'shuffle', 11: 'tensorcore', 12: 'shuffle', 13: 'tensorcore',
-        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-        18: 'wmma', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'shuffle',
+        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
         22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
-        30: 'tensorcore',
+        30: 'wmma',
     },
     ('bfloat16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('float16', 'cols'): {
-        4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-        8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
-        12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+        4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+        12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('float16', 'full'): {
-        10: 'kahan', 11: 'kahan', 12: 'tensorcore', 13: 'shuffle',
-        14: 'tensorcore_kahan', 15: 'wmma', 16: 'shuffle', 17: 'tensorcore_kahan',
-        18: 'tensorcore', 19: 'tensorcore_kahan', 20: 'shuffle', 21: 'tensorcore',
-        22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+        10: 'tensorcore', 11: 'shuffle', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'wmma', 16: 'shuffle', 17: 'tensorcore',
+        18: 'kahan', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+        22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
     ('float16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -74,32 +75,32 @@ TABLE = {
         20: 'shuffle',
     },
     ('float32', 'full'): {
-        10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'shuffle', 15: 'tensorcore', 16: 'shuffle', 17: 'kahan',
-        18: 'kahan', 19: 'tensorcore', 20: 'kahan', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
+        18: 'kahan', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
         22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
-        26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
+        26: 'shuffle', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
     ('float32', 'rows'): {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'tensorcore',
-        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+        8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'shuffle',
         12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
-        16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'tensorcore',
-        20: 'shuffle',
+        16: 'shuffle', 17: 'shuffle', 18: 'tensorcore', 19: 'tensorcore',
+        20: 'tensorcore',
     },
     ('float8_e4m3fn', 'full'): {
-        10: 'tensorcore', 11: 'shuffle', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'shuffle', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
+        10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
         18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
-        22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+        22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
     ('float8_e5m2', 'full'): {
-        10: 'tensorcore', 11: 'shuffle', 12: 'tensorcore', 13: 'shuffle',
-        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'shuffle', 19: 'tensorcore', 20: 'shuffle', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'shuffle', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
         22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
@@ -111,13 +112,21 @@ DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
             4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
             12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
+        ('bfloat16', 'full'): {
+            10: 'shuffle', 11: 'shuffle', 12: 'tensorcore', 13: 'shuffle',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'wmma', 19: 'wmma', 20: 'wmma', 21: 'tensorcore',
+            22: 'wmma', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
+            30: 'tensorcore',
+        },
         ('bfloat16', 'rows'): {
-            4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
+            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -125,13 +134,21 @@ DEVICE_TABLES = {
         },
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
             12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
+        ('float16', 'full'): {
+            10: 'kahan', 11: 'tensorcore', 12: 'tensorcore_kahan', 13: 'tensorcore_kahan',
+            14: 'shuffle', 15: 'kahan', 16: 'tensorcore', 17: 'kahan',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'shuffle', 23: 'tensorcore_kahan', 24: 'kahan', 25: 'tensorcore',
+            26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
+            30: 'tensorcore',
+        },
         ('float16', 'rows'): {
-            4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
+            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -144,6 +161,14 @@ DEVICE_TABLES = {
             16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
             20: 'shuffle',
         },
+        ('float32', 'full'): {
+            10: 'tensorcore', 11: 'tensorcore', 12: 'kahan', 13: 'tensorcore',
+            14: 'kahan', 15: 'kahan', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'kahan', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'kahan', 23: 'tensorcore', 24: 'shuffle', 25: 'shuffle',
+            26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
+            30: 'shuffle',
+        },
         ('float32', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
             8: 'shuffle', 9: 'shuffle', 10: 'shuffle', 11: 'shuffle',
@@ -151,23 +176,45 @@ DEVICE_TABLES = {
             16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
             20: 'shuffle',
         },
+        ('float8_e4m3fn', 'full'): {
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
+            30: 'tensorcore',
+        },
+        ('float8_e5m2', 'full'): {
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'shuffle',
+            26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
+            30: 'tensorcore',
+        },
     },
 }
 
 # Swept points where a method auto may not choose (EXCLUDED) was more than 2% faster than its pick.
 NOTES = (
-    'bfloat16 full n=16777216: tensorcore_chained 18.7 us, tensorcore 19.1 us (+2.2%)',
-    'float16 full n=262144: tensorcore_chained 10.0 us, tensorcore 10.2 us (+2.6%)',
-    'float32 full n=1048576: tensorcore_tf32 10.6 us, kahan 13.1 us (+23.5%)',
-    'float32 full n=2097152: tensorcore_tf32 9.5 us, tensorcore 9.7 us (+2.1%)',
-    'float8_e4m3fn full n=2048: tensorcore_chained 19.3 us, shuffle 19.8 us (+2.9%)',
-    'float8_e4m3fn full n=8192: tensorcore_chained 12.5 us, tensorcore 13.1 us (+4.0%)',
-    'float8_e4m3fn full n=524288: tensorcore_chained 15.8 us, shuffle 17.4 us (+10.1%)',
-    'float8_e4m3fn full n=4194304: tensorcore_chained 19.2 us, tensorcore 19.6 us (+2.4%)',
-    'float8_e4m3fn full n=16777216: tensorcore_chained 14.2 us, tensorcore 14.9 us (+5.0%)',
-    'float8_e5m2 full n=65536: tensorcore_chained 13.7 us, tensorcore 13.9 us (+2.1%)',
+    'bfloat16 full n=1024: tensorcore_chained 11.6 us, tensorcore 11.9 us (+2.1%)',
+    'bfloat16 full n=16384: exact 11.8 us, tensorcore 12.2 us (+3.3%)',
+    'float16 full n=262144: exact 10.3 us, kahan 14.8 us (+42.6%)',
+    'float32 full n=524288: tensorcore_tf32 9.0 us, tensorcore 9.2 us (+2.0%)',
+    'float8_e4m3fn full n=262144: tensorcore_chained 12.5 us, tensorcore 16.8 us (+34.5%)',
+    'float8_e4m3fn full n=2097152: tensorcore_chained 16.8 us, tensorcore 17.2 us (+2.2%)',
+    'float8_e5m2 full n=16777216: tensorcore_chained 12.7 us, tensorcore 13.0 us (+2.0%)',
 )
 DEVICE_NOTES = {
     'H200': (
+        'bfloat16 full n=16384: tensorcore_chained 12.9 us, tensorcore 13.2 us (+2.6%)',
+        'bfloat16 full n=65536: exact 20.4 us, tensorcore 21.2 us (+3.6%)',
+        'bfloat16 full n=524288: exact 14.8 us, wmma 15.3 us (+3.4%)',
+        'bfloat16 full n=524288: tensorcore_chained 14.3 us, wmma 15.3 us (+6.6%)',
+        'float32 full n=1024: exact 15.3 us, tensorcore 15.7 us (+2.3%)',
+        'float8_e4m3fn full n=32768: tensorcore_chained 13.9 us, tensorcore 14.3 us (+2.4%)',
+        'float8_e5m2 full n=8192: tensorcore_chained 13.6 us, tensorcore 14.0 us (+3.1%)',
+        'float8_e5m2 full n=4194304: tensorcore_chained 18.2 us, tensorcore 18.8 us (+3.6%)',
+        'float8_e5m2 full n=16777216: tensorcore_chained 14.5 us, tensorcore 14.9 us (+2.7%)',
     ),
 }

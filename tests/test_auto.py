@@ -51,9 +51,10 @@ def test_the_sweeps_cover_every_form(sweeps):
         (d, "full") for d in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
     assert len(primary) >= 2 * (21 + 17 + 17) + 3 * 21
     h200 = sweeps["H200"]
+    full = ("float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2")
     assert {(p.dtype, p.form) for p in h200} == {(d, f) for d in ("float16", "bfloat16", "float32")
-                                                 for f in ("rows", "cols")}
-    assert len(h200) == 3 * 2 * 17
+                                                 for f in ("rows", "cols")} | {(d, "full") for d in full}
+    assert len(h200) == 3 * 2 * 17 + len(full) * 21
 
 
 @pytest.mark.parametrize("family", ["H100", "H200"])
@@ -133,7 +134,7 @@ def test_each_gpu_family_uses_its_own_table_where_it_has_one(monkeypatch):
 
     h200 = KNOWN_GPUS["H200"]
     own = _auto_table.DEVICE_TABLES["H200"]
-    assert table_for(h200, "float32", "rows") is own and table_for(h200, "float32", "full") is _auto_table.TABLE
+    assert table_for(h200, "float32", "rows") is own and table_for(h200, "float32", "full") is own
     for other in (H100, KNOWN_GPUS["A100"], DeviceSpec("NVIDIA GeForce RTX 4090", 128, (8, 9)), None):
         assert table_for(other, "float32", "rows") is _auto_table.TABLE
     assert table_for(DeviceSpec("NVIDIA H200 NVL", 132, (9, 0)), "float16", "cols") is own  # CuPy's device name
@@ -141,6 +142,10 @@ def test_each_gpu_family_uses_its_own_table_where_it_has_one(monkeypatch):
     rows256 = ((1 << 19, 256), (1,), "float32")
     assert _pick(*rows256) == _auto_table.TABLE[("float32", "rows")][8] == "tensorcore"
     assert _pick(*rows256, device=h200) == own[("float32", "rows")][8] == "shuffle"
+    assert _pick((1 << 20,), (0,), "float32", device=h200) == own[("float32", "full")][20]
+    # a form the device's table lacks comes from the primary table
+    monkeypatch.delitem(own, ("float32", "full"))
+    assert table_for(h200, "float32", "full") is _auto_table.TABLE
     assert _pick((1 << 20,), (0,), "float32", device=h200) == _auto_table.TABLE[("float32", "full")][20]
     # a bf16 form neither table has borrows fp16's, from the device's table first
     monkeypatch.delitem(own, ("bfloat16", "rows"))
