@@ -289,6 +289,13 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
         SWEEPS[f"shuffle_{_dt}_cols{_r}_occupancy"] = (
             shuffle_plan, SHUFFLE_OCCUPANCY, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
+# fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
+# (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
+# sums: each row's chunks in the same order)
+for _k in (512, 1024, 2048):
+    SWEEPS[f"e4m3_rows{_k}_in_flight"] = (
+        tc_plan, [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8}) for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
+        "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on

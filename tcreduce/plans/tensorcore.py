@@ -56,6 +56,9 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
+# ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size: fp8 values are
+# converted to fp16 pairs in registers, so fp8 rows of 4 chunks with 2 in flight spilled 16 bytes at 4 blocks per SM
+SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
 # tc_rows SHORT (rows of one chunk): a grid of one pass, by the elements of a lane's load (rows of up to 16: 4, of
 # 17-32: 8)
 ONE_PASS_SHORT_TILES = {4: True, 8: True}
@@ -126,7 +129,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
         work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= unroll else 0
-        rif = max(1, 8 // cpr) if cpr else 1
+        rif = max(1, SHORT_ROWS_CHUNKS_IN_FLIGHT[isz] // cpr) if cpr else 1
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
