@@ -183,7 +183,8 @@ def main() -> None:
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     if not args.skip_walks:
         _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
-    _write(out / "read_probe_shapes.csv", probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes]), meta)
+    shapes = probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes])
+    _write(out / "read_probe_shapes.csv", shapes, meta)
 
 
 if __name__ == "__main__":

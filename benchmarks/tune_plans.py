@@ -294,7 +294,8 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # sums: each row's chunks in the same order)
 for _k in (512, 1024, 2048):
     SWEEPS[f"e4m3_rows{_k}_in_flight"] = (
-        tc_plan, [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8}) for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
+        tc_plan, [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8})
+                  for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
         "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
