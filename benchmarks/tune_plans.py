@@ -297,6 +297,13 @@ for _k in (512, 1024, 2048):
         tc_plan, [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8})
                   for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
         "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
+# tc_flat over a one-pass grid of short blocks (FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL vectors each, their partials
+# in two levels) against the resident grid (0); another order of additions: the bits check follows the plan (its
+# first shape has 257 blocks at one round: two groups)
+FLAT_ROUNDS_SETTINGS = [dict(FLAT_ROUNDS=r) for r in (tc_plan.FLAT_ROUNDS, 1, 2, 4, 8, 16, 64)]
+for _dt, _n in (("float16", 1 << 28), ("float16", 1 << 30), ("bfloat16", 1 << 28), ("float8_e4m3fn", 1 << 29)):
+    SWEEPS[f"{_dt}_flat_rounds_2p{_n.bit_length() - 1}"] = (
+        tc_plan, FLAT_ROUNDS_SETTINGS, _dt, (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on

@@ -130,9 +130,16 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 //     (extras = head elements then tail elements, zero-padded), mapped to rows as above.
 //  2. Vectors v[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
 //     v[it*T*UNROLL + u*T + tid] (zero past the end), and the warp does its mmas in (it, u[, fragment]) order.
+//     ROUNDS > 0 (a one-pass grid of short blocks, the walk of Triton's and inductor's kernels): block b owns vectors
+//     [b*P, min((b+1)*P, nvec)), P = BLOCK*UNROLL*ROUNDS, and thread t of it loads v[b*P + it*BLOCK*UNROLL +
+//     u*BLOCK + t] (zero past the block's end), the warp's mmas in the same (it, u[, fragment]) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
-template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4>
+//     ROUNDS > 0: in two levels instead, so that no block adds more than one partial per thread: the last block of
+//     each group of BLOCK consecutive blocks sums its group's partials (combine_partials: thread t adds p[t] to
+//     0.0f, then block_fold) into ws[grid + group], and the last group to finish combines those (combine_partials).
+// Workspace: grid floats (ROUNDS > 0: grid + groups); counters: 1 (ROUNDS > 0: groups + 1).
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
     constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
@@ -156,13 +163,16 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
         }
         acc.mma(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
     }
-    // warp-uniform loop bound: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
-    for (i64 warp_base = tid - lane; warp_base < nvec; warp_base += nthreads * UNROLL) {
+    // warp-uniform loop bounds: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
+    const i64 step = ROUNDS > 0 ? (i64)BLOCK : nthreads;  // between a thread's unroll slots
+    const i64 begin = ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS + (threadIdx.x - lane) : tid - lane;
+    const i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
+    for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
         uint4 q[UNROLL];  // raw 16-byte vectors
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * i)) : make_uint4(0u, 0u, 0u, 0u);
+            const i64 i = warp_base + lane + (i64)u * step;
+            q[u] = i < end ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * i)) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
@@ -175,9 +185,22 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
         return;
     }
     if (threadIdx.x == 0) ws[blockIdx.x] = block_total;
-    if (arrive_last(counters, gridDim.x)) {
-        const float total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
-        if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
+    if constexpr (ROUNDS == 0) {
+        if (arrive_last(counters, gridDim.x)) {
+            const float total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
+            if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
+        }
+    } else {
+        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
+        if (arrive_last(counters + group, members)) {
+            const float group_total = combine_partials<BLOCK>(ws + (i64)group * BLOCK, members, 1, smem);
+            if (threadIdx.x == 0) ws[gridDim.x + group] = group_total;
+            if (arrive_last(counters + groups, groups)) {
+                const float total = combine_partials<BLOCK>(ws + gridDim.x, groups, 1, smem);
+                if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
+            }
+        }
     }
 }
 

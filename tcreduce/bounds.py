@@ -111,13 +111,23 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     if isinstance(prob, Flat):
         threads = p["grid"] * p["block"]
         per_vector = p.get("vec", 8) // 8  # A fragments per 16-byte vector (fp8: 2)
-        mmas = _cdiv(p["nvec"], threads * p["unroll"]) * p["unroll"] * per_vector + 1  # + the head/tail mma
+        rounds = p.get("rounds", 0)
+        iters = (min(rounds, _cdiv(p["nvec"], p["block"] * p["unroll"])) if rounds  # a warp's trips in its block
+                 else _cdiv(p["nvec"], threads * p["unroll"]))
+        mmas = iters * p["unroll"] * per_vector + 1  # + the head/tail mma
         flushes = _cdiv(mmas, min(chain, mmas))
         d_mma = min(chain, mmas)
         # acc chain, lo + hi, warp_fold_rows (3), block_combine (log2(warps): the levels that add the 0.0f padding
-        # are exact), then the partials: serial + warp_fold (5) + block_combine
+        # are exact), then the partials: serial + warp_fold (5) + block_combine; a one-pass grid (rounds) combines
+        # them in two levels: a group's (one partial per thread), then the groups' totals
         combine = _log2(p["block"] // 32)
-        d_rn = flushes + 1 + 3 + combine + (_cdiv(p["grid"], p["block"]) + 5 + combine if p["grid"] > 1 else 0)
+        if p["grid"] == 1:
+            partials = 0
+        elif rounds:
+            partials = (1 + 5 + combine) + (_cdiv(_cdiv(p["grid"], p["block"]), p["block"]) + 5 + combine)
+        else:
+            partials = _cdiv(p["grid"], p["block"]) + 5 + combine
+        d_rn = flushes + 1 + 3 + combine + partials
         return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
     fold = 0
     if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: a chunk per 16-byte lane load, 1 mma (fp8: 2)

@@ -76,6 +76,17 @@ def test_compiles_clean(source, kernel):
         assert_compiles_clean(source, kernel, arch, needle=needle, use_cache=False)
 
 
+# tc_flat's one-pass walk (FLAT_ROUNDS > 0), prepared but not planned by default: its instantiations compile clean too
+ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3")
+                 for r in (1, 4, 16)]
+
+
+@pytest.mark.parametrize("kernel", ONE_PASS_FLAT)
+def test_the_one_pass_flat_walk_compiles_clean(kernel):
+    assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
+                          use_cache=False)
+
+
 def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch):
     """CuPy's cache ignores -I headers (cupy/cupy#941); ours hashes the inlined source, so a header edit recompiles."""
     import shutil

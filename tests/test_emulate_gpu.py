@@ -117,6 +117,42 @@ def test_gpu_spread_long_rows_equal_emulator(dtype, tuning, rng, monkeypatch):
         get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
+@pytest.mark.parametrize("rounds", [1, 4])
+def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng, monkeypatch):
+    """tc_flat over a one-pass grid (FLAT_ROUNDS > 0, off by default until measured): GPU == twin bit for bit, within
+    the bound of the float64 sum, on sizes with one block, one group and two groups of block partials (a head and a
+    tail on misaligned views), called twice (the group and final counters reset themselves)."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum
+
+    monkeypatch.setattr(tensorcore, "FLAT_ROUNDS", rounds)
+    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
+    get_plan.cache_clear()
+    try:
+        device = current_device()[1]
+        groups_seen = set()
+        for n in (77, 40_000, (1 << 20) + 4099, (1 << 23) + 5):
+            p = param_dict(get_plan("tensorcore", Flat(n, 0), dtype, "float32", device))
+            assert p["rounds"] == rounds
+            groups_seen.add(-(-p["grid"] // tensorcore.BLOCK) if p["grid"] > 1 else 0)
+            xh = random_input(rng, (n,), dtype)
+            for view in (slice(None), slice(3, None)):
+                xd, kw = to_device(xh)
+                got = [to_numpy(tcreduce.sum(xd[view], method="tensorcore", **kw)) for _ in range(2)]
+                want = tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device)
+                for g in got:
+                    assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32)), (n, view, g, want)
+                check_sum(got[0], xh[view], None, method="tensorcore")
+        assert {0, 1} <= groups_seen and max(groups_seen) >= 2, groups_seen  # one block, one group, several
+    finally:
+        get_plan.cache_clear()  # later tests plan with the committed walk
+
+
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
 
 

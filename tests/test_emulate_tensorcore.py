@@ -20,7 +20,7 @@ import tcreduce
 from tcreduce._device import KNOWN_GPUS
 from tcreduce._layout import Flat, Rows
 from tcreduce._plan import DeviceSpec, param_dict
-from tcreduce.emulate.folds import block_combine
+from tcreduce.emulate.folds import block_combine, block_fold
 from tcreduce.emulate.mma_model import mma_m16n8k16
 from tcreduce.emulate.tensorcore import emulate_tensorcore
 from tcreduce.plans import tensorcore as tensorcore_plans
@@ -221,6 +221,110 @@ def test_flat_fp8_twin_equals_literal_replay(fmt, chain, rng):
     want = _replay_flat_fp8(plan, x, align)
     got = emulate_tensorcore(plan, x, "H100")
     assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
+
+
+def _replay_flat_one_pass(plan, x: np.ndarray, align: int) -> F32:
+    """kernels/tensorcore.cu tc_flat's order comment for ROUNDS > 0, literally, for fp16: block b owns vectors
+    [b P, (b + 1) P); warp q of it loads b P + it BLOCK UNROLL + u BLOCK + 32 q + lane in (it, u) order (warp 0 of
+    block 0 first does the head/tail mma), the flush rule, lo + hi, warp_fold_rows and block_combine per block; then
+    each group of BLOCK consecutive block partials (thread t: 0.0 + p[t], block_fold), then the groups' totals
+    (thread i: 0.0 + g[i] + g[i + BLOCK] + ..., block_fold)."""
+    p = param_dict(plan)
+    n, block, unroll, chain, rounds, grid = x.shape[0], p["block"], p["unroll"], p["chain"], p["rounds"], p["grid"]
+    head = min(((16 - align) % 16) // 2, n)
+    nvec = (n - head) // 8
+    tail = n - head - 8 * nvec
+    span = block * unroll * rounds
+    assert (head, nvec, grid) == (p["head"], p["nvec"], max(1, -(-nvec // span)))
+    h = x.astype(np.float16)
+    extras = np.concatenate([h[:head], h[n - tail:], np.zeros(256, np.float16)])[:256]
+    partials = []
+    for b in range(grid):
+        end = min((b + 1) * span, nvec)
+        totals = []
+        for warp in range(block // 32):
+            fragments = [extras.reshape(32, 8)] if b == 0 and warp == 0 and head + tail else []
+            for base in range(b * span + 32 * warp, end, block * unroll):
+                for u in range(unroll):
+                    lanes = np.zeros((32, 8), np.float16)
+                    for lane in range(32):
+                        i = base + lane + u * block
+                        if i < end:
+                            lanes[lane] = h[head + 8 * i:head + 8 * i + 8]
+                    fragments.append(lanes)
+            c = np.zeros((16, 8), F32)
+            lo, hi = np.zeros(32, F32), np.zeros(32, F32)
+            pending = 0
+            for k, frag in enumerate(fragments):
+                c = mma_m16n8k16(_a_from_lane_loads(frag), ONES_B, c, model="H100")
+                pending += 1
+                if pending == chain or k == len(fragments) - 1:
+                    for lane in range(32):
+                        g, t = lane >> 2, lane & 3
+                        lo[lane] += c[g, 2 * t]
+                        hi[lane] += c[g + 8, 2 * t]
+                    c, pending = np.zeros((16, 8), F32), 0
+            totals.append(_warp_fold_rows(lo + hi))
+        partials.append(F32(block_combine(np.array(totals, F32))))
+    if grid == 1:
+        return partials[0]
+    group_totals = []
+    for g0 in range(0, grid, block):
+        threads = np.zeros(block, F32)
+        for t, v in enumerate(partials[g0:g0 + block]):
+            threads[t] = F32(0.0) + v
+        group_totals.append(F32(block_fold(threads)))
+    threads = np.zeros(block, F32)
+    for i, v in enumerate(group_totals):
+        threads[i % block] = threads[i % block] + v
+    return F32(block_fold(threads))
+
+
+@pytest.mark.parametrize("block,n,align", [(64, 70001, 6), (64, 8191, 0), (256, 40000, 2), (256, 100, 0)])
+@pytest.mark.parametrize("chain", [1, 3])
+def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, monkeypatch):
+    """tc_flat with FLAT_ROUNDS = 1: blocks of BLOCK x 2 vectors, their partials in two levels (block 64: 69 blocks in
+    2 groups, a head and a tail; block 256: one group; 100 values: one block)."""
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", 1)
+    monkeypatch.setattr(tensorcore_plans, "BLOCK", block)
+    x = (rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(-14, 15, n)).astype(np.float16)  # fp32 sums round
+    plan = plan_tensorcore(Flat(n, align), "float16", "float32", ONE_SM, chain=chain)
+    p = param_dict(plan)
+    assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
+    groups = -(-p["grid"] // block) if p["grid"] > 1 else 0
+    assert (plan.workspace_floats, plan.counters) == (p["grid"] + groups, groups + 1 if groups else 1)
+    got = emulate_tensorcore(plan, x, "H100")
+    want = _replay_flat_one_pass(plan, x, align)
+    assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
+@pytest.mark.parametrize("rounds", [1, 4])
+def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng, monkeypatch):
+    """The twin of the one-pass walk (a GPU test checks GPU == twin) on one block, one group and several groups of
+    block partials, misaligned too: within the plan's a-priori bound of the exact sum (tcreduce.bounds)."""
+    from tcreduce._api import get_plan
+    from tcreduce.testing import check_sum, random_input
+
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", rounds)
+    get_plan.cache_clear()
+    try:
+        for n in (77, 40_000, (1 << 20) + 4099):
+            plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", KNOWN_GPUS["H100"])
+            assert param_dict(plan)["rounds"] == rounds
+            x = random_input(rng, (n,), dtype)
+            for view in (x, x[3:]):
+                check_sum(tcreduce.emulate.sum(view, method="tensorcore"), view, None, method="tensorcore")
+    finally:
+        get_plan.cache_clear()
+
+
+def test_flat_one_pass_is_off_by_default_and_the_resident_grid_unchanged():
+    """FLAT_ROUNDS = 0 (not yet measured on a GPU): the resident grid-stride plan, named as before."""
+    assert tensorcore_plans.FLAT_ROUNDS == 0
+    plan = plan_tensorcore(Flat(1 << 20, 0), "float16", "float32", KNOWN_GPUS["H100"])
+    assert "rounds" not in param_dict(plan) and plan.launches[0].kernel == "tc_flat<__half, 256, 2, 1, float, 2, 6>"
+    assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]
 
 
 FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]

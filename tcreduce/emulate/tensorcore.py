@@ -90,11 +90,21 @@ def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
 
 
 def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    vec = param_dict(plan)["vec"]  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
+    p = param_dict(plan)
+    vec = p["vec"]  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
     n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec)
-    step = threads * unroll
+    rounds = p.get("rounds", 0)
+    if rounds:  # a one-pass grid: block b owns vectors [b P, (b + 1) P), its warps stride by the block
+        span = block * unroll * rounds
+        base = (w // (block // 32)) * span + 32 * (w % (block // 32))  # each warp's first vector
+        end = np.minimum((w // (block // 32) + 1) * span, nvec)
+        iters = np.where(base < end, -(-(end - base) // (block * unroll)), 0)
+        step, stride = block * unroll, block
+    else:
+        base, end = 32 * w, np.full(warps, nvec)
+        step, stride = threads * unroll, threads
     mmas = iters * unroll
-    chain = _Chain((warps, 16), param_dict(plan)["chain"], model)
+    chain = _Chain((warps, 16), p["chain"], model)
     if head + tail:
         extras = np.zeros(256, data.dtype)
         extras[:head + tail] = np.concatenate([data[:head], data[n - tail:]])
@@ -105,8 +115,8 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     lane = np.arange(32)
     for m in range(int(mmas.max(initial=0))):
         it, u = divmod(m, unroll)
-        idx = it * step + u * threads + 32 * w[:, None] + lane  # [warps, 32] vector indices
-        idx = np.where(idx < nvec, idx, nvec)  # past the end: the zero row
+        idx = base[:, None] + it * step + u * stride + lane  # [warps, 32] vector indices
+        idx = np.where(idx < end[:, None], idx, nvec)  # past the end (of the block's range): the zero row
         for f in range(0, vec, 8):  # the load's A fragments in order
             chain.mma(_fragment_rows(body[idx][..., f:f + 8]), (m < mmas)[:, None])
     acc = chain.finish()
@@ -115,6 +125,11 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     block_total = block_combine(warp_total.reshape(grid, block // 32))
     if grid == 1:
         return block_total.reshape(1)
+    if rounds:  # two levels: each group of `block` partials (thread t: 0.0 + p[t]), then the groups' totals
+        groups = -(-grid // block)
+        padded = np.zeros(groups * block, np.float32)
+        padded[:grid] = block_total
+        block_total = block_fold(serial_sum(padded.reshape(groups, block), block))
     partial = serial_sum(block_total, block)  # thread i: p[i] + p[i + T] + ...
     return block_fold(partial).reshape(1)
 

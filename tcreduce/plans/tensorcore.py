@@ -31,6 +31,12 @@ BLOCKS_PER_SM = 6  # tc_flat: __launch_bounds__(256, 6) (benchmarks/tune_flat.py
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs)
 BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
 FLAT_UNROLL = 2
+# tc_flat's walk: 0, a resident grid looping over the array; k > 0, a one-pass grid of blocks that each sum
+# BLOCK * FLAT_UNROLL * k vectors and exit (Triton's and inductor's walk, which read 1.3-3% faster in
+# benchmarks/read_probe.py), their partials combined in two levels. Another order of additions (the twin follows the
+# plan); not yet measured, so off (tune_plans sweeps *_flat_rounds_*)
+FLAT_ROUNDS = 0
+FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
 # in flight, so twice the tiles or chunks in flight: the same bytes in flight in the same registers
@@ -112,12 +118,20 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
-        grid = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM)
-        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {BLOCKS_PER_SM}>"
+        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, "
+        if FLAT_ROUNDS:
+            grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * FLAT_ROUNDS))
+            groups = cdiv(grid, BLOCK) if grid > 1 else 0
+            name += f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {FLAT_ROUNDS}>"
+        else:
+            grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
+            name += f"{BLOCKS_PER_SM}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec)
-        return Plan(**common, launches=(launch,), workspace_floats=grid, counters=1,
+        if FLAT_ROUNDS:
+            params["rounds"] = FLAT_ROUNDS
+        return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1 if groups else 1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
                                                                                16):
