@@ -169,6 +169,35 @@ def test_the_replay_cases_cover_every_stream_work_split():
             "3 chunks per row"} <= seen, seen
 
 
+def _lane_loads(v: np.ndarray, first: int, end: int, vec: int) -> np.ndarray:
+    """[32, vec] values of a warp's 16-byte loads: lane l loads vector first + l of v (vec values each), zeros from
+    vector `end` on."""
+    lanes = np.zeros((32, vec), v.dtype)
+    for lane in range(32):
+        i = first + lane
+        if i < end:
+            lanes[lane] = v[vec * i:vec * i + vec]
+    return lanes
+
+
+def _replay_warp_chain(fragments: list[np.ndarray], chain: int) -> F32:
+    """One warp of tc_flat, literally: an mma per [32, 8] fragment of lane loads into c, c added to every lane's lo
+    (row g) and hi (row g + 8) after each `chain` mmas and after the last, then warp_fold_rows of lo + hi."""
+    c = np.zeros((16, 8), F32)
+    lo, hi = np.zeros(32, F32), np.zeros(32, F32)
+    pending = 0
+    for k, frag in enumerate(fragments):
+        c = mma_m16n8k16(_a_from_lane_loads(frag), ONES_B, c, model="H100")
+        pending += 1
+        if pending == chain or k == len(fragments) - 1:
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                lo[lane] += c[g, 2 * t]
+                hi[lane] += c[g + 8, 2 * t]
+            c, pending = np.zeros((16, 8), F32), 0
+    return _warp_fold_rows(lo + hi)
+
+
 def _replay_flat_fp8(plan, x: np.ndarray, align: int) -> F32:
     """kernels/tensorcore.cu tc_flat's order comment, literally, for fp8 on a one-block grid: the head/tail mma of
     warp 0, then per warp its 16-byte vectors in (iteration, slot) order, values 0..7 then 8..15 of every lane as
@@ -187,25 +216,9 @@ def _replay_flat_fp8(plan, x: np.ndarray, align: int) -> F32:
         fragments = [extras.reshape(32, 8)] if warp == 0 and head + tail else []
         for base in range(32 * warp, nvec, block * unroll):
             for u in range(unroll):
-                lanes = np.zeros((32, 16), np.float16)
-                for lane in range(32):
-                    i = base + lane + u * block
-                    if i < nvec:
-                        lanes[lane] = h[head + 16 * i:head + 16 * i + 16]
+                lanes = _lane_loads(h[head:], base + u * block, nvec, 16)
                 fragments += [lanes[:, :8], lanes[:, 8:]]
-        c = np.zeros((16, 8), F32)
-        lo, hi = np.zeros(32, F32), np.zeros(32, F32)
-        pending = 0
-        for k, frag in enumerate(fragments):
-            c = mma_m16n8k16(_a_from_lane_loads(frag), ONES_B, c, model="H100")
-            pending += 1
-            if pending == chain or k == len(fragments) - 1:
-                for lane in range(32):
-                    g, t = lane >> 2, lane & 3
-                    lo[lane] += c[g, 2 * t]
-                    hi[lane] += c[g + 8, 2 * t]
-                c, pending = np.zeros((16, 8), F32), 0
-        totals.append(_warp_fold_rows(lo + hi))
+        totals.append(_replay_warp_chain(fragments, chain))
     return F32(block_combine(np.array(totals, F32)))
 
 
@@ -245,26 +258,8 @@ def _replay_flat_one_pass(plan, x: np.ndarray, align: int) -> F32:
         for warp in range(block // 32):
             fragments = [extras.reshape(32, 8)] if b == 0 and warp == 0 and head + tail else []
             for base in range(b * span + 32 * warp, end, block * unroll):
-                for u in range(unroll):
-                    lanes = np.zeros((32, 8), np.float16)
-                    for lane in range(32):
-                        i = base + lane + u * block
-                        if i < end:
-                            lanes[lane] = h[head + 8 * i:head + 8 * i + 8]
-                    fragments.append(lanes)
-            c = np.zeros((16, 8), F32)
-            lo, hi = np.zeros(32, F32), np.zeros(32, F32)
-            pending = 0
-            for k, frag in enumerate(fragments):
-                c = mma_m16n8k16(_a_from_lane_loads(frag), ONES_B, c, model="H100")
-                pending += 1
-                if pending == chain or k == len(fragments) - 1:
-                    for lane in range(32):
-                        g, t = lane >> 2, lane & 3
-                        lo[lane] += c[g, 2 * t]
-                        hi[lane] += c[g + 8, 2 * t]
-                    c, pending = np.zeros((16, 8), F32), 0
-            totals.append(_warp_fold_rows(lo + hi))
+                fragments += [_lane_loads(h[head:], base + u * block, end, 8) for u in range(unroll)]
+            totals.append(_replay_warp_chain(fragments, chain))
         partials.append(F32(block_combine(np.array(totals, F32))))
     if grid == 1:
         return partials[0]
