@@ -95,9 +95,9 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec)
     rounds = p.get("rounds", 0)
     if rounds:  # a one-pass grid: block b owns vectors [b P, (b + 1) P), its warps stride by the block
-        span = block * unroll * rounds
-        base = (w // (block // 32)) * span + 32 * (w % (block // 32))  # each warp's first vector
-        end = np.minimum((w // (block // 32) + 1) * span, nvec)
+        span, b = block * unroll * rounds, w // (block // 32)  # b: each warp's block
+        base = b * span + 32 * (w % (block // 32))  # each warp's first vector
+        end = np.minimum((b + 1) * span, nvec)
         iters = np.where(base < end, -(-(end - base) // (block * unroll)), 0)
         step, stride = block * unroll, block
     else:

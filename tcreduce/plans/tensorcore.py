@@ -118,20 +118,18 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
-        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, "
-        if FLAT_ROUNDS:
+        if FLAT_ROUNDS:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * FLAT_ROUNDS))
             groups = cdiv(grid, BLOCK) if grid > 1 else 0
-            name += f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {FLAT_ROUNDS}>"
+            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {FLAT_ROUNDS}", dict(rounds=FLAT_ROUNDS)
         else:
             grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
-            name += f"{BLOCKS_PER_SM}>"
+            tail_args, extra = f"{BLOCKS_PER_SM}", {}
+        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec)
-        if FLAT_ROUNDS:
-            params["rounds"] = FLAT_ROUNDS
-        return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1 if groups else 1,
+        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
+        return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
                                                                                16):
