@@ -289,6 +289,16 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
         SWEEPS[f"shuffle_{_dt}_cols{_r}_occupancy"] = (
             shuffle_plan, SHUFFLE_OCCUPANCY, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
+# rows of 2-4 chunks of 32 (33-128 elements) in tc_rows' SHORT path: whole row tiles in flight per warp at 4 blocks per
+# SM, against chunks in flight at 2 blocks per SM (the committed path; the same mmas in the same order, bits checked)
+WHOLE_TILE_SETTINGS = [dict(ROWS_SHORT_MAX_CHUNKS=tc_plan.ROWS_SHORT_MAX_CHUNKS,
+                            ROWS_SHORT_TILES_IN_FLIGHT=tc_plan.ROWS_SHORT_TILES_IN_FLIGHT)]
+WHOLE_TILE_SETTINGS += [dict(ROWS_SHORT_MAX_CHUNKS=4, ROWS_SHORT_TILES_IN_FLIGHT=f)
+                        for f in ({2: 2, 3: 1, 4: 1}, {2: 1, 3: 1, 4: 1}, {2: 3, 3: 2, 4: 1})]
+for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (40, 64, 96, 128)), ("bfloat16", 2, 64), ("bfloat16", 2, 128),
+                      ("float8_e4m3fn", 1, 64), ("float8_e4m3fn", 1, 128)):
+    SWEEPS[f"{_dt}_rows{_k}_whole_tiles"] = (tc_plan, WHOLE_TILE_SETTINGS, _dt, ((1 << 29) // _isz // _k, _k), -1,
+                                             [(4099, _k), (333, _k - 3), (5, _k)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
 # (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
 # sums: each row's chunks in the same order)
@@ -298,10 +308,13 @@ for _k in (512, 1024, 2048):
                   for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
         "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
 # tc_flat over a one-pass grid of short blocks (FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL vectors each, their partials
-# in two levels) against the resident grid (0); another order of additions: the bits check follows the plan (its
-# first shape has 257 blocks at one round: two groups)
-FLAT_ROUNDS_SETTINGS = [dict(FLAT_ROUNDS=r) for r in (tc_plan.FLAT_ROUNDS, 1, 2, 4, 8, 16, 64)]
-for _dt, _n in (("float16", 1 << 28), ("float16", 1 << 30), ("bfloat16", 1 << 28), ("float8_e4m3fn", 1 << 29)):
+# in two levels) against the resident grid (the committed setting first); another order of additions: the bits check
+# follows the plan (with no minimum of waves, its first shape has 257 blocks at one round: two groups). Run 45 (H200)
+# swept 1, 2 and 4 rounds too: 0.56-0.93x the resident grid
+FLAT_ROUNDS_SETTINGS = [dict(FLAT_ROUNDS=tc_plan.FLAT_ROUNDS, FLAT_ONE_PASS_MIN_WAVES=tc_plan.FLAT_ONE_PASS_MIN_WAVES)]
+FLAT_ROUNDS_SETTINGS += [dict(FLAT_ROUNDS={1: r, 2: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 8, 16, 32, 64)]
+for _dt, _n in (*(("float16", 1 << _e) for _e in range(25, 31)), ("bfloat16", 1 << 28), ("bfloat16", 1 << 30),
+                ("float8_e4m3fn", 1 << 29), ("float8_e4m3fn", 1 << 31)):
     SWEEPS[f"{_dt}_flat_rounds_2p{_n.bit_length() - 1}"] = (
         tc_plan, FLAT_ROUNDS_SETTINGS, _dt, (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident

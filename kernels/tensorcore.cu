@@ -213,11 +213,11 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
 //            c + 8t + {0..3}, the second c + 8t + {4..7}, t = 0..3.
 // Work split: row tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
 // columns are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
-// q, q + WPT, q + 2 WPT, ... of its range, UNROLL chunks per step (when the range is one chunk, UNROLL row tiles per
-// step instead: the SHORT instantiation). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
+// q, q + WPT, q + 2 WPT, ... of its range, UNROLL chunks per step (when every tile is SHORT > 0 chunks, UNROLL whole
+// row tiles per step instead: the SHORT instantiations). Order: per warp the flush rule; per row, the group's warps are added in q order starting from 0.0f
 // (one warp: the value itself); with splits > 1 the per-split values go to ws[row * splits + s] and the last block of
 // the tile adds them in s order starting from 0.0f.
-template <typename T, int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, bool SHORT>
+template <typename T, int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, int SHORT>
 __global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 2)
 tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
         unsigned* counters, i64 splits) {
@@ -277,23 +277,28 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
         }
     };
 
-    if constexpr (SHORT) {
-        // short rows (the plan guarantees one chunk per tile, WPT = 1, no splits): UNROLL row tiles in flight
+    if constexpr (SHORT > 0) {
+        // short rows (the plan guarantees SHORT chunks per tile, WPT = 1, no splits): UNROLL whole row tiles in
+        // flight; each tile's chunks go through the accumulator in order, as in the long path
         static_assert(WPT == 1, "the short-row path has one warp per tile");
         for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
-            RowPiece<T, VEC> lo[UNROLL], hi[UNROLL];
+            RowPiece<T, VEC> lo[UNROLL][SHORT], hi[UNROLL][SHORT];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 r = (tile0 + u * tile_step) * 16 + g;
-                load_row_piece<T, VEC, ALIGNED>(x, r, m, ld, c_begin + VEC * t, c_end, lo[u]);
-                load_row_piece<T, VEC, ALIGNED>(x, r + 8, m, ld, c_begin + VEC * t, c_end, hi[u]);
+#pragma unroll
+                for (int c = 0; c < SHORT; ++c) {
+                    load_row_piece<T, VEC, ALIGNED>(x, r, m, ld, c_begin + c * CHUNK + VEC * t, c_end, lo[u][c]);
+                    load_row_piece<T, VEC, ALIGNED>(x, r + 8, m, ld, c_begin + c * CHUNK + VEC * t, c_end, hi[u][c]);
+                }
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const i64 tile = tile0 + u * tile_step;
                 if (tile >= ntiles) break;  // warp-uniform
                 RowAccumulator<T, CHAIN> acc;
-                mma_piece(acc, lo[u], hi[u]);
+#pragma unroll
+                for (int c = 0; c < SHORT; ++c) mma_piece(acc, lo[u][c], hi[u][c]);
                 acc.finish();
                 finish_tile(tile, acc.lo, acc.hi);
             }

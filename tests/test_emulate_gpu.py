@@ -130,13 +130,15 @@ def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng, monkeypatch)
     from tcreduce.plans import tensorcore
     from tcreduce.testing import check_sum
 
-    monkeypatch.setattr(tensorcore, "FLAT_ROUNDS", rounds)
+    monkeypatch.setattr(tensorcore, "FLAT_ROUNDS", {1: rounds, 2: rounds})
+    monkeypatch.setattr(tensorcore, "FLAT_ONE_PASS_MIN_WAVES", 0)
     monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
     get_plan.cache_clear()
     try:
         device = current_device()[1]
         groups_seen = set()
-        for n in (77, 40_000, (1 << 20) + 4099, (1 << 23) + 5):
+        per_block = tensorcore.BLOCK * tensorcore.FLAT_UNROLL * rounds * (16 // np.dtype(numpy_dtype(dtype)).itemsize)
+        for n in (77, 40_000, (1 << 20) + 4099, (tensorcore.BLOCK + 1) * per_block + 5):  # the last: two groups
             p = param_dict(get_plan("tensorcore", Flat(n, 0), dtype, "float32", device))
             assert p["rounds"] == rounds
             groups_seen.add(-(-p["grid"] // tensorcore.BLOCK) if p["grid"] > 1 else 0)

@@ -280,7 +280,8 @@ def _replay_flat_one_pass(plan, x: np.ndarray, align: int) -> F32:
 def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, monkeypatch):
     """tc_flat with FLAT_ROUNDS = 1: blocks of BLOCK x 2 vectors, their partials in two levels (block 64: 69 blocks in
     2 groups, a head and a tail; block 256: one group; 100 values: one block)."""
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", 1)
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", {2: 1})
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ONE_PASS_MIN_WAVES", 0)
     monkeypatch.setattr(tensorcore_plans, "BLOCK", block)
     x = (rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(-14, 15, n)).astype(np.float16)  # fp32 sums round
     plan = plan_tensorcore(Flat(n, align), "float16", "float32", ONE_SM, chain=chain)
@@ -301,7 +302,8 @@ def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng, monkeypatch
     from tcreduce._api import get_plan
     from tcreduce.testing import check_sum, random_input
 
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", rounds)
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", {1: rounds, 2: rounds})
+    monkeypatch.setattr(tensorcore_plans, "FLAT_ONE_PASS_MIN_WAVES", 0)
     get_plan.cache_clear()
     try:
         for n in (77, 40_000, (1 << 20) + 4099):
@@ -316,7 +318,7 @@ def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng, monkeypatch
 
 def test_flat_one_pass_is_off_by_default_and_the_resident_grid_unchanged():
     """FLAT_ROUNDS = 0 (not yet measured on a GPU): the resident grid-stride plan, named as before."""
-    assert tensorcore_plans.FLAT_ROUNDS == 0
+    assert tensorcore_plans.FLAT_ROUNDS == {}
     plan = plan_tensorcore(Flat(1 << 20, 0), "float16", "float32", KNOWN_GPUS["H100"])
     assert "rounds" not in param_dict(plan) and plan.launches[0].kernel == "tc_flat<__half, 256, 2, 1, float, 2, 6>"
     assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]

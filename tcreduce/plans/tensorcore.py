@@ -31,11 +31,14 @@ BLOCKS_PER_SM = 6  # tc_flat: __launch_bounds__(256, 6) (benchmarks/tune_flat.py
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs)
 BLOCKS_PER_SM_TILED = 2  # tc_rows, tc_cols: __launch_bounds__(256, 2), up to 128 registers
 FLAT_UNROLL = 2
-# tc_flat's walk: 0, a resident grid looping over the array; k > 0, a one-pass grid of blocks that each sum
-# BLOCK * FLAT_UNROLL * k vectors and exit (Triton's and inductor's walk, which read 1.3-3% faster in
-# benchmarks/read_probe.py), their partials combined in two levels. Another order of additions (the twin follows the
-# plan); not yet measured, so off (tune_plans sweeps *_flat_rounds_*)
-FLAT_ROUNDS = 0
+# tc_flat's walk, by element size (bytes): k rounds, a one-pass grid of blocks that each sum BLOCK * FLAT_UNROLL * k
+# vectors and exit (Triton's and inductor's walk, which read 1.3-3% faster in benchmarks/read_probe.py), their partials
+# combined in two levels; absent, a resident grid looping over the array. Another order of additions (the twin follows
+# the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid, 16
+# rounds 1.024x at 2^30 fp16 but 1.003x at 2^28 and 0.988x for fp8 at 2^29
+FLAT_ROUNDS: dict[int, int] = {}
+# ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid)
+FLAT_ONE_PASS_MIN_WAVES = 4
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
@@ -47,6 +50,12 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 # shuffle_rows; rows of 64, 2 chunks: 4 in flight reads 0.77x)
 ROWS_WHOLE_TILE_CHUNKS = (4, 8)
 ROWS_UNROLL_WIDE = 4
+# tc_rows' SHORT path (every chunk of a warp's row tiles loaded at once, 4 blocks per SM, one warp per tile) for rows
+# of up to this many chunks (more: the path above, chunks in flight at 2 blocks per SM) ...
+ROWS_SHORT_MAX_CHUNKS = 1
+# ... with this many row tiles in flight per warp for tiles of 2-4 chunks (the most that compile without spilling at
+# 64 registers for fp16 and bf16; one-chunk tiles: ROWS_UNROLL_SHORT)
+ROWS_SHORT_TILES_IN_FLIGHT = {2: 2, 3: 1, 4: 1}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -118,10 +127,13 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
-        if FLAT_ROUNDS:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
-            grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * FLAT_ROUNDS))
+        rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
+        grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * rounds)) if rounds else 0
+        if grid < FLAT_ONE_PASS_MIN_WAVES * device.sm_count * FLAT_ROUNDS_BLOCKS_PER_SM:
+            rounds = 0
+        if rounds:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             groups = cdiv(grid, BLOCK) if grid > 1 else 0
-            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {FLAT_ROUNDS}", dict(rounds=FLAT_ROUNDS)
+            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
         else:
             grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
             tail_args, extra = f"{BLOCKS_PER_SM}", {}
@@ -158,11 +170,14 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         tiles = cdiv(problem.m, 16)
         chunks = cdiv(problem.k, chunk)
         work = split_work(tiles, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
-        short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
+        whole = chunks <= tuned(_THIS, "ROWS_SHORT_MAX_CHUNKS", device) and work.splits == 1
+        short = chunks if whole and work.warps_per_tile == 1 else 0  # chunks per tile of the SHORT kernel
         if short:  # the SHORT kernel runs 4 blocks per SM: size the grid for them
             work = split_work(tiles, 1, BLOCK // 32, device, 4)
-        if short:
+        if short == 1:
             unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1)
+        elif short:
+            unroll = ROWS_SHORT_TILES_IN_FLIGHT[short]
         elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= chunks <= ROWS_WHOLE_TILE_CHUNKS[1]:
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
@@ -170,7 +185,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec] if short else ONE_PASS_TILES:
             work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
-                f"{out_t}, {str(short).lower()}>")
+                f"{out_t}, {short}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile))
     if isinstance(problem, Cols):
