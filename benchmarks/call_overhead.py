@@ -95,6 +95,8 @@ def _gpu_one(args, n: int) -> list[dict]:
         empty = cupy.RawKernel(r'extern "C" __global__ void tcr_empty() {}', "tcr_empty")
         cases.append(("empty CuPy kernel launch", lambda: empty((1,), (32,), ())))
         rows += _time_cases(s, cases, args, n)
+        if args.pool:
+            rows += _round_robin(s, args, n)
         # the pieces of a call, host cost only (where a call's microseconds go), and the handle on the legacy default
         # stream (which cannot capture: no capture query before a graph launch)
         xp, op = x.data.ptr, out.data.ptr
@@ -124,6 +126,58 @@ def _gpu_one(args, n: int) -> list[dict]:
             s.synchronize()
             assert cupy.array_equal(want.view(cupy.uint32), out.view(cupy.uint32)), "a timed path differs"
         assert cupy.array_equal(want.view(cupy.uint32), r(x).view(cupy.uint32)), "handle differs"
+    return rows
+
+
+def _round_robin(s, args, n: int) -> list[dict]:
+    """The calls of the throughput study's small sizes: each call a different buffer of ``--pool`` (every address new
+    to tcreduce's graph replay, as when inputs rotate to defeat the L2), with and without graph replay."""
+    import itertools
+
+    import cupy
+
+    import tcreduce
+
+    xs = [cupy.random.default_rng(2 + i).uniform(-0.25, 0.75, n, dtype=cupy.float32).astype(args.dtype)
+          for i in range(args.pool)]
+    for x in xs:  # plans and binds once per shape; every buffer has the same shape
+        tcreduce.sum(x)
+    r = tcreduce.reducer(like=xs[0])
+    out = cupy.empty((), dtype=cupy.float32)
+    nxt = itertools.cycle(xs).__next__
+    label = f"round-robin over {args.pool} buffers:"
+    r_kernels = tcreduce.reducer(like=xs[0])
+    r_kernels._launch.graphs = None
+    from tcreduce._api import _PREPARED
+
+    prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == xs[0].shape and p.fast)
+    bound = prep.launcher.bound_for(s.ptr)
+
+    def sum_kernels():
+        saved, bound.graphs = bound.graphs, None
+        try:
+            return tcreduce.sum(nxt())
+        finally:
+            bound.graphs = saved
+
+    cases = [(f"{label} tcreduce.sum(x)", lambda: tcreduce.sum(nxt())),
+             (f"{label} tcreduce.sum(x) [no graph replay]", sum_kernels),
+             (f"{label} reducer(x, out=out)", lambda: r(nxt(), out=out)),
+             (f"{label} reducer(x, out=out) [no graph replay]", lambda: r_kernels(nxt(), out=out)),
+             (f"{label} cupy.sum(x, dtype=float32)", lambda: cupy.sum(nxt(), dtype=cupy.float32))]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            ts = [torch.from_dlpack(x) for x in xs]
+            tnext = itertools.cycle(ts).__next__
+            cases.append((f"{label} torch.sum(t, dtype=float32)", lambda: torch.sum(tnext(), dtype=torch.float32)))
+    except ImportError:
+        pass
+    rows = _time_cases(s, cases, args, n)
+    for rep in range(3):  # the same case again: does its cost move between runs of one process?
+        rows += _time_cases(s, [(f"{label} tcreduce.sum(x) (again, {rep + 1})", lambda: tcreduce.sum(nxt()))],
+                            args, n)
     return rows
 
 
@@ -233,6 +287,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--pool", type=int, default=0,
+                    help="also time calls round-robin over this many buffers (the throughput study's walk)")
     ap.add_argument("--cpu", action="store_true", help="no GPU: the Python cost with fake launches")
     ap.add_argument("--out", default=None, help="folder for call_overhead.csv (default: print only)")
     args = ap.parse_args()

@@ -37,8 +37,11 @@ FLAT_UNROLL = 2
 # the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid, 16
 # rounds 1.024x at 2^30 fp16 but 1.003x at 2^28 and 0.988x for fp8 at 2^29
 FLAT_ROUNDS: dict[int, int] = {}
-# ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid)
-FLAT_ONE_PASS_MIN_WAVES = 4
+# ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid). Run 46
+# (H200, GB/s against the resident grid in the same run): 32 rounds (256 KiB blocks) fp16 2^26 (0.8 waves) 3,746 /
+# 3,729, 2^27 (1.6) 4,026 / 4,101, 2^28 (3.1) 4,387 / 4,339, 2^29 4,539 / 4,475, 2^30 4,620 / 4,555; bf16 2^28 4,385
+# / 4,326, 2^30 4,622 / 4,556; fp8 2^29 4,255 / 4,233, 2^31 4,560 / 4,544; 2^25: every one-pass walk below
+FLAT_ONE_PASS_MIN_WAVES = 3
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
@@ -53,9 +56,12 @@ ROWS_UNROLL_WIDE = 4
 # tc_rows' SHORT path (every chunk of a warp's row tiles loaded at once, 4 blocks per SM, one warp per tile) for rows
 # of up to this many chunks (more: the path above, chunks in flight at 2 blocks per SM) ...
 ROWS_SHORT_MAX_CHUNKS = 1
-# ... with this many row tiles in flight per warp for tiles of 2-4 chunks (the most that compile without spilling at
-# 64 registers for fp16 and bf16; one-chunk tiles: ROWS_UNROLL_SHORT)
-ROWS_SHORT_TILES_IN_FLIGHT = {2: 2, 3: 1, 4: 1}
+# ... with tiles of 2-4 chunks in flight per warp: as many as fit in this many bytes of the row tiles' elements (at
+# least one; tune_plans run 46, H200: fp16 rows of 40 read 3,023 GB/s with 2 tiles (2.5 KiB), 2,641 with 1; rows of
+# 64 3,953 with 1 (2 KiB), 3,329 with 2; fp8 rows of 64 3,723 with 2 (2 KiB), 3,055 with 1) ...
+ROWS_SHORT_BYTES_IN_FLIGHT = 2560
+# ... and no more than compile without spilling at 64 registers (sm_90), by element size and chunks per tile
+ROWS_SHORT_MAX_TILES_IN_FLIGHT = {2: {2: 2, 3: 1, 4: 1}, 1: {2: 3, 3: 2, 4: 1}}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -95,7 +101,8 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
-                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17),
+                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17,
+                 ROWS_SHORT_MAX_CHUNKS=4, FLAT_ROUNDS={1: 32, 2: 32}),
 }
 _THIS = sys.modules[__name__]
 
@@ -177,7 +184,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if short == 1:
             unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1)
         elif short:
-            unroll = ROWS_SHORT_TILES_IN_FLIGHT[short]
+            fit = ROWS_SHORT_BYTES_IN_FLIGHT // (16 * problem.k * isz)
+            unroll = max(1, min(fit, ROWS_SHORT_MAX_TILES_IN_FLIGHT[isz][short]))
         elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= chunks <= ROWS_WHOLE_TILE_CHUNKS[1]:
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
