@@ -291,11 +291,12 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
 # rows of 2-4 chunks of 32 (33-128 elements) in tc_rows' SHORT path: whole row tiles in flight per warp at 4 blocks per
 # SM, against chunks in flight at 2 blocks per SM (the committed path; the same mmas in the same order, bits checked)
-# (bytes in flight per warp: 1, one tile). Run 46 (H200) swept tiles in flight by chunks per tile alone
+# (bytes in flight per warp: 1, one tile). Run 46 (H200) swept tiles in flight by chunks per tile alone, run 47 the
+# bytes in flight (2,560 and 4,096)
 WHOLE_TILE_SETTINGS = [dict(ROWS_SHORT_MAX_CHUNKS=tc_plan.ROWS_SHORT_MAX_CHUNKS,
                             ROWS_SHORT_BYTES_IN_FLIGHT=tc_plan.ROWS_SHORT_BYTES_IN_FLIGHT)]
 WHOLE_TILE_SETTINGS += [dict(ROWS_SHORT_MAX_CHUNKS=c, ROWS_SHORT_BYTES_IN_FLIGHT=b)
-                        for c, b in ((4, 2560), (4, 1), (4, 4096), (3, 2560), (2, 2560))]
+                        for c, b in ((4, 3072), (4, 1), (4, 2048), (4, 4096), (3, 3072), (2, 3072))]
 for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 112, 128)),
                       *(("bfloat16", 2, _k) for _k in (40, 64, 128)),
                       *(("float8_e4m3fn", 1, _k) for _k in (40, 64, 96, 128))):

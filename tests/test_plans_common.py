@@ -76,6 +76,18 @@ def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
      "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>"),
     # float32 first-axis sums of few long strips: TMA with splits on an H100, the register loop without on an H200
     ("float32", (1 << 20, 128), 0, "tc32_cols_tma<", "tc32_cols<"),
+    # rows of 2-4 chunks: chunks in flight on an H100; whole tiles on an H200, as many as fit in 3 KiB (at least one,
+    # at most what compiles without spilling)
+    ("float16", (1 << 20, 40), -1, "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 0>",
+     "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 2>"),
+    ("float16", (1 << 20, 64), -1, "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 0>",
+     "tc_rows<__half, 256, 1, 8, true, 1, 1, float, 2>"),
+    ("bfloat16", (1 << 20, 128), -1, "tc_rows<__nv_bfloat16, 256, 1, 8, true, 4, 1, float, 0>",
+     "tc_rows<__nv_bfloat16, 256, 1, 8, true, 1, 1, float, 4>"),
+    ("float8_e4m3fn", (1 << 20, 40), -1, "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 0>",
+     "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 3, 1, float, 2>"),
+    ("float8_e4m3fn", (1 << 20, 96), -1, "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 0>",
+     "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 3>"),
 ])
 def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dtype, shape, axis, h100, h200):
     from tcreduce._api import get_plan
@@ -102,3 +114,24 @@ def test_an_h200_keeps_one_pass_for_short_rows_of_8_element_loads(k, same_grid):
     grids = [param_dict(get_plan("tensorcore", problem, "float16", "float32", named_device(f)))["grid"]
              for f in ("H100", "H200")]
     assert (grids[0] == grids[1]) == same_grid, grids
+
+
+@pytest.mark.parametrize("dtype,n,rounds", [("float16", 1 << 30, 32), ("bfloat16", 1 << 28, 32),
+                                            ("float8_e4m3fn", 1 << 31, 32), ("float16", 1 << 27, 0),
+                                            ("float8_e4m3fn", 1 << 28, 0)])
+def test_an_h200_walks_large_full_sums_in_one_pass(dtype, n, rounds):
+    """tc_flat: an H200 sums arrays that give its one-pass grid at least FLAT_ONE_PASS_MIN_WAVES waves (fp16 2^28 and
+    up: 2,048 blocks of 256 KiB, 3.1 waves of 660) in one pass of 32 rounds, smaller ones on the resident grid; an H100
+    keeps the resident grid everywhere."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+
+    h100, h200 = (get_plan("tensorcore", Flat(n, 0), dtype, "float32", named_device(f)) for f in ("H100", "H200"))
+    assert param_dict(h200).get("rounds", 0) == rounds and "rounds" not in param_dict(h100)
+    assert h200.launches[0].kernel.endswith(f", 5, {rounds}>" if rounds else ", 6>")
+    if rounds:
+        grid = param_dict(h200)["grid"]
+        assert grid >= 3 * 132 * 5 and (h200.workspace_floats, h200.counters) == (grid + -(-grid // 256),
+                                                                                 -(-grid // 256) + 1)

@@ -34,8 +34,9 @@ FLAT_UNROLL = 2
 # tc_flat's walk, by element size (bytes): k rounds, a one-pass grid of blocks that each sum BLOCK * FLAT_UNROLL * k
 # vectors and exit (Triton's and inductor's walk, which read 1.3-3% faster in benchmarks/read_probe.py), their partials
 # combined in two levels; absent, a resident grid looping over the array. Another order of additions (the twin follows
-# the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid, 16
-# rounds 1.024x at 2^30 fp16 but 1.003x at 2^28 and 0.988x for fp8 at 2^29
+# the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid (each
+# short block pays its partial's store, fence and counter), 16 rounds 1.024x at 2^30 fp16 but 1.003x at 2^28. Set for
+# an H200 only (FAMILY_TUNING); an H100 has not been measured
 FLAT_ROUNDS: dict[int, int] = {}
 # ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid). Run 46
 # (H200, GB/s against the resident grid in the same run): 32 rounds (256 KiB blocks) fp16 2^26 (0.8 waves) 3,746 /
@@ -54,12 +55,14 @@ ROWS_UNROLL_LONG = 2  # chunks in flight per warp otherwise
 ROWS_WHOLE_TILE_CHUNKS = (4, 8)
 ROWS_UNROLL_WIDE = 4
 # tc_rows' SHORT path (every chunk of a warp's row tiles loaded at once, 4 blocks per SM, one warp per tile) for rows
-# of up to this many chunks (more: the path above, chunks in flight at 2 blocks per SM) ...
+# of up to this many chunks (more: the path above, chunks in flight at 2 blocks per SM; an H200 takes 4 chunks, an
+# H100 has not been measured) ...
 ROWS_SHORT_MAX_CHUNKS = 1
 # ... with tiles of 2-4 chunks in flight per warp: as many as fit in this many bytes of the row tiles' elements (at
-# least one; tune_plans run 46, H200: fp16 rows of 40 read 3,023 GB/s with 2 tiles (2.5 KiB), 2,641 with 1; rows of
-# 64 3,953 with 1 (2 KiB), 3,329 with 2; fp8 rows of 64 3,723 with 2 (2 KiB), 3,055 with 1) ...
-ROWS_SHORT_BYTES_IN_FLIGHT = 2560
+# least one). Tune_plans runs 46-47, H200, GB/s: fp16 rows of 40 3,029 with 2 tiles (2.5 KiB), 2,654 with 1; rows of
+# 48 3,412 with 2 (3 KiB), 3,096 with 1; rows of 64 3,970 with 1 (2 KiB), 3,309 with 2; fp8 rows of 64 3,697 with 2,
+# 3,613 with 3, 3,039 with 1; fp8 rows of 96 3,605 with 2 (3 KiB), 3,427 with 1 ...
+ROWS_SHORT_BYTES_IN_FLIGHT = 3072
 # ... and no more than compile without spilling at 64 registers (sm_90), by element size and chunks per tile
 ROWS_SHORT_MAX_TILES_IN_FLIGHT = {2: {2: 2, 3: 1, 4: 1}, 1: {2: 3, 3: 2, 4: 1}}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
@@ -98,7 +101,10 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # of 16 3,220 -> 3,528 (rows of 17-32, 8-element loads, keep one pass: 0.968x on a resident grid in the segment run
 # at 9839564; run 43, rows of 32: 3,889 one pass, 3,818 resident); rows of 97-255 with 2 chunks in flight: rows of
 # 128 3,606 -> 3,738; tc_cols on a resident grid up to 256 rows: 32 rows 3,310 -> 3,736, 64 rows 3,690 -> 3,820,
-# 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident)
+# 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident); tc_rows'
+# whole-tile path for rows of 2-4 chunks (runs 46-47, session 11: fp16 rows of 40 2,253 -> 3,029, 64 3,515 -> 3,970,
+# 96 3,207 -> 3,988, 128 3,849 -> 3,973; fp8 rows of 64 2,370 -> 3,697); tc_flat in one pass of 32 rounds from 3
+# waves (FLAT_ONE_PASS_MIN_WAVES above)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17,
