@@ -104,11 +104,12 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident); tc_rows'
 # whole-tile path for rows of 2-4 chunks (runs 46-47, session 11: fp16 rows of 40 2,253 -> 3,029, 64 3,515 -> 3,970,
 # 96 3,207 -> 3,988, 128 3,849 -> 3,973; fp8 rows of 64 2,370 -> 3,697); tc_flat in one pass of 32 rounds from 3
-# waves (FLAT_ONE_PASS_MIN_WAVES above)
+# waves for fp16 and bf16 (FLAT_ONE_PASS_MIN_WAVES above; fp8 keeps the resident grid: the throughput study at aed24eb
+# read its one pass 0.8-1.3% slower at 2^29-2^30, where fp16 gained 1%)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17,
-                 ROWS_SHORT_MAX_CHUNKS=4, FLAT_ROUNDS={1: 32, 2: 32}),
+                 ROWS_SHORT_MAX_CHUNKS=4, FLAT_ROUNDS={2: 32}),
 }
 _THIS = sys.modules[__name__]
 
