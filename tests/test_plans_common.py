@@ -116,22 +116,22 @@ def test_an_h200_keeps_one_pass_for_short_rows_of_8_element_loads(k, same_grid):
     assert (grids[0] == grids[1]) == same_grid, grids
 
 
-@pytest.mark.parametrize("dtype,n,rounds", [("float16", 1 << 30, 32), ("bfloat16", 1 << 28, 32),
-                                            ("float8_e4m3fn", 1 << 31, 0), ("float16", 1 << 27, 0),
-                                            ("float8_e4m3fn", 1 << 28, 0)])
-def test_an_h200_walks_large_full_sums_in_one_pass(dtype, n, rounds):
-    """tc_flat: an H200 sums fp16 and bf16 arrays that give its one-pass grid at least FLAT_ONE_PASS_MIN_WAVES waves
-    (2^28 and up: 2,048 blocks of 256 KiB, 3.1 waves of 660) in one pass of 32 rounds, smaller ones and fp8 on the
-    resident grid; an H100 keeps the resident grid everywhere."""
+@pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [
+    ("float16", 1 << 30, 16, 32), ("bfloat16", 1 << 28, 16, 32), ("float16", 1 << 27, 16, 0),
+    ("float16", 1 << 26, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 0), ("float8_e4m3fn", 1 << 28, 0, 0)])
+def test_large_full_sums_walk_a_one_pass_grid_of_at_least_three_waves(dtype, n, h100_rounds, h200_rounds):
+    """tc_flat: fp16 and bf16 arrays that give the one-pass grid at least FLAT_ONE_PASS_MIN_WAVES waves of 660 resident
+    blocks go in one pass (an H100: 16 rounds, 128 KiB blocks, from 2^27; an H200: 32 rounds, 256 KiB, from 2^28),
+    smaller ones and fp8 on the resident grid."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
 
-    h100, h200 = (get_plan("tensorcore", Flat(n, 0), dtype, "float32", named_device(f)) for f in ("H100", "H200"))
-    assert param_dict(h200).get("rounds", 0) == rounds and "rounds" not in param_dict(h100)
-    assert h200.launches[0].kernel.endswith(f", 5, {rounds}>" if rounds else ", 6>")
-    if rounds:
-        grid = param_dict(h200)["grid"]
-        assert grid >= 3 * 132 * 5 and (h200.workspace_floats, h200.counters) == (grid + -(-grid // 256),
-                                                                                 -(-grid // 256) + 1)
+    for family, rounds in (("H100", h100_rounds), ("H200", h200_rounds)):
+        plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", named_device(family))
+        assert param_dict(plan).get("rounds", 0) == rounds, family
+        assert plan.launches[0].kernel.endswith(f", 5, {rounds}>" if rounds else ", 6>"), family
+        if rounds:
+            grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
+            assert grid >= 3 * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
