@@ -6,8 +6,8 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:53:18+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:50:21+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit c0d887d, 2026-11-27T00:36:19+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit c0d887d, 2026-11-27T00:40:24+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit aed24eb08110, 2026-11-27T03:12:32+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -112,16 +112,16 @@ DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
             4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
             12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
         ('bfloat16', 'full'): {
-            10: 'shuffle', 11: 'shuffle', 12: 'tensorcore', 13: 'shuffle',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-            18: 'wmma', 19: 'wmma', 20: 'wmma', 21: 'tensorcore',
-            22: 'wmma', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'wmma', 17: 'tensorcore',
+            18: 'wmma', 19: 'shuffle', 20: 'wmma', 21: 'tensorcore',
+            22: 'shuffle', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -134,16 +134,16 @@ DEVICE_TABLES = {
         },
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
             12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
         ('float16', 'full'): {
-            10: 'kahan', 11: 'tensorcore', 12: 'tensorcore_kahan', 13: 'tensorcore_kahan',
-            14: 'shuffle', 15: 'kahan', 16: 'tensorcore', 17: 'kahan',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'shuffle', 23: 'tensorcore_kahan', 24: 'kahan', 25: 'tensorcore',
+            10: 'tensorcore_kahan', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
+            14: 'tensorcore_kahan', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'kahan', 21: 'tensorcore',
+            22: 'tensorcore_kahan', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -162,10 +162,10 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float32', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'kahan', 13: 'tensorcore',
-            14: 'kahan', 15: 'kahan', 16: 'tensorcore', 17: 'tensorcore',
-            18: 'kahan', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'kahan', 23: 'tensorcore', 24: 'shuffle', 25: 'shuffle',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'kahan', 17: 'tensorcore',
+            18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'shuffle',
+            22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
             30: 'shuffle',
         },
@@ -177,10 +177,10 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float8_e4m3fn', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -188,7 +188,7 @@ DEVICE_TABLES = {
             10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
             18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'shuffle',
+            22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -207,14 +207,14 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'bfloat16 full n=16384: tensorcore_chained 12.9 us, tensorcore 13.2 us (+2.6%)',
-        'bfloat16 full n=65536: exact 20.4 us, tensorcore 21.2 us (+3.6%)',
-        'bfloat16 full n=524288: exact 14.8 us, wmma 15.3 us (+3.4%)',
-        'bfloat16 full n=524288: tensorcore_chained 14.3 us, wmma 15.3 us (+6.6%)',
-        'float32 full n=1024: exact 15.3 us, tensorcore 15.7 us (+2.3%)',
-        'float8_e4m3fn full n=32768: tensorcore_chained 13.9 us, tensorcore 14.3 us (+2.4%)',
-        'float8_e5m2 full n=8192: tensorcore_chained 13.6 us, tensorcore 14.0 us (+3.1%)',
-        'float8_e5m2 full n=4194304: tensorcore_chained 18.2 us, tensorcore 18.8 us (+3.6%)',
-        'float8_e5m2 full n=16777216: tensorcore_chained 14.5 us, tensorcore 14.9 us (+2.7%)',
+        'bfloat16 full n=2048: exact 12.3 us, tensorcore 12.7 us (+2.9%)',
+        'bfloat16 full n=1048576: tensorcore_chained 11.6 us, wmma 12.1 us (+4.3%)',
+        'float16 full n=262144: exact 9.7 us, tensorcore 10.0 us (+2.2%)',
+        'float32 full n=32768: tensorcore_tf32 8.8 us, tensorcore 9.0 us (+2.1%)',
+        'float32 full n=4194304: tensorcore_tf32 9.4 us, kahan 9.7 us (+2.5%)',
+        'float8_e4m3fn full n=2048: tensorcore_chained 16.8 us, tensorcore 17.4 us (+3.2%)',
+        'float8_e4m3fn full n=8192: tensorcore_chained 11.9 us, tensorcore 12.2 us (+2.6%)',
+        'float8_e4m3fn full n=32768: tensorcore_chained 12.0 us, tensorcore 12.7 us (+5.9%)',
+        'float8_e4m3fn full n=65536: tensorcore_chained 12.2 us, tensorcore 12.4 us (+2.1%)',
     ),
 }

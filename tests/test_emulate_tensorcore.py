@@ -316,9 +316,10 @@ def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng, monkeypatch
         get_plan.cache_clear()
 
 
-def test_small_full_sums_keep_the_resident_grid():
-    """Below FLAT_ONE_PASS_MIN_WAVES waves of the one-pass grid (2^20 halves: 16 blocks of 16 rounds), the resident
-    grid-stride plan, named as before."""
+def test_an_h100_keeps_the_resident_grid_for_full_sums():
+    """The module's walk (an H100's; FLAT_ROUNDS is set for an H200 only): the resident grid-stride plan, named as
+    before."""
+    assert tensorcore_plans.FLAT_ROUNDS == {}
     plan = plan_tensorcore(Flat(1 << 20, 0), "float16", "float32", KNOWN_GPUS["H100"])
     assert "rounds" not in param_dict(plan) and plan.launches[0].kernel == "tc_flat<__half, 256, 2, 1, float, 2, 6>"
     assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]

@@ -35,10 +35,12 @@ FLAT_UNROLL = 2
 # vectors and exit (Triton's and inductor's walk, which read 1.3-3% faster in benchmarks/read_probe.py), their partials
 # combined in two levels; absent, a resident grid looping over the array. Another order of additions (the twin follows
 # the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid (each
-# short block pays its partial's store, fence and counter), 16 rounds 1.024x at 2^30 fp16 but 1.003x at 2^28. H100
-# (run 48, fp16, GB/s against the resident grid): 16 rounds 3,041 / 3,028 at 2^28, 3,101 / 3,073 at 2^29, 3,147 / 3,091
-# at 2^30 (8 rounds 1% faster still, 32 rounds 1% slower); fp8 not measured there (an H200 reads it slower in one pass)
-FLAT_ROUNDS: dict[int, int] = {2: 16}
+# short block pays its partial's store, fence and counter), 16 rounds 1.024x at 2^30 fp16 but 1.003x at 2^28. Set for
+# an H200 (FAMILY_TUNING). An H100 gains too (run 48, fp16, GB/s against the resident grid: 16 rounds 3,041 / 3,028 at
+# 2^28, 3,101 / 3,073 at 2^29, 3,147 / 3,091 at 2^30; the throughput study at ffc4c5b: fp16 2^30 0.985 of the read
+# kernel against 0.966), but stays off until the H100's accuracy, trade-off and ladder studies, which sum fp16 and bf16
+# arrays of 2^27-2^30, are re-run with it (notes/performance.md)
+FLAT_ROUNDS: dict[int, int] = {}
 # ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid). Run 46
 # (H200, GB/s against the resident grid in the same run): 32 rounds (256 KiB blocks) fp16 2^26 (0.8 waves) 3,746 /
 # 3,729, 2^27 (1.6) 4,026 / 4,101, 2^28 (3.1) 4,387 / 4,339, 2^29 4,539 / 4,475, 2^30 4,620 / 4,555; bf16 2^28 4,385
