@@ -225,6 +225,7 @@ def _time(s, fn, calls: int, reps: int) -> tuple[float, float]:
 
 def _cpu(args) -> list[dict]:
     import tcreduce
+    from tcreduce.formats import get_format
     from tcreduce.fake_gpu import fake_gpu
 
     def best(fn, n=20000, reps=9) -> float:
@@ -235,13 +236,17 @@ def _cpu(args) -> list[dict]:
     with fake_gpu(record=False) as gpu:
         import cupy
 
-        x = gpu.array((args.n[0],), args.dtype)
+        fmt = get_format(args.dtype)
+        raw = fmt.name not in ("float16", "float32")  # bf16 and fp8: raw bits named by format= (no CuPy dtype)
+        x = gpu.array((args.n[0],), fmt.raw_dtype if raw else args.dtype)
+        kw = dict(format=fmt.name) if raw else {}
         out = gpu.array((), "float32")
-        r = tcreduce.reducer(like=x)
-        tcreduce.sum(x)
+        r = tcreduce.reducer(like=x, **kw)
+        tcreduce.sum(x, **kw)
+        how = f", format={fmt.name!r}" if raw else ""
         for label, fn in [("(fake allocation of the result)", lambda: cupy.ndarray((), np.float32)),
-                          ("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
-                          ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
+                          (f"tcreduce.sum(x{how})", lambda: tcreduce.sum(x, **kw)),
+                          (f"tcreduce.sum(x{how}, out=out)", lambda: tcreduce.sum(x, out=out, **kw)),
                           ("reducer(x)", lambda: r(x)), ("reducer(x, out=out)", lambda: r(x, out=out))]:
             rows.append(dict(case=label, host_us=best(fn), n=args.n[0], dtype=args.dtype))
     rows += _conversion_cost()

@@ -125,6 +125,9 @@ class _Prepared:
 
 
 _PREPARED: dict[tuple, _Prepared] = {}
+# (format=, CuPy dtype) -> the input format as_cupy_input named for that pair: raw bf16 / fp8 bits passed with
+# format= skip its checks after the first call (they cost 3-6 us a call, about what the launch costs)
+_RAW_FORMATS: dict[tuple, str] = {}
 
 
 def _prepare(kind: str, xc: Any, in_format: str, axis: AxisLike, dtype: Any, method: Any,
@@ -170,8 +173,12 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
         _cupy = cp
     if type(x) is cp.ndarray and fmt is None:
         xc, back, in_format = x, None, None  # the format is the array's dtype
+    elif type(x) is cp.ndarray and type(fmt) is str and (fmt, x.dtype) in _RAW_FORMATS:
+        xc, back, in_format = x, None, _RAW_FORMATS[fmt, x.dtype]  # a format checked against this dtype before
     else:
         xc, back, in_format = as_cupy_input(x, fmt)
+        if type(x) is cp.ndarray and type(fmt) is str and len(_RAW_FORMATS) < 64:
+            _RAW_FORMATS[fmt, x.dtype] = in_format
     mem = xc.data
     device_id = mem.device_id
     if device_id != cp.cuda.runtime.getDevice():

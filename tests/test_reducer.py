@@ -110,6 +110,26 @@ def test_sum_and_handle_results():
         assert "float16" in repr(r) and "axes=(1,)" in repr(r)
 
 
+def test_raw_formats_are_checked_once_per_dtype_and_still_refuse_what_does_not_fit():
+    """tcreduce.sum(bits, format=...) remembers a (format, dtype) pair it has checked, so later calls skip the checks;
+    a pair that does not fit raises every time, and the result is the plan's (the fake launch's output array)."""
+    from tcreduce import _api
+
+    with fake_gpu() as gpu:
+        bits = gpu.array((1000,), "uint16")
+        for _ in range(3):
+            assert tcreduce.sum(bits, format="bfloat16").shape == () and ("bfloat16", bits.dtype) in _api._RAW_FORMATS
+        assert tcreduce.sum(bits, format="bf16").dtype == np.float32  # an alias: its own entry, the same format
+        assert _api._RAW_FORMATS["bf16", bits.dtype] == "bfloat16"
+        for _ in range(2):
+            for x, fmt in ((gpu.array((1000,), "uint8"), "bfloat16"), (gpu.array((1000,), "float16"), "bfloat16"),
+                           (bits, "float8_e4m3fn")):
+                with pytest.raises(TypeError, match="needs a"):
+                    tcreduce.sum(x, format=fmt)
+            with pytest.raises(TypeError, match="supported"):
+                tcreduce.sum(bits, format="float4")
+
+
 def test_handle_rejects_other_arrays():
     with fake_gpu() as gpu:
         x = gpu.array((1000,), "float16")
