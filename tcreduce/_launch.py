@@ -23,6 +23,7 @@ bake a fresh allocation into the graph: that raises :class:`CaptureError` instea
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -192,42 +193,120 @@ def plan_bytes(plan: Plan) -> int:
     return plan.problem.outputs * plan.problem.length * get_format(plan.in_dtype).itemsize
 
 
+# launch through the driver (cuLaunchKernel from cuda.bindings, the arguments packed once per bound plan) instead of
+# CuPy's kernel call, which converts the arguments at every launch (an empty CuPy launch costs 4.4-4.8 us of host
+# time on an H200; benchmarks/call_overhead.py). Off until measured on a GPU: TCREDUCE_DRIVER_LAUNCH=1 turns it on for
+# plans bound from then on
+DRIVER_LAUNCH = os.environ.get("TCREDUCE_DRIVER_LAUNCH", "0") == "1"
+
+
+class _Driver:
+    """cuLaunchKernel and cuLaunchCooperativeKernel through cuda.bindings, and the handles they take."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver as drv
+
+        self.launch = drv.cuLaunchKernel  # (f, grid xyz, block xyz, shared bytes, stream, void** params, extra)
+        self.launch_cooperative = drv.cuLaunchCooperativeKernel  # the same without extra
+        self.stream = drv.CUstream
+        self.success = drv.CUresult.CUDA_SUCCESS
+        self._function = drv.CUfunction
+
+    def function(self, fn: Any, nargs: int) -> Any:
+        """The CUfunction of a CuPy ``Function`` of ``nargs`` parameters (the driver reads their number from the
+        kernel image; :mod:`tcreduce.fake_gpu`'s driver needs it to read them back)."""
+        return self._function(fn.ptr)
+
+
+_DRIVER: list = []  # the one _Driver, made on first use
+
+
+def driver() -> Any:
+    if not _DRIVER:
+        _DRIVER.append(_Driver())
+    return _DRIVER[0]
+
+
+class _DriverSteps:
+    """A bound plan's steps launched through the driver: per step, its arguments as 8-byte values in one array and an
+    array of pointers to them (cuLaunchKernel's kernelParams), built once; a call writes the input and output
+    addresses (and points tensor-map arguments at their 128 bytes) and launches. Kernel integers are 8 bytes
+    (i64) or read as the low bytes of one (little-endian), as with CuPy's 8-byte arguments."""
+
+    __slots__ = ("steps", "_streams", "_driver")
+
+    def __init__(self, steps: tuple, values: list[list[int]]):
+        drv = self._driver = driver()
+        self._streams: dict[int, Any] = {}
+        built = []
+        for (fn, grid, block, shared, coop, _, xs, outs, maps), raw in zip(steps, values):
+            vals = np.array(raw or [0], dtype=np.uint64)
+            ptrs = vals.ctypes.data + 8 * np.arange(len(vals), dtype=np.uint64)
+            launch = drv.launch_cooperative if coop else drv.launch
+            built.append((launch, coop, drv.function(fn, len(raw)), tuple(grid), tuple(block), shared, vals, ptrs,
+                          ptrs.ctypes.data, xs, outs, tuple(i for i, _ in maps)))
+        self.steps = tuple(built)
+
+    def __call__(self, x_ptr: int, out_ptr: int, stream_ptr: int, map_args: Any) -> None:
+        st = self._streams.get(stream_ptr)
+        if st is None:
+            st = self._streams[stream_ptr] = self._driver.stream(stream_ptr)
+        for k, (launch, coop, f, (gx, gy, gz), (bx, by, bz), shared, vals, ptrs, params, xs, outs, maps) \
+                in enumerate(self.steps):
+            for i in xs:
+                vals[i] = x_ptr
+            for i in outs:
+                vals[i] = out_ptr
+            if maps:
+                for i, owner in zip(maps, map_args(x_ptr)[k]):
+                    ptrs[i] = owner.bytes.ctypes.data
+            if coop:
+                err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params)
+            else:
+                err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params, 0)
+            if err[0] != self._driver.success:
+                raise RuntimeError(f"kernel launch through the driver failed: {err[0]!r}")
+
+
 class BoundLaunch:
     """A plan's launches with every argument but the input and output addresses converted once (the workspace and
     counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``, replaying a captured
     CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
     kernels."""
 
-    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps",
+                 "_driver")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
         self.counters_ptr = counters_ptr
         self.device_id = launcher.device_id
-        steps = []
+        steps, values = [], []
         for fn, grid, block, shared, coop, template in launcher.steps:
-            const: list = []
+            raw: list[int] = []  # every argument as an integer (0 where it changes per call)
             xs, outs, maps = [], [], []
             for i, a in enumerate(template):
                 if isinstance(a, TensorMapOfX):  # encoded per input address (launch)
                     maps.append((i, a))
-                    const.append(None)
+                    raw.append(0)
                 elif isinstance(a, tuple):
                     name, byte_offset = a
                     if name == "x":
                         xs.append(i)
-                        const.append(None)
+                        raw.append(0)
                     elif name == "out":
                         outs.append(i)
-                        const.append(None)
-                    elif name == "ws":
-                        const.append(kernel_arg(workspace_ptr + byte_offset))
+                        raw.append(0)
                     else:
-                        const.append(kernel_arg(counters_ptr + byte_offset))
+                        raw.append((workspace_ptr if name == "ws" else counters_ptr) + byte_offset)
                 else:
-                    const.append(kernel_arg(int(a)))
-            steps.append((fn, grid, block, shared, coop, tuple(const), tuple(xs), tuple(outs), tuple(maps)))
+                    raw.append(int(a))
+            const = tuple(None if i in xs or i in outs or any(i == j for j, _ in maps) else kernel_arg(v)
+                          for i, v in enumerate(raw))
+            steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs), tuple(maps)))
+            values.append(raw)
         self.steps = tuple(steps)
+        self._driver = _DriverSteps(self.steps, values) if DRIVER_LAUNCH else None
         self._maps: tuple = (None, None)  # (x_ptr, its tensor-map arguments per step) of the last launch
         small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
         # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
@@ -255,6 +334,9 @@ class BoundLaunch:
 
     def launch(self, x_ptr: int, out_ptr: int, stream) -> None:
         """Launch the kernels in order on ``stream`` (no graph)."""
+        if self._driver is not None:
+            self._driver(x_ptr, out_ptr, stream.ptr, self._map_args)
+            return
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
         for k, (fn, grid, block, shared, coop, const, xs, outs, maps) in enumerate(self.steps):
