@@ -230,14 +230,16 @@ def driver() -> Any:
 class _DriverSteps:
     """A bound plan's steps launched through the driver: per step, its arguments as 8-byte values in one array and an
     array of pointers to them (cuLaunchKernel's kernelParams), built once; a call writes the input and output
-    addresses (and points tensor-map arguments at their 128 bytes) and launches. Kernel integers are 8 bytes
-    (i64) or read as the low bytes of one (little-endian), as with CuPy's 8-byte arguments."""
+    addresses (and points tensor-map arguments at their 128 bytes) and launches, under a lock (threads that share a
+    stream share its bound plans, and the driver copies the values only when it launches). Kernel integers are 8
+    bytes (i64) or read as the low bytes of one (little-endian), as with CuPy's 8-byte arguments."""
 
-    __slots__ = ("steps", "_streams", "_driver")
+    __slots__ = ("steps", "_streams", "_driver", "_lock", "_maps")
 
     def __init__(self, steps: tuple, values: list[list[int]]):
         drv = self._driver = driver()
         self._streams: dict[int, Any] = {}
+        self._lock = threading.Lock()
         built = []
         for (fn, grid, block, shared, coop, _, xs, outs, maps), raw in zip(steps, values):
             vals = np.array(raw or [0], dtype=np.uint64)
@@ -246,26 +248,28 @@ class _DriverSteps:
             built.append((launch, coop, drv.function(fn, len(raw)), tuple(grid), tuple(block), shared, vals, ptrs,
                           ptrs.ctypes.data, xs, outs, tuple(i for i, _ in maps)))
         self.steps = tuple(built)
+        self._maps = any(maps for *_, maps in built)  # tensor-map arguments in any step
 
     def __call__(self, x_ptr: int, out_ptr: int, stream_ptr: int, map_args: Any) -> None:
         st = self._streams.get(stream_ptr)
         if st is None:
             st = self._streams[stream_ptr] = self._driver.stream(stream_ptr)
-        for k, (launch, coop, f, (gx, gy, gz), (bx, by, bz), shared, vals, ptrs, params, xs, outs, maps) \
-                in enumerate(self.steps):
-            for i in xs:
-                vals[i] = x_ptr
-            for i in outs:
-                vals[i] = out_ptr
-            if maps:
-                for i, owner in zip(maps, map_args(x_ptr)[k]):
+        owners = map_args(x_ptr) if self._maps else None
+        with self._lock:
+            for k, (launch, coop, f, (gx, gy, gz), (bx, by, bz), shared, vals, ptrs, params, xs, outs, maps) \
+                    in enumerate(self.steps):
+                for i in xs:
+                    vals[i] = x_ptr
+                for i in outs:
+                    vals[i] = out_ptr
+                for i, owner in zip(maps, owners[k] if maps else ()):
                     ptrs[i] = owner.bytes.ctypes.data
-            if coop:
-                err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params)
-            else:
-                err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params, 0)
-            if err[0] != self._driver.success:
-                raise RuntimeError(f"kernel launch through the driver failed: {err[0]!r}")
+                if coop:
+                    err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params)
+                else:
+                    err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params, 0)
+                if err[0] != self._driver.success:
+                    raise RuntimeError(f"kernel launch through the driver failed: {err[0]!r}")
 
 
 class BoundLaunch:
@@ -301,8 +305,8 @@ class BoundLaunch:
                         raw.append((workspace_ptr if name == "ws" else counters_ptr) + byte_offset)
                 else:
                     raw.append(int(a))
-            const = tuple(None if i in xs or i in outs or any(i == j for j, _ in maps) else kernel_arg(v)
-                          for i, v in enumerate(raw))
+            per_call = {*xs, *outs, *(i for i, _ in maps)}
+            const = tuple(None if i in per_call else kernel_arg(v) for i, v in enumerate(raw))
             steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs), tuple(maps)))
             values.append(raw)
         self.steps = tuple(steps)
