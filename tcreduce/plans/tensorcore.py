@@ -66,8 +66,10 @@ ROWS_SHORT_MAX_CHUNKS = 1
 # 48 3,412 with 2 (3 KiB), 3,096 with 1; rows of 64 3,970 with 1 (2 KiB), 3,309 with 2; fp8 rows of 64 3,697 with 2,
 # 3,613 with 3, 3,039 with 1; fp8 rows of 96 3,605 with 2 (3 KiB), 3,427 with 1 ...
 ROWS_SHORT_BYTES_IN_FLIGHT = 3072
-# ... and no more than compile without spilling at 64 registers (sm_90), by element size and chunks per tile
-ROWS_SHORT_MAX_TILES_IN_FLIGHT = {2: {2: 2, 3: 1, 4: 1}, 1: {2: 3, 3: 2, 4: 1}}
+# ... and no more than compile without spilling at 64 registers (sm_90), by (element size, rows aligned to a lane's
+# load: the kernel's ALIGNED) and chunks per tile (unaligned fp8 tiles of 3 chunks spill 8 bytes with 2 in flight)
+ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2: 2, 3: 1, 4: 1},
+                                  (1, True): {2: 3, 3: 2, 4: 1}, (1, False): {2: 3, 3: 1, 4: 1}}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -195,7 +197,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = ROWS_UNROLL_SHORT[vec] * FP8_IN_FLIGHT.get(isz, 1)
         elif short:
             fit = ROWS_SHORT_BYTES_IN_FLIGHT // (16 * problem.k * isz)
-            unroll = max(1, min(fit, ROWS_SHORT_MAX_TILES_IN_FLIGHT[isz][short]))
+            unroll = max(1, min(fit, ROWS_SHORT_MAX_TILES_IN_FLIGHT[isz, aligned][short]))
         elif isz == 2 and ROWS_WHOLE_TILE_CHUNKS[0] <= chunks <= ROWS_WHOLE_TILE_CHUNKS[1]:
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
