@@ -127,7 +127,8 @@ def _gpu_one(args, n: int) -> list[dict]:
                                                                 or x.dtype != r.dtype or x.data.ptr & 15)),
                   ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: prep.launcher.bound_for(
                       s.ptr).launch(xp, op, s)),
-                  ("  piece: launch the kernels through the driver", lambda: r_driver_kernels._launch.launch(xp, op, s))]
+                  ("  piece: launch the kernels through the driver",
+                   lambda: r_driver_kernels._launch.launch(xp, op, s))]
         if graph is not None:
             cases.append(("  piece: graph_launch(graph, stream)", lambda: _launch.graph_launch(graph, s.ptr)))
         cases += [("  piece: lambda: None", lambda: None)]
