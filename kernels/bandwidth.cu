@@ -24,19 +24,19 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
     return *p;
 }
 
+// The XOR of words x[i], x[i + stride], ... below end, UNROLL loads in flight; a thread whose XOR equals the magic
+// constant stores it (practically never).
 template <int UNROLL, bool STREAM>
-__global__ void __launch_bounds__(256) read16(const uint4* __restrict__ x, i64 n16, unsigned* sink) {
-    const i64 stride = (i64)gridDim.x * blockDim.x;
-    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+__device__ __forceinline__ void xor_fold16(const uint4* __restrict__ x, i64 i, i64 end, i64 stride, unsigned* sink) {
     unsigned acc = 0u;
-    for (; i + (UNROLL - 1) * stride < n16; i += UNROLL * stride) {
+    for (; i + (UNROLL - 1) * stride < end; i += UNROLL * stride) {
         uint4 v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) v[u] = load16<STREAM>(x + i + u * stride);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
-    for (; i < n16; i += stride) {
+    for (; i < end; i += stride) {
         const uint4 v = load16<STREAM>(x + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
@@ -44,23 +44,14 @@ __global__ void __launch_bounds__(256) read16(const uint4* __restrict__ x, i64 n
 }
 
 template <int UNROLL, bool STREAM>
+__global__ void __launch_bounds__(256) read16(const uint4* __restrict__ x, i64 n16, unsigned* sink) {
+    xor_fold16<UNROLL, STREAM>(x, (i64)blockIdx.x * blockDim.x + threadIdx.x, n16, (i64)gridDim.x * blockDim.x, sink);
+}
+
+template <int UNROLL, bool STREAM>
 __global__ void __launch_bounds__(256) read16_blocks(const uint4* __restrict__ x, i64 n16, i64 per, unsigned* sink) {
     const i64 base = (i64)blockIdx.x * per;
-    const i64 end = base + per < n16 ? base + per : n16;
-    i64 i = base + threadIdx.x;
-    unsigned acc = 0u;
-    for (; i + (UNROLL - 1) * 256 < end; i += UNROLL * 256) {
-        uint4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = load16<STREAM>(x + i + u * 256);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < end; i += 256) {
-        const uint4 v = load16<STREAM>(x + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9E3779B9u) sink[0] = acc;
+    xor_fold16<UNROLL, STREAM>(x, base + threadIdx.x, base + per < n16 ? base + per : n16, 256, sink);
 }
 
 }  // namespace tcr_bw
