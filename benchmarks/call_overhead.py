@@ -62,19 +62,9 @@ def _gpu_one(args, n: int) -> list[dict]:
         tcreduce.sum(x)
         tcreduce.sum(x, out=out)
         # the same handle and tcreduce.sum with graph replay off (what every call cost before it; _launch)
-        r_kernels = tcreduce.reducer(like=x)
-        r_kernels._launch.graphs = None
-        from tcreduce._api import _PREPARED
-
-        prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == x.shape and p.fast)
-        bound = prep.launcher.bound_for(s.ptr)
-
-        def sum_kernels():
-            saved, bound.graphs = bound.graphs, None
-            try:
-                return tcreduce.sum(x, out=out)
-            finally:
-                bound.graphs = saved
+        r_kernels = _reducer(x, graphs=False)
+        bound = _sum_launches(x, s.ptr)
+        sum_kernels = _without_graphs(bound, lambda: tcreduce.sum(x, out=out))
 
         cases = [("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
                  ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
@@ -83,13 +73,7 @@ def _gpu_one(args, n: int) -> list[dict]:
                  ("reducer(x, out=out)", lambda: r(x, out=out)),
                  ("reducer(x, out=out) [no graph replay]", lambda: r_kernels(x, out=out))]
         # the handle launching through the driver (cuLaunchKernel, arguments packed once; _launch.DRIVER_LAUNCH)
-        saved_driver, _launch.DRIVER_LAUNCH = _launch.DRIVER_LAUNCH, True
-        try:
-            r_driver = tcreduce.reducer(like=x)
-            r_driver_kernels = tcreduce.reducer(like=x)
-        finally:
-            _launch.DRIVER_LAUNCH = saved_driver
-        r_driver_kernels._launch.graphs = None
+        r_driver, r_driver_kernels = _reducer(x, driver=True), _reducer(x, graphs=False, driver=True)
         cases += [("reducer(x, out=out) [driver launch]", lambda: r_driver(x, out=out)),
                   ("reducer(x, out=out) [driver launch, no graph replay]", lambda: r_driver_kernels(x, out=out))]
         g1 = _graph(s, lambda: r_kernels(x, out=out), 1)
@@ -125,8 +109,7 @@ def _gpu_one(args, n: int) -> list[dict]:
                   ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
                   ("  piece: the handle's checks of x", lambda: (x.shape != r.shape or x.strides != r.strides
                                                                 or x.dtype != r.dtype or x.data.ptr & 15)),
-                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: prep.launcher.bound_for(
-                      s.ptr).launch(xp, op, s)),
+                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: bound.launch(xp, op, s)),
                   ("  piece: launch the kernels through the driver",
                    lambda: r_driver_kernels._launch.launch(xp, op, s))]
         if graph is not None:
@@ -145,6 +128,43 @@ def _gpu_one(args, n: int) -> list[dict]:
     return rows
 
 
+def _reducer(like, graphs: bool = True, driver: bool = False):
+    """A handle for arrays like ``like``: with graph replay of repeated addresses or without (every call launches the
+    kernels), launching through CuPy or through the driver (tcreduce._launch.DRIVER_LAUNCH, read when it binds)."""
+    import tcreduce
+    from tcreduce import _launch
+
+    saved, _launch.DRIVER_LAUNCH = _launch.DRIVER_LAUNCH, driver
+    try:
+        r = tcreduce.reducer(like=like)
+    finally:
+        _launch.DRIVER_LAUNCH = saved
+    if not graphs:
+        r._launch.graphs = None
+    return r
+
+
+def _sum_launches(like, stream_ptr: int):
+    """The launches tcreduce.sum bound on the stream for arrays like ``like`` (after a call with one)."""
+    from tcreduce._api import _PREPARED
+
+    prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == like.shape and p.fast)
+    return prep.launcher.bound_for(stream_ptr)
+
+
+def _without_graphs(bound, fn):
+    """``fn`` with graph replay switched off for ``bound`` while it runs (tcreduce.sum launching the kernels)."""
+
+    def call():
+        saved, bound.graphs = bound.graphs, None
+        try:
+            return fn()
+        finally:
+            bound.graphs = saved
+
+    return call
+
+
 def _round_robin(s, args, n: int) -> list[dict]:
     """The calls of the throughput study's small sizes: each call a different buffer of ``--pool`` (every address new
     to tcreduce's graph replay, as when inputs rotate to defeat the L2), with and without graph replay."""
@@ -158,26 +178,13 @@ def _round_robin(s, args, n: int) -> list[dict]:
           for i in range(args.pool)]
     for x in xs:  # plans and binds once per shape; every buffer has the same shape
         tcreduce.sum(x)
-    r = tcreduce.reducer(like=xs[0])
+    r, r_kernels = _reducer(xs[0]), _reducer(xs[0], graphs=False)
     out = cupy.empty((), dtype=cupy.float32)
     nxt = itertools.cycle(xs).__next__
     label = f"round-robin over {args.pool} buffers:"
-    r_kernels = tcreduce.reducer(like=xs[0])
-    r_kernels._launch.graphs = None
-    from tcreduce._api import _PREPARED
-
-    prep = next(p for k, p in _PREPARED.items() if k[0] == "sum" and k[1] == xs[0].shape and p.fast)
-    bound = prep.launcher.bound_for(s.ptr)
-
-    def sum_kernels():
-        saved, bound.graphs = bound.graphs, None
-        try:
-            return tcreduce.sum(nxt())
-        finally:
-            bound.graphs = saved
-
     cases = [(f"{label} tcreduce.sum(x)", lambda: tcreduce.sum(nxt())),
-             (f"{label} tcreduce.sum(x) [no graph replay]", sum_kernels),
+             (f"{label} tcreduce.sum(x) [no graph replay]",
+              _without_graphs(_sum_launches(xs[0], s.ptr), lambda: tcreduce.sum(nxt()))),
              (f"{label} reducer(x, out=out)", lambda: r(nxt(), out=out)),
              (f"{label} reducer(x, out=out) [no graph replay]", lambda: r_kernels(nxt(), out=out)),
              (f"{label} cupy.sum(x, dtype=float32)", lambda: cupy.sum(nxt(), dtype=cupy.float32))]
