@@ -215,8 +215,8 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
 // columns are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
 // q, q + WPT, q + 2 WPT, ... of its range, UNROLL chunks per step (when every tile is SHORT > 0 chunks, UNROLL whole
 // row tiles per step instead: the SHORT instantiations). Order: per warp the flush rule; per row, the group's warps
-// are added in q order starting from 0.0f (one warp: the value itself); with splits > 1 the per-split values go to ws[row * splits + s] and the last block of
-// the tile adds them in s order starting from 0.0f.
+// are added in q order starting from 0.0f (one warp: the value itself); with splits > 1 the per-split values go to
+// ws[row * splits + s] and the last block of the tile adds them in s order starting from 0.0f.
 template <typename T, int BLOCK, int WPT, int VEC, bool ALIGNED, int UNROLL, int CHAIN, typename OutT, int SHORT>
 __global__ void __launch_bounds__(BLOCK, SHORT ? 4 : 2)
 tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
