@@ -13,6 +13,7 @@ a kernel computes. Never use it around real GPU work (it patches CuPy process-wi
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import types
 from dataclasses import dataclass, field
@@ -148,8 +149,6 @@ class _Driver:
         return self._record(f, (gx, gy, gz), (bx, by, bz), shared, stream_ptr, params, True)
 
     def _record(self, f, grid, block, shared, stream_ptr, params, coop) -> tuple:
-        import ctypes
-
         fn, nargs = f
         ptrs = (ctypes.c_uint64 * nargs).from_address(params)
         args = [ctypes.c_uint64.from_address(p).value for p in ptrs]
