@@ -78,4 +78,18 @@ __global__ void __launch_bounds__(256) chunk_walk(const uint4* __restrict__ x, i
     sink_if(xor_walk<U, MODE>(x, base + threadIdx.x % WIDTH, end, WIDTH, pol), sink);
 }
 
+// First-axis walk over a [rows, words] matrix of 16-byte words (a first-axis sum's reads): block b owns the W
+// adjacent columns b*W .. b*W + W - 1 of every row and exits (a one-pass grid of words / W blocks); its 256 / W
+// thread rows split the rows (thread row g reads rows g, g + 256/W, ...), U loads in flight per thread. W = 256 is
+// shuffle_cols' walk at 128+ rows (a thread per column chunk walks the whole column); W = 8-32 with several thread
+// rows per column is closer to inductor's XBLOCK x R0_BLOCK programs.
+template <int U, int MODE, int W>
+__global__ void __launch_bounds__(256) col_walk(const uint4* __restrict__ x, i64 rows, i64 words, unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    constexpr int G = 256 / W;
+    const i64 col = (i64)blockIdx.x * W + threadIdx.x % W;
+    if (col >= words) return;
+    sink_if(xor_walk<U, MODE>(x, (i64)(threadIdx.x / W) * words + col, rows * words, G * words, pol), sink);
+}
+
 }  // namespace probe

@@ -100,6 +100,48 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
     return rows
 
 
+# blocks per SM for the first-axis walks, forced by dynamic shared memory (KiB per block; 0: as many as fit)
+COL_WALK_SMEM_KIB = {2: 100, 3: 66, 4: 50, 0: 0}
+
+
+def probe_col_walks(reps: int) -> list[dict]:
+    """Part 1b: col_walk (read_probe.cu) over the fp16 shapes of COLS_SHAPES, one 512 MiB buffer: strip width W (16-byte
+    words per block), loads in flight U, load flavour and blocks per SM. Which walk a first-axis sum of few rows should
+    take, apart from its additions."""
+    import cupy
+
+    from tcreduce._launch import allow_shared
+
+    src = (Path(__file__).parent / "read_probe.cu").read_text()
+    specs = [(w, u, mode) for w in (256, 128, 64, 32, 16, 8) for u in (2, 4, 8) for mode in (1, 3, 4)]
+    names = sorted({f"probe::col_walk<{u}, {m}, {w}>" for w, u, m in specs})
+    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    nbytes = 512 << 20
+    buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
+    rows = []
+    for label, shape, _, dtype in COLS_SHAPES:
+        if dtype != "float16":
+            continue
+        nrows, words = shape[0], shape[1] * 2 // 16
+        for w, u, mode in specs:
+            if u > nrows // (256 // w):
+                continue  # fewer rows per thread than loads in flight
+            fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
+            allow_shared(fn, max(COL_WALK_SMEM_KIB.values()) << 10)
+            for bps, kib in COL_WALK_SMEM_KIB.items():
+                grid = -(-words // w)
+                args = (buf, cupy.int64(nrows), cupy.int64(words), sink)
+                t = timed(lambda: fn((grid,), (256,), args, shared_mem=kib << 10), reps, batch=1)
+                rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "bps": bps or "max",
+                             "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
+                print(f"{label:18s} W={w:<3d} U={u} bps={bps or 'max':<3} {MODES[mode]:28s} "
+                      f"{rows[-1]['GBps']:8.1f} GB/s", flush=True)
+    del buf
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
 def _inductor_configs() -> list[dict]:
     """The launch configuration each of inductor's autotuned kernels kept."""
     try:
@@ -170,6 +212,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
+    ap.add_argument("--col-walks", action="store_true", help="also part 1b, the first-axis walks (read_probe_cols.csv)")
     ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="default",
                     help="part 2's shapes: the default set, or first-axis sums over few rows (cols)")
     args = ap.parse_args()
@@ -183,6 +226,8 @@ def main() -> None:
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     if not args.skip_walks:
         _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
+    if args.col_walks:
+        _write(out / "read_probe_cols.csv", probe_col_walks(args.reps), meta)
     shapes = probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes])
     _write(out / "read_probe_shapes.csv", shapes, meta)
 
