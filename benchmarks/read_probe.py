@@ -110,8 +110,6 @@ def probe_col_walks(reps: int) -> list[dict]:
     take, apart from its additions."""
     import cupy
 
-    from tcreduce._launch import allow_shared
-
     src = (Path(__file__).parent / "read_probe.cu").read_text()
     specs = [(w, u, mode) for w in (256, 128, 64, 32, 16, 8) for u in (2, 4, 8) for mode in (1, 3, 4)]
     names = sorted({f"probe::col_walk<{u}, {m}, {w}>" for w, u, m in specs})
@@ -128,7 +126,7 @@ def probe_col_walks(reps: int) -> list[dict]:
             if u > nrows // (256 // w):
                 continue  # fewer rows per thread than loads in flight
             fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
-            allow_shared(fn, max(COL_WALK_SMEM_KIB.values()) << 10)
+            fn.max_dynamic_shared_size_bytes = max(COL_WALK_SMEM_KIB.values()) << 10  # a RawKernel
             for bps, kib in COL_WALK_SMEM_KIB.items():
                 grid = -(-words // w)
                 args = (buf, cupy.int64(nrows), cupy.int64(words), sink)
