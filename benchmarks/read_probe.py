@@ -154,7 +154,11 @@ def _inductor_configs() -> list[dict]:
         except ReferenceError:  # a dead weak proxy among the objects
             continue
         kept = [str(getattr(ln, "config", ln)) for ln in getattr(obj, "launchers", None) or []]
-        found.append({"kernel": getattr(obj.fn, "__name__", str(obj.fn)), "kept": kept,
+        try:
+            name = getattr(obj.fn, "__name__", None) or repr(obj.fn)
+        except AttributeError:  # a JIT function whose module is gone
+            name = getattr(obj, "kernel_name", "?")
+        found.append({"kernel": name, "kept": kept,
                       "all": [str(c) for c in getattr(obj, "configs", None) or []]})  # None once compiled
     return found
 

@@ -289,6 +289,21 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
         SWEEPS[f"shuffle_{_dt}_cols{_r}_occupancy"] = (
             shuffle_plan, SHUFFLE_OCCUPANCY, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
+# ... and one work item per block (shuffle_cols<..., ONE_ITEM>: no work-item loop, no splits' combination, so far
+# fewer registers) at more blocks per SM with fewer rows in flight, strips of BLOCK chunks or narrower (read_probe's
+# col_walk, H200: narrow strips at 8 blocks per SM read 5-7% above a thread per column at 2). The strip width changes
+# the order of additions (step 3): the bits check follows the plan
+SHUFFLE_ONE_ITEM = [dict(COLS_ONE_ITEM_TUNING=dict(shuffle_plan.COLS_ONE_ITEM_TUNING),
+                         COLS_CT_MANY=shuffle_plan.COLS_CT_MANY)]
+SHUFFLE_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: (u, b), 2: (u, b), 4: (u, b)}, COLS_CT_MANY=c)
+                     for c, u, b in ((256, 8, 2), (256, 2, 8), (256, 4, 8), (256, 2, 6), (256, 4, 6), (256, 4, 4),
+                                     (128, 2, 8), (32, 2, 8), (32, 4, 6), (16, 2, 8), (8, 2, 8))]
+for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048)), ("bfloat16", 2, (64, 128, 256, 1024)),
+                       ("float32", 4, (64, 128, 256, 1024)), ("float8_e4m3fn", 1, (64, 128, 1024))):
+    for _r in _rs:
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_one_item"] = (
+            shuffle_plan, SHUFFLE_ONE_ITEM, _dt, (_r, (1 << 29) // _isz // _r), 0,
+            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
 # rows of 2-4 chunks of 32 (33-128 elements) in tc_rows' SHORT path: whole row tiles in flight per warp at 4 blocks per
 # SM, against chunks in flight at 2 blocks per SM (the committed path; the same mmas in the same order, bits checked)
 # (bytes in flight per warp: 1, one tile). Run 46 (H200) swept tiles in flight by chunks per tile alone, run 47 the

@@ -75,6 +75,28 @@ __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v
     for (int e = 0; e < Vec<T>::N; ++e) acc[e] += chunk_elem<T>(v, e);
 }
 
+// shuffle_cols' step 1: acc[e] += element e of the chunks q[0], q[step], q[2 step], ... (`left` of them, in that
+// order), UNROLL loads in flight; the last partial round loads its chunks together. VECTOR: every chunk is whole and
+// 16-byte aligned (else masked scalar loads of `valid` elements).
+template <typename T, int UNROLL, bool VECTOR>
+__device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __restrict__ q, i64 step, i64 left,
+                                            i64 valid) {
+    for (; left >= UNROLL; left -= UNROLL, q += UNROLL * step) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR>(q + u * step, valid);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
+    }
+    if (left > 0) {  // an absent row adds +0.0f (acc is never -0.0f)
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = u < left ? load_chunk<T, VECTOR>(q + u * step, valid) : zero4();
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
+    }
+}
+
 // Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte
 // aligned, scalar stores otherwise. Rounding to OutT (tcr::from_float) is the same either way.
 template <typename OutT, int N>
@@ -359,6 +381,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 // accumulators) and walks j; j is split over threads of a block (warp shuffle + one smem hop) and, when there are
 // too few columns to fill the GPU, over `splits` blocks (combined by the last block of the column strip).
 // ALIGNED: x, sa * sizeof(T) (when a > 1) and sr * sizeof(T) are multiples of 16 bytes; otherwise scalar loads.
+// ONE_ITEM: the plan has no splits and a block per strip (one pass): compiled without the work-item loop and step 4's
+// combination, which frees the registers for more blocks per SM (UNROLL and MINB never change the sums).
 //
 // Layout: a row i has cvecs = ceil(b / VEC) column chunks; chunk cv = i*cvecs + c (0 <= cv < a*cvecs) holds columns
 // l = c*VEC + e, e < VEC, l < b. A strip is CT consecutive chunks (strip*CT .. strip*CT + CT - 1). Thread t of a block
@@ -381,7 +405,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 //   out[i*b + l] = from_float<OutT>(column sum).
 // Workspace: strips * CT * VEC * splits floats and `strips` counters when splits > 1, none otherwise.
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB>
+template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB, bool ONE_ITEM>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa,
                                                       i64 sr, OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
@@ -402,6 +426,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
     const i64 cvecs = (b + N - 1) / N;
     const i64 ncv = a * cvecs;
     const i64 strips = (ncv + CT - 1) / CT;
+    if constexpr (ONE_ITEM) splits = 1;  // the plan passes 1 (see ONE_ITEM above)
     const i64 items = strips * splits;
     const i64 QJ = splits * JT;
 
@@ -422,24 +447,12 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
         float acc[N];
 #pragma unroll
         for (int e = 0; e < N; ++e) acc[e] = 0.0f;
-        i64 j = s * JT + jt;
-        const T* __restrict__ q = p + j * sr;
-        const i64 step = QJ * sr;  // elements between this thread's consecutive j
-        for (; j + (UNROLL - 1) * QJ < rr; j += UNROLL * QJ, q += UNROLL * step) {
-            uint4 v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, ALIGNED>(q + u * step, valid);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
-        }
-        if (j < rr) {  // the last partial round, its loads together (an absent row adds +0.0f: acc is never -0.0f)
-            uint4 v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                v[u] = j + u * QJ < rr ? load_chunk<T, ALIGNED>(q + u * step, valid) : zero4();
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
-        }
+        const i64 j0 = s * JT + jt;
+        const i64 left = j0 < rr ? (rr - j0 + QJ - 1) / QJ : 0;  // this thread's j to add
+        if (ALIGNED && valid >= N)  // whole chunks: 16-byte loads only (a loop of its own: fewer registers)
+            walk_column<T, UNROLL, true>(acc, p + j0 * sr, QJ * sr, left, valid);
+        else  // masked scalar loads; in an aligned kernel only the last chunk of a row: one row in flight
+            walk_column<T, ALIGNED ? 1 : UNROLL, false>(acc, p + j0 * sr, QJ * sr, left, valid);
 
         // ---- 2. fold the j lanes within a warp
         if constexpr (CT < 32) {
@@ -483,7 +496,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
             }
         }
 
-        if (splits > 1) {
+        if (!ONE_ITEM && splits > 1) {
             if (tcr::arrive_last(counters + strip, (unsigned)splits)) {
                 // a warp takes KC columns at once, their lane chains side by side: KC * QB loads in flight per lane
                 // (each column's additions as in step 4)
@@ -523,5 +536,6 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
                 }
             }
         }
+        if constexpr (ONE_ITEM) break;
     }
 }

@@ -33,12 +33,13 @@ float64 output is the fp32 result widened exactly.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import cdiv, choose_splits, ctype, next_pow2
+from ._common import cdiv, choose_splits, ctype, next_pow2, tuned
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -71,6 +72,13 @@ COLS_CT_UNSPLIT_MIN = 8
 # MIN_J_PER_THREAD: BLOCK (every thread walks the whole axis) or narrower (BLOCK / width threads share a column, more
 # and shorter blocks; another order of additions, step 3 of kernels/shuffle.cu)
 COLS_CT_MANY = BLOCK
+# cols plans with one work item per block (no splits, one pass: shuffle_cols<..., ONE_ITEM = true>, compiled without
+# the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
+# bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
+COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
+# Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned
+FAMILY_TUNING: dict[str, dict[str, Any]] = {}
+_THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
 # (tune_plans runs 11-12, H100, 1024 chunks per row: fp32 [32768, 4096] 2,925 -> 3,109 GB/s, fp16 and bf16
@@ -174,35 +182,48 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
 def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
                                                                                             dict[str, Any]]:
     vec, minb, isz = _vec(in_dtype), BLOCKS_PER_SM["cols"], ITEMSIZE[in_dtype]
+    unroll = COLS_UNROLL
     _check_elements_aligned(problem.align, in_dtype)
     a, r, b = problem.a, problem.r, problem.b
     aligned = (problem.align == 0 and (problem.sr * isz) % 16 == 0
                and (a == 1 or (problem.sa * isz) % 16 == 0))
     cvecs = cdiv(b, vec)
     ncv = a * cvecs  # column chunks
-    cap = device.sm_count * minb
-    if r <= MIN_J_PER_THREAD:
-        ct, splits = BLOCK, 1  # one thread per column chunk walks the whole reduced axis
-    elif ncv >= cap * BLOCK // 2:
-        ct, splits = COLS_CT_MANY, 1
-    else:
+
+    def strips_and_splits(cap: int) -> tuple[int, int]:
+        """(ct, splits) when ``cap`` blocks fit on the GPU at once."""
+        if r <= MIN_J_PER_THREAD:
+            return BLOCK, 1  # one thread per column chunk walks the whole reduced axis
+        if ncv >= device.sm_count * minb * BLOCK // 2:
+            return tuned(_THIS, "COLS_CT_MANY", device), 1
         widest = COLS_CT_MAX if ncv >= COLS_CT_MAX else next_pow2(ncv)
 
         def splits_for(width: int) -> int:
             return choose_splits(cdiv(ncv, width), r // ((BLOCK // width) * MIN_J_PER_THREAD), cap)
 
-        ct = next((w for w in _halvings(widest, COLS_CT_UNSPLIT_MIN) if splits_for(w) == 1),
-                  min(widest, COLS_CT_MIN))
-        splits = splits_for(ct)
+        width = next((w for w in _halvings(widest, COLS_CT_UNSPLIT_MIN) if splits_for(w) == 1),
+                     min(widest, COLS_CT_MIN))
+        return width, splits_for(width)
+
+    # a block per strip and no splits where the one-item kernel's blocks per SM allow it, else as many splits as fill
+    # the split kernel's
+    one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
+    ct, splits = strips_and_splits(device.sm_count * one_minb)
+    if splits > 1 or not ONE_PASS_COLS:
+        ct, splits = strips_and_splits(device.sm_count * minb)
+    one_item = splits == 1 and ONE_PASS_COLS
+    if one_item:
+        unroll, minb = one_unroll, one_minb
+    cap = device.sm_count * minb
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
-    name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(aligned)}, "
-            f"{minb}>")
+    name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
+            f"{minb}, {_bool(one_item)}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
-    params = dict(kernel="cols", block=BLOCK, unroll=COLS_UNROLL, vec=vec, minb=minb, aligned=aligned, grid=grid,
+    params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
                   ct=ct, jt=jt, nj=nj, splits=splits, strips=strips, cvecs=cvecs)
     ws = strips * ct * vec * splits if splits > 1 else 0
     return launch, ws, (strips if splits > 1 else 0), params
@@ -279,8 +300,14 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
+        default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])
+        tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
+        cols_one_item = {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, {BLOCKS_PER_SM['cols']}>")
+            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
+                         f"{BLOCKS_PER_SM['cols']}, false>")
+            names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true>"
+                      for u, m in sorted(cols_one_item)]
     return names
 
 
