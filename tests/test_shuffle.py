@@ -179,6 +179,41 @@ def test_cols_many_columns(dtype):
     assert plan.workspace_floats == 0 and plan.counters == 0
 
 
+def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
+    """Plans with no splits and one pass launch shuffle_cols<..., ONE_ITEM = true> with COLS_ONE_ITEM_TUNING's rows in
+    flight and blocks per SM (the H200's own for fp16 and bf16); split plans and resident grids keep the general
+    kernel at (COLS_UNROLL, BLOCKS_PER_SM["cols"])."""
+    H200 = KNOWN_GPUS["H200"]
+    many = Cols(1, 128, 1 << 21, 0, 1 << 21)
+    for dtype in ("float16", "bfloat16"):
+        h100, h200 = (param_dict(sh.plan_shuffle(many, dtype, "float32", d)) for d in (H100, H200))
+        assert (h100["unroll"], h100["minb"]) == (sh.COLS_UNROLL, sh.BLOCKS_PER_SM["cols"])
+        assert (h200["unroll"], h200["minb"]) == sh.FAMILY_TUNING["H200"]["COLS_ONE_ITEM_TUNING"][2] == (4, 4)
+        assert {k: v for k, v in h100.items() if k not in ("unroll", "minb")} == \
+            {k: v for k, v in h200.items() if k not in ("unroll", "minb")}
+    name = sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel
+    assert name == "shuffle_cols<__half, float, 256, 4, 256, true, 4, true>"
+    split = sh.plan_shuffle(Cols(1, 1 << 24, 16, 0, 16), "float16", "float32", H200)
+    assert param_dict(split)["splits"] > 1 and split.launches[0].kernel.endswith(", 8, 2, true, 2, false>")
+    # fp32 has no tuning of its own: the one-item kernel at the module's defaults
+    assert sh.plan_shuffle(many, "float32", "float32", H200).launches[0].kernel.endswith(", 8, 256, true, 2, true>")
+    monkeypatch.setattr(sh, "ONE_PASS_COLS", False)  # a resident grid strides over the strips: the general kernel
+    assert sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel.endswith(", 8, 256, true, 2, false>")
+
+
+def test_cols_one_item_tuning_replays_the_same_bits(rng):
+    """Where the strips do not depend on the blocks per SM (enough column chunks for strips of BLOCK), the H200's
+    one-item tuning changes only launch geometry: its replay equals the H100 plan's bit for bit. (Elsewhere its larger
+    cap may choose other strips, another order that the twin follows.)"""
+    H200 = KNOWN_GPUS["H200"]
+    r, b = 21, 8 * 132 * 256 + 5  # column chunks enough for strips of BLOCK on 2 blocks per SM, a partial last chunk
+    x = rng.standard_normal((1, r, b)).astype(np.float16)
+    plans = [sh.plan_shuffle(Cols(1, r, b, 0, b), "float16", "float32", d) for d in (H100, H200)]
+    assert [param_dict(pl)["minb"] for pl in plans] == [2, 4] and {param_dict(pl)["ct"] for pl in plans} == {sh.BLOCK}
+    outs = [replay(pl, x) for pl in plans]
+    np.testing.assert_array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_cols_few_columns_are_split(dtype):
     """[2^24, 16] axis 0: 16 columns: the reduced axis is split over the block and over blocks."""
@@ -340,6 +375,24 @@ def test_row_groups_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, m
         groups.add(p["group"])
     assert groups >= {64, 128} if dtype == "float32" else 64 in groups
     _simt_cases_match_the_twin(ROW_GROUP_CASES, dtype, tmp_path, rng)
+
+
+# first-axis sums through the one-item kernel at 4 rows in flight (the H200's COLS_ONE_ITEM_TUNING): a last partial
+# round of 3 rows, a partial last chunk, a misaligned view (scalar loads), strips narrowed to a few chunks
+ONE_ITEM_CASES = [((19, 8003), 0, None, "float32"), ((16, 8000), 0, None, "float16"),
+                  ((21, 8001), 0, lambda x: x[:, 1:], "float64"), ((1000, 400), 0, None, "float32"),
+                  ((64, 2000), 0, None, "float16")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_one_item_columns_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, monkeypatch):
+    monkeypatch.setattr(sh, "COLS_ONE_ITEM_TUNING", {2: (4, 4), 4: (4, 4)})
+    for shape, axis, view, _ in ONE_ITEM_CASES:
+        xh = view(_rand(rng, shape, dtype)) if view else _rand(rng, shape, dtype)
+        plan = sh.plan_shuffle(Cols(1, xh.shape[0], xh.shape[1], 0, shape[1]), dtype, "float32", SIMT_DEVICE)
+        assert plan.launches[0].kernel.endswith(", 4, true>") and param_dict(plan)["unroll"] == 4
+    _simt_cases_match_the_twin(ONE_ITEM_CASES, dtype, tmp_path, rng)
 
 
 def _simt_cases_match_the_twin(cases: list, dtype: str, tmp_path: Any, rng: np.random.Generator) -> None:

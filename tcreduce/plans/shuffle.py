@@ -24,6 +24,10 @@ they use).
   thread per chunk walks it all (``CT = BLOCK``); otherwise strips of ``CT = min(32, next_pow2(chunks))`` chunks
   share a block whose other threads split the reduced axis, and ``splits`` blocks per strip split it further. When
   splits would be needed, the strips narrow (down to 8 chunks) if that alone fills the GPU, else run 16 chunks wide.
+  A plan with no splits and one pass launches the one-item kernel (``ONE_ITEM``: no work-item loop, no combination
+  of splits, so few registers) at ``COLS_ONE_ITEM_TUNING[itemsize]`` (rows in flight, blocks per SM), and chooses
+  its strips for that many blocks per SM; otherwise the general kernel at ``COLS_UNROLL`` and
+  ``BLOCKS_PER_SM["cols"]`` chooses them for its own.
 - ``splits`` (rows and cols) is the fewest that fill the resident blocks within 5% of the best wave efficiency,
   never leaving a thread fewer than ``2 * UNROLL`` chunks (rows) or reduced rows (cols).
 
