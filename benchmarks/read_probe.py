@@ -122,14 +122,14 @@ def probe_col_walks(reps: int) -> list[dict]:
         if dtype != "float16":
             continue
         nrows, words = shape[0], shape[1] * 2 // 16
+        args = (buf, cupy.int64(nrows), cupy.int64(words), sink)
         for w, u, mode in specs:
             if u > nrows // (256 // w):
                 continue  # fewer rows per thread than loads in flight
             fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
             fn.max_dynamic_shared_size_bytes = max(COL_WALK_SMEM_KIB.values()) << 10  # a RawKernel
+            grid = -(-words // w)
             for bps, kib in COL_WALK_SMEM_KIB.items():
-                grid = -(-words // w)
-                args = (buf, cupy.int64(nrows), cupy.int64(words), sink)
                 t = timed(lambda: fn((grid,), (256,), args, shared_mem=kib << 10), reps, batch=1)
                 rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "bps": bps or "max",
                              "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
