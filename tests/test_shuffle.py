@@ -193,6 +193,11 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
             {k: v for k, v in h200.items() if k not in ("unroll", "minb")}
     name = sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel
     assert name == "shuffle_cols<__half, float, 256, 4, 256, true, 4, true>"
+    # strips that the general kernel's blocks hold at once (256 on 132 SMs x 2) keep its rows in flight and blocks
+    # per SM, through the one-item kernel; more strips take the tuning
+    for r, want in ((512, (8, 2)), (16384, (8, 2)), (1024, (4, 4)), (2048, (4, 4))):
+        p = param_dict(sh.plan_shuffle(Cols(1, r, (1 << 28) // r, 0, (1 << 28) // r), "float16", "float32", H200))
+        assert (p["unroll"], p["minb"]) == want and p["splits"] == 1, (r, p)
     split = sh.plan_shuffle(Cols(1, 1 << 24, 16, 0, 16), "float16", "float32", H200)
     assert param_dict(split)["splits"] > 1 and split.launches[0].kernel.endswith(", 8, 2, true, 2, false>")
     # fp32 has no tuning of its own: the one-item kernel at the module's defaults
@@ -206,7 +211,7 @@ def test_cols_one_item_tuning_replays_the_same_bits(rng):
     one-item tuning changes only launch geometry: its replay equals the H100 plan's bit for bit. (Elsewhere its larger
     cap may choose other strips, another order that the twin follows.)"""
     H200 = KNOWN_GPUS["H200"]
-    r, b = 21, 8 * 132 * 256 + 5  # column chunks enough for strips of BLOCK on 2 blocks per SM, a partial last chunk
+    r, b = 21, 8 * 132 * 512 + 5  # more strips of BLOCK chunks than 2 blocks per SM hold, a partial last chunk
     x = rng.standard_normal((1, r, b)).astype(np.float16)
     plans = [sh.plan_shuffle(Cols(1, r, b, 0, b), "float16", "float32", d) for d in (H100, H200)]
     assert [param_dict(pl)["minb"] for pl in plans] == [2, 4] and {param_dict(pl)["ct"] for pl in plans} == {sh.BLOCK}
@@ -379,8 +384,8 @@ def test_row_groups_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, m
 
 # first-axis sums through the one-item kernel at 4 rows in flight (the H200's COLS_ONE_ITEM_TUNING): a last partial
 # round of 3 rows, a partial last chunk, a misaligned view (scalar loads), strips narrowed to a few chunks
-ONE_ITEM_CASES = [((19, 8003), 0, None, "float32"), ((16, 8000), 0, None, "float16"),
-                  ((21, 8001), 0, lambda x: x[:, 1:], "float64"), ((1000, 400), 0, None, "float32"),
+ONE_ITEM_CASES = [((19, 12003), 0, None, "float32"), ((16, 12000), 0, None, "float16"),
+                  ((21, 12001), 0, lambda x: x[:, 1:], "float64"), ((1000, 400), 0, None, "float32"),
                   ((64, 2000), 0, None, "float16")]
 
 

@@ -211,15 +211,18 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
                      min(widest, COLS_CT_MIN))
         return width, splits_for(width)
 
-    # a block per strip and no splits where the one-item kernel's blocks per SM allow it, else as many splits as fill
-    # the split kernel's
+    # a block per strip and no splits at the one-item kernel's blocks per SM where that gives more strips than the
+    # general kernel's blocks fit at once (fewer: every block is resident anyway, and fewer rows in flight per block
+    # only lose loads in flight; H200 segments at 67d5cbf: 256 blocks at (4, 4) read 2.4-4.3% below (8, 2)); else
+    # the strips and splits that fill the general kernel's blocks, through the one-item kernel when there are no
+    # splits
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
     ct, splits = strips_and_splits(device.sm_count * one_minb)
-    if splits > 1 or not ONE_PASS_COLS:
+    if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
+        unroll, minb = one_unroll, one_minb
+    else:
         ct, splits = strips_and_splits(device.sm_count * minb)
     one_item = splits == 1 and ONE_PASS_COLS
-    if one_item:
-        unroll, minb = one_unroll, one_minb
     cap = device.sm_count * minb
     jt = BLOCK // ct
     nj = BLOCK // max(ct, 32)
@@ -306,9 +309,9 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
-        default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])
+        default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
         tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
-        cols_one_item = {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
+        cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
             names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
                          f"{BLOCKS_PER_SM['cols']}, false>")
