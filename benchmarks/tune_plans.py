@@ -206,6 +206,17 @@ for _n in (128, 1024, 4096, 1 << 20):
             + [dict(COLS_PREFETCH=dict.fromkeys(F32_METHODS.values(), p), COLS_BLOCKS_PER_SM_PREFETCH=b)
                for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
+# tc_cols' one-item walk (a strip per warp in one pass: tc_cols<..., ONE_ITEM>, compiled without the grid-stride loop
+# and the combinations, mmas from a zero C) at (chunks in flight, blocks per SM), against the committed plan (on an
+# H200 up to 256 rows a resident grid: COLS_ONE_PASS_MIN_CHUNKS); the same chunks in the same order, the bits checked.
+# The check shapes have strips enough for the one-item path: a partial last chunk and a partial last strip
+TC_ONE_ITEM = [dict(COLS_ONE_ITEM_TUNING=dict(tc_plan.COLS_ONE_ITEM_TUNING))]
+TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: (2 * u, b), 2: (u, b)}, COLS_ONE_PASS_MIN_CHUNKS=0)
+                for u, b in ((2, 2), (1, 3), (2, 3), (1, 4), (4, 2), (2, 4))]
+for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float8_e4m3fn", 1)):
+    for _r in (32, 64, 128, 256, 512, 1024):
+        SWEEPS[f"{_dt}_cols{_r}_one_item"] = (tc_plan, TC_ONE_ITEM, _dt, (_r, (1 << 29) // _isz // _r), 0,
+                                              COLS_CHECK + [(35, 300040), (200, 140040)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
 # enough for that path on an H100 (2 x 132 x 128)

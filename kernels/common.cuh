@@ -330,6 +330,26 @@ __device__ __forceinline__ void mma_rowsum(float c[4], const unsigned a[4]) {
     }
 }
 
+// D = A * ones + 0 (the same instruction with C = +0.0f, so the same bits as mma_rowsum on a zeroed c): the
+// outputs are fresh registers, so a caller that flushes after every mma holds no C fragment across its walk.
+template <typename T = __half>
+__device__ __forceinline__ void mma_rowsum_from_zero(float d[4], const unsigned a[4]) {
+    const float z = 0.0f;
+    if constexpr (is_bf16<T>::value) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%10,%10,%10,%10};\n"
+            : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(BF16X2_ONES), "r"(BF16X2_ONES), "f"(z));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%10,%10,%10,%10};\n"
+            : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(HALF2_ONES), "r"(HALF2_ONES), "f"(z));
+    }
+}
+
 __device__ __forceinline__ unsigned pack_half2(__half lo, __half hi) {
     return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
 }

@@ -452,7 +452,10 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
 // ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
-// at a time.
+// at a time. ONE_ITEM (plan: WPS = 1, no splits, a strip per warp in one pass): col_strip_one_item, the same chunks in
+// the same order with nothing else compiled (no grid stride, no combination of warps or splits) and, for CHAIN = 1,
+// each mma from a zero C (the same bits as a zeroed c), so few registers at MINB blocks per SM
+// (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper.
 namespace {
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
 template <typename T, bool ALIGNED>
@@ -488,10 +491,126 @@ __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v
         if (t == e) { v0 = acc[2 * e]; v1 = acc[2 * e + 1]; }
     }
 }
+
+// The 4 rows of a chunk that lies wholly inside the rows and columns, unmasked: p points at row j0 + 2t, column
+// l0 + 8g (one vector load per row).
+template <typename T>
+__device__ __forceinline__ void load_col_chunk_whole(const T* __restrict__ p, i64 sr, RowPiece<T, 8> (&v)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const T* __restrict__ row = p + (k & 1) * sr + (k >> 1) * 8 * sr;  // rows 2t, 2t + 1, 2t + 8, 2t + 9
+        if constexpr (RowPiece<T, 8>::WORDS == 4) {
+            const uint4 q = __ldg(reinterpret_cast<const uint4*>(row));
+            v[k].w[0] = q.x; v[k].w[1] = q.y; v[k].w[2] = q.z; v[k].w[3] = q.w;
+        } else {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(row));
+            v[k].w[0] = q.x; v[k].w[1] = q.y;
+        }
+    }
+}
+
+// One chunk of tc_cols' walk: its 4 mmas into c, then the flush rule (every CHAIN chunks: acc += c, c = 0).
+template <typename T, int CHAIN>
+__device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8], int& pending,
+                                               const RowPiece<T, 8> (&v)[4]) {
+    if constexpr (CHAIN == 1) {  // c is zero before every mma: the mmas start from +0.0f, c is never held
+        unsigned raw[4][4];
+#pragma unroll
+        for (int row = 0; row < 4; ++row) v[row].pairs(raw[row]);
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const unsigned a[4] = {__byte_perm(raw[0][w], raw[1][w], 0x5410), __byte_perm(raw[0][w], raw[1][w], 0x7632),
+                                   __byte_perm(raw[2][w], raw[3][w], 0x5410), __byte_perm(raw[2][w], raw[3][w], 0x7632)};
+            float d[4];
+            mma_rowsum_from_zero<T>(d, a);
+            acc[2 * w] += d[0];
+            acc[2 * w + 1] += d[2];
+        }
+        return;
+    }
+    mma_col_chunk<T>(c, v);
+    if (++pending == CHAIN) {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            acc[2 * w] += c[w][0];
+            acc[2 * w + 1] += c[w][2];
+            c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
+        }
+        pending = 0;
+    }
+}
+
+// tc_cols' ONE_ITEM path: this warp's whole strip (WPS 1, no splits), its chunks 0, 1, ... in order; a strip of 64
+// whole columns (ALIGNED) walks its whole chunks from one pointer with unmasked loads, UNROLL in flight, then the
+// partial last chunk masked. Written to hold nothing but the walk across it (the strip's place is worked out again
+// for the store).
+template <typename T, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
+__device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
+                                                   OutT* __restrict__ out, i64 strip, i64 strips_per_i, int g,
+                                                   int t) {
+    constexpr int SW = 64;
+    float c[4][4] = {};
+    float acc[8] = {};
+    int pending = 0;
+    {
+        const i64 i = strip / strips_per_i, l0 = (strip - i * strips_per_i) * SW;
+        const T* __restrict__ xs = x + i * sa;
+        const i64 nchunks = (r + 15) / 16, whole = r / 16;
+        if (ALIGNED && l0 + SW <= b) {  // warp-uniform
+            const i64 cstep = 16 * sr;
+            const T* __restrict__ p = xs + 2 * t * sr + l0 + 8 * g;
+            i64 left = whole;
+#pragma unroll 1
+            for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
+                RowPiece<T, 8> v[UNROLL][4];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) load_col_chunk_whole<T>(p + u * cstep, sr, v[u]);
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
+            }
+#pragma unroll 1
+            for (; left > 0; --left, p += cstep) {
+                RowPiece<T, 8> v[4];
+                load_col_chunk_whole<T>(p, sr, v);
+                col_chunk_step<T, CHAIN>(c, acc, pending, v);
+            }
+            if (whole < nchunks) {
+                RowPiece<T, 8> v[4];
+                load_col_chunk<T, ALIGNED>(xs, whole * 16, r, sr, l0 + 8 * g, b, t, v);
+                col_chunk_step<T, CHAIN>(c, acc, pending, v);
+            }
+        } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (one chunk
+                  // in flight: rare, and few registers)
+            constexpr int U = ALIGNED ? 1 : UNROLL;
+#pragma unroll 1
+            for (i64 ch = 0; ch < nchunks; ch += U) {
+                RowPiece<T, 8> v[U][4];
+#pragma unroll
+                for (int u = 0; u < U; ++u) load_col_chunk<T, ALIGNED>(xs, (ch + u) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    if (ch + u >= nchunks) break;  // warp-uniform
+                    col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
+                }
+            }
+        }
+    }
+    if (pending) {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
+    }
+    float v0, v1;
+    pick_pair(acc, t, v0, v1);
+    const i64 i = strip / strips_per_i;
+    const i64 col = (strip - i * strips_per_i) * SW + 8 * g + 2 * t;
+    if (col < b) out[i * b + col] = from_float<OutT>(v0);
+    if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
+}
 }  // namespace
 
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL>
-__global__ void __launch_bounds__(BLOCK, SHORT_UNROLL ? 4 : 2)
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL,
+          int MINB, bool ONE_ITEM>
+__global__ void __launch_bounds__(BLOCK, MINB)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 64;  // SW: columns per warp strip
@@ -505,7 +624,13 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     const SplitRange rows = split_range<16>(r, splits, split);
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 
-    if constexpr (SHORT_UNROLL > 0) {
+    if constexpr (ONE_ITEM) {
+        static_assert(WPS == 1 && SHORT_UNROLL == 0, "the one-item path: one warp per strip, 16-row chunks");
+        const i64 strip = (i64)blockIdx.x * GROUPS + group;  // one pass, no splits
+        if (strip < nstrips) col_strip_one_item<T, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strip,
+                                                                                strips_per_i, g, t);
+        return;
+    } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");
         const i64 step = (i64)gridDim.x * GROUPS;
         // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run of

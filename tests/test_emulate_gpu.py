@@ -203,3 +203,57 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
                     assert np.all(np.asarray(want).view(UINT[out])[nan] == np.array(np.nan, out).view(UINT[out]))
     print(f"\nGPU == emulator with Inf/NaN: {count - len(mismatches)}/{count}")
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
+@pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2)])
+def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch):
+    """tc_cols' one-item walk (COLS_ONE_ITEM_TUNING patched for every family, one pass from the first chunk): GPU ==
+    twin bit for bit and within the bound of the float64 sum, into a NaN-poisoned output, on whole strips of whole
+    chunks, a partial last chunk and strip, several outer indices, a misaligned view (the unaligned kernel) and a
+    float16 result; called twice (no state carried between launches)."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import plan_layout
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum
+
+    unroll, minb = tuning
+    monkeypatch.setattr(tensorcore, "COLS_ONE_ITEM_TUNING", {1: (2 * unroll, minb), 2: (unroll, minb)})
+    monkeypatch.setattr(tensorcore, "COLS_ONE_PASS_MIN_CHUNKS", 0)
+    monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
+        family: {k: v for k, v in own.items() if k not in ("COLS_ONE_ITEM_TUNING", "COLS_ONE_PASS_MIN_CHUNKS")}
+        for family, own in tensorcore.FAMILY_TUNING.items()})
+    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
+    get_plan.cache_clear()
+    try:
+        device = current_device()[1]
+        isz = np.dtype(numpy_dtype(dtype)).itemsize
+        strips = device.sm_count * 2 * 8 + 64  # more blocks of 8 strips than 2 per SM hold
+        cases = [((96, 64 * strips), 0, None),  # whole strips, whole chunks
+                 ((35, 64 * strips + 40), 0, None),  # a partial last chunk and strip
+                 ((3, 37, 64 * (strips // 3) + 8), 1, None),  # several outer indices, a partial strip in each
+                 ((70, 64 * strips + 1), 0, (slice(None), slice(1, None)))]  # misaligned: scalar loads
+        for shape, axis, view in cases:
+            xh = random_input(rng, shape, dtype)
+            xv = xh[view] if view else xh
+            problem = plan_layout(xv.shape, [s // isz for s in xv.strides], (axis,), isz,
+                                  0 if view is None else isz).problem
+            p = param_dict(get_plan("tensorcore", problem, dtype, "float32", device))
+            assert p["one_item"] and p["blocks_per_sm"] == minb and p["aligned"] == (view is None), (shape, p)
+            xd, kw = to_device(xh)
+            xdv = xd[view] if view else xd
+            for out_dtype in ("float32", "float16") if shape[0] == 35 else ("float32",):
+                want = tcreduce.emulate.sum(xv, axis=axis, method="tensorcore", gpu=device, dtype=out_dtype)
+                for _ in range(2):
+                    out = cupy.full(want.shape, np.nan, dtype=out_dtype)
+                    got = to_numpy(tcreduce.sum(xdv, axis=axis, method="tensorcore", dtype=out_dtype, out=out, **kw))
+                    assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
+                        (shape, view, out_dtype)
+                if out_dtype == "float32":
+                    check_sum(got, xv, axis, method="tensorcore")
+    finally:
+        get_plan.cache_clear()  # later tests plan with the committed tuning

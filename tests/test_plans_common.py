@@ -135,3 +135,41 @@ def test_an_h200_walks_large_full_sums_in_one_pass_of_at_least_three_waves(dtype
         if rounds:
             grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
             assert grid >= 3 * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
+
+
+def test_tc_cols_takes_its_one_item_walk_where_tuned_and_its_strips_outnumber_the_resident_blocks(monkeypatch):
+    """tc_cols: a plan with a strip per warp in one pass (one warp per strip, no splits) and more blocks than 2 per SM
+    hold launches tc_cols<..., ONE_ITEM = true> at COLS_ONE_ITEM_TUNING's (chunks in flight, blocks per SM) for the
+    element size (capped by the chunks, and at 2 for unaligned scalar loads); other plans, and every plan while the
+    tuning is empty (the module value), keep the general kernel at 2 blocks per SM (4 for columns of one chunk)."""
+    from tcreduce._device import named_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore as tc
+
+    h100 = named_device("H100")  # 132 SMs: more than 264 blocks of 8 strips each take the one-item walk
+
+    def kernel(r, b, dtype="float16", align=0):
+        plan = tc.plan_tensorcore(Cols(1, r, b, 0, b, align), dtype, "float32", h100)
+        return plan.launches[0].kernel, param_dict(plan), plan
+
+    assert tc.COLS_ONE_ITEM_TUNING == {}
+    assert kernel(128, 1 << 21)[0] == "tc_cols<__half, 256, 1, true, 1, float, 0, 2, 2, false>"
+    assert kernel(16, 1 << 24)[0] == "tc_cols<__half, 256, 1, true, 1, float, 1, 1, 4, false>"
+    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: (1, 4), 1: (4, 3)})
+    name, p, plan = kernel(128, 1 << 21)
+    assert name == "tc_cols<__half, 256, 1, true, 1, float, 0, 1, 4, true>"
+    assert (p["one_item"], p["blocks_per_sm"], p["grid"], p["splits"]) == (True, 4, (1 << 21) // 64 // 8, 1)
+    assert plan.workspace_floats == 0 and plan.counters == 0
+    assert kernel(1024, 1 << 18)[0].endswith(", 0, 1, 4, true>")  # 512 blocks
+    assert kernel(128, 1 << 21, "float8_e4m3fn")[0] == "tc_cols<__nv_fp8_e4m3, 256, 1, true, 1, float, 0, 4, 3, true>"
+    assert kernel(32, 1 << 23, "float8_e4m3fn")[0].endswith(", 0, 2, 3, true>")  # 2 chunks per strip
+    assert kernel(128, (1 << 21) - 1, align=2)[0] == "tc_cols<__half, 256, 1, false, 1, float, 0, 1, 4, true>"
+    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: (4, 2)})
+    assert kernel(128, (1 << 21) - 1, align=2)[0].endswith(", false, 1, float, 0, 2, 2, true>")  # scalar loads: 2
+    for r, b in ((2048, 1 << 17),  # two warps per strip
+                 (100, 64 * 2112),  # 264 blocks: every block resident at 2 per SM anyway
+                 (1 << 20, 256),  # splits
+                 (16, 1 << 24)):  # columns of one chunk: the short path
+        name, p, _ = kernel(r, b)
+        assert name.endswith("false>") and not p["one_item"], (r, b, name)

@@ -96,6 +96,12 @@ COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per str
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
+# tc_cols plans with one strip per warp (one pass, one warp per strip, no splits) launch tc_cols<..., ONE_ITEM = true>,
+# compiled without the grid-stride loop, the warps' and the splits' combinations, with mmas from a zero C (the flush
+# after every mma), at (chunks in flight, blocks per SM) = COLS_ONE_ITEM_TUNING[element size] where its blocks outnumber
+# the general kernel's resident ones (fewer: the general kernel). The same chunks in the same order: the same sums.
+# An element size absent: the general kernel
+COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
@@ -223,12 +229,20 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = one_pass(work, strips, BLOCK // 32)
         unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
         unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
+        minb = 4 if short else BLOCKS_PER_SM_TILED
+        one_item_tuning = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz)
+        one_item = (one_item_tuning is not None and not short and work.splits == 1 and work.warps_per_tile == 1
+                    and work.grid_x == cdiv(strips, BLOCK // 32)  # one pass: a strip per warp
+                    and work.grid_x > device.sm_count * BLOCKS_PER_SM_TILED)
+        if one_item:
+            one_unroll, minb = one_item_tuning
+            unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
-                f"{unroll}>")
+                f"{unroll}, {minb}, {str(one_item).lower()}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                            COLS_STRIP,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
-                                unroll=unroll))
+                                unroll=unroll, blocks_per_sm=minb, one_item=one_item))
     raise TypeError(f"unknown problem {problem!r}")
 
 
