@@ -207,11 +207,12 @@ for _n in (128, 1024, 4096, 1 << 20):
                for p, b in ((False, 2), (True, 2), (True, 3))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(1000, 132), (2050, 256)], _method)
 # tc_cols' one-item walk (a strip per warp in one pass: tc_cols<..., ONE_ITEM>, compiled without the grid-stride loop
-# and the combinations, mmas from a zero C) at (chunks in flight, blocks per SM), against the committed plan (on an
-# H200 up to 256 rows a resident grid: COLS_ONE_PASS_MIN_CHUNKS); the same chunks in the same order, the bits checked.
-# The check shapes have strips enough for the one-item path: a partial last chunk and a partial last strip
+# and the combinations, mmas from a zero C) at (chunks in flight, blocks per SM), against the general kernel at the
+# module values first (run 50 had the H200's resident grid of then up to 256 rows there: COLS_ONE_PASS_MIN_CHUNKS);
+# the same chunks in the same order, the bits checked. The check shapes have strips enough for the one-item path: a
+# partial last chunk and a partial last strip
 TC_ONE_ITEM = [dict(COLS_ONE_ITEM_TUNING=dict(tc_plan.COLS_ONE_ITEM_TUNING))]
-TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: (2 * u, b), 2: (u, b)}, COLS_ONE_PASS_MIN_CHUNKS=0)
+TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: ((2 * u, b),), 2: ((u, b),)}, COLS_ONE_PASS_MIN_CHUNKS=0)
                 for u, b in ((2, 2), (1, 3), (2, 3), (1, 4), (4, 2), (2, 4))]
 for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024)), ("bfloat16", 2, (64, 128, 256, 1024)),
                        ("float8_e4m3fn", 1, (64, 128, 1024))):

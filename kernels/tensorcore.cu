@@ -509,6 +509,28 @@ __device__ __forceinline__ void load_col_chunk_whole(const T* __restrict__ p, i6
     }
 }
 
+// ... and the partial last chunk of such a strip: the rows of the 4 past `rows_left` (rows from p on) load zeros
+template <typename T>
+__device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64 sr, int rows_left,
+                                                    RowPiece<T, 8> (&v)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int row = (k & 1) + (k >> 1) * 8;  // rows 2t, 2t + 1, 2t + 8, 2t + 9 (p is at row 2t)
+#pragma unroll
+        for (int w = 0; w < RowPiece<T, 8>::WORDS; ++w) v[k].w[w] = 0u;
+        if (row < rows_left) {
+            const T* __restrict__ q = p + (k & 1) * sr + (k >> 1) * 8 * sr;
+            if constexpr (RowPiece<T, 8>::WORDS == 4) {
+                const uint4 u = __ldg(reinterpret_cast<const uint4*>(q));
+                v[k].w[0] = u.x; v[k].w[1] = u.y; v[k].w[2] = u.z; v[k].w[3] = u.w;
+            } else {
+                const uint2 u = __ldg(reinterpret_cast<const uint2*>(q));
+                v[k].w[0] = u.x; v[k].w[1] = u.y;
+            }
+        }
+    }
+}
+
 // One chunk of tc_cols' walk: its 4 mmas into c, then the flush rule (every CHAIN chunks: acc += c, c = 0).
 template <typename T, int CHAIN>
 __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8], int& pending,
@@ -546,14 +568,16 @@ __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8]
 // for the store).
 template <typename T, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
 __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
-                                                   OutT* __restrict__ out, i64 strip, i64 strips_per_i, int g,
-                                                   int t) {
+                                                   OutT* __restrict__ out, i64 strips_per_i) {
     constexpr int SW = 64;
+    // this warp's strip and lane (g, t), read again for the store rather than held across the walk
+    const auto strip_of = []() { return (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); };
     float c[4][4] = {};
     float acc[8] = {};
     int pending = 0;
     {
-        const i64 i = strip / strips_per_i, l0 = (strip - i * strips_per_i) * SW;
+        const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+        const i64 strip = strip_of(), i = strip / strips_per_i, l0 = (strip - i * strips_per_i) * SW;
         const T* __restrict__ xs = x + i * sa;
         const i64 nchunks = (r + 15) / 16, whole = r / 16;
         if (ALIGNED && l0 + SW <= b) {  // warp-uniform
@@ -574,19 +598,19 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
                 load_col_chunk_whole<T>(p, sr, v);
                 col_chunk_step<T, CHAIN>(c, acc, pending, v);
             }
-            if (whole < nchunks) {
+            if (r & 15) {  // the partial last chunk, from where the walk stopped (p: row 16 * whole + 2t)
                 RowPiece<T, 8> v[4];
-                load_col_chunk<T, ALIGNED>(xs, whole * 16, r, sr, l0 + 8 * g, b, t, v);
+                load_col_chunk_rows<T>(p, sr, (int)(r & 15) - 2 * t, v);
                 col_chunk_step<T, CHAIN>(c, acc, pending, v);
             }
-        } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (one chunk
-                  // in flight: rare, and few registers)
+        } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (rare: one
+                  // chunk in flight, element loads, so few registers; the same values)
             constexpr int U = ALIGNED ? 1 : UNROLL;
 #pragma unroll 1
             for (i64 ch = 0; ch < nchunks; ch += U) {
                 RowPiece<T, 8> v[U][4];
 #pragma unroll
-                for (int u = 0; u < U; ++u) load_col_chunk<T, ALIGNED>(xs, (ch + u) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
+                for (int u = 0; u < U; ++u) load_col_chunk<T, false>(xs, (ch + u) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     if (ch + u >= nchunks) break;  // warp-uniform
@@ -600,8 +624,9 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
         for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
     }
     float v0, v1;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
     pick_pair(acc, t, v0, v1);
-    const i64 i = strip / strips_per_i;
+    const i64 strip = strip_of(), i = strip / strips_per_i;
     const i64 col = (strip - i * strips_per_i) * SW + 8 * g + 2 * t;
     if (col < b) out[i * b + col] = from_float<OutT>(v0);
     if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
@@ -627,8 +652,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     if constexpr (ONE_ITEM) {
         static_assert(WPS == 1 && SHORT_UNROLL == 0, "the one-item path: one warp per strip, 16-row chunks");
         const i64 strip = (i64)blockIdx.x * GROUPS + group;  // one pass, no splits
-        if (strip < nstrips) col_strip_one_item<T, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strip,
-                                                                                strips_per_i, g, t);
+        if (strip < nstrips) col_strip_one_item<T, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strips_per_i);
         return;
     } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");

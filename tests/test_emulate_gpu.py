@@ -222,7 +222,7 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
     from tcreduce.testing import check_sum
 
     unroll, minb = tuning
-    monkeypatch.setattr(tensorcore, "COLS_ONE_ITEM_TUNING", {1: (2 * unroll, minb), 2: (unroll, minb)})
+    monkeypatch.setattr(tensorcore, "COLS_ONE_ITEM_TUNING", {1: ((2 * unroll, minb),), 2: ((unroll, minb),)})
     monkeypatch.setattr(tensorcore, "COLS_ONE_PASS_MIN_CHUNKS", 0)
     monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
         family: {k: v for k, v in own.items() if k not in ("COLS_ONE_ITEM_TUNING", "COLS_ONE_PASS_MIN_CHUNKS")}
@@ -232,7 +232,7 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
     try:
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
-        strips = device.sm_count * 2 * 8 + 64  # more blocks of 8 strips than 2 per SM hold
+        strips = device.sm_count * 2 * 8 + 64  # 272 blocks of 8 strips: as full on 2, 3 or 4 blocks per SM
         cases = [((96, 64 * strips), 0, None),  # whole strips, whole chunks
                  ((35, 64 * strips + 40), 0, None),  # a partial last chunk and strip
                  ((3, 37, 64 * (strips // 3) + 8), 1, None),  # several outer indices, a partial strip in each

@@ -137,38 +137,44 @@ def test_an_h200_walks_large_full_sums_in_one_pass_of_at_least_three_waves(dtype
             assert grid >= 3 * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
 
 
-def test_tc_cols_takes_its_one_item_walk_where_tuned_and_its_strips_outnumber_the_resident_blocks(monkeypatch):
-    """tc_cols: a plan with a strip per warp in one pass (one warp per strip, no splits) and more blocks than 2 per SM
-    hold launches tc_cols<..., ONE_ITEM = true> at COLS_ONE_ITEM_TUNING's (chunks in flight, blocks per SM) for the
-    element size (capped by the chunks, and at 2 for unaligned scalar loads); other plans, and every plan while the
-    tuning is empty (the module value), keep the general kernel at 2 blocks per SM (4 for columns of one chunk)."""
+def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_fills_the_gpu(monkeypatch):
+    """tc_cols: where COLS_ONE_ITEM_TUNING has the element size, a plan with a strip per warp in one pass (one warp
+    per strip, no splits) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
+    blocks fill its resident slots within SPLIT_TOLERANCE of the general kernel's fill at 2 blocks per SM, else at the
+    general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads). Other plans, and
+    every plan of an element size not tuned, keep the general kernel. The H200's own tuning; the H100 has none."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore as tc
 
-    h100 = named_device("H100")  # 132 SMs: more than 264 blocks of 8 strips each take the one-item walk
+    h100, h200 = named_device("H100"), named_device("H200")  # 132 SMs each
 
-    def kernel(r, b, dtype="float16", align=0):
-        plan = tc.plan_tensorcore(Cols(1, r, b, 0, b, align), dtype, "float32", h100)
+    def kernel(r, b, dtype="float16", align=0, device=h100):
+        plan = tc.plan_tensorcore(Cols(1, r, b, 0, b, align), dtype, "float32", device)
         return plan.launches[0].kernel, param_dict(plan), plan
 
     assert tc.COLS_ONE_ITEM_TUNING == {}
     assert kernel(128, 1 << 21)[0] == "tc_cols<__half, 256, 1, true, 1, float, 0, 2, 2, false>"
     assert kernel(16, 1 << 24)[0] == "tc_cols<__half, 256, 1, true, 1, float, 1, 1, 4, false>"
-    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: (1, 4), 1: (4, 3)})
+    # the H200: (2, 3) while 3 blocks per SM fill as well as 2, then (1, 4); fp8 (2, 4)
+    for r, want in ((32, ", 2, 3, true>"), (128, ", 2, 3, true>"), (256, ", 1, 4, true>"), (1024, ", 1, 4, true>"),
+                    (2048, ", 2, 2, false>")):  # 2048 rows: two warps per strip
+        assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
+    assert kernel(128, 1 << 22, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
+    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})
     name, p, plan = kernel(128, 1 << 21)
     assert name == "tc_cols<__half, 256, 1, true, 1, float, 0, 1, 4, true>"
     assert (p["one_item"], p["blocks_per_sm"], p["grid"], p["splits"]) == (True, 4, (1 << 21) // 64 // 8, 1)
     assert plan.workspace_floats == 0 and plan.counters == 0
-    assert kernel(1024, 1 << 18)[0].endswith(", 0, 1, 4, true>")  # 512 blocks
     assert kernel(128, 1 << 21, "float8_e4m3fn")[0] == "tc_cols<__nv_fp8_e4m3, 256, 1, true, 1, float, 0, 4, 3, true>"
     assert kernel(32, 1 << 23, "float8_e4m3fn")[0].endswith(", 0, 2, 3, true>")  # 2 chunks per strip
     assert kernel(128, (1 << 21) - 1, align=2)[0] == "tc_cols<__half, 256, 1, false, 1, float, 0, 1, 4, true>"
-    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: (4, 2)})
+    # 264 blocks fill 2 per SM but half of 4 per SM: the general kernel's (2, 2) through the one-item walk
+    assert kernel(100, 64 * 8 * 264)[0].endswith(", 0, 2, 2, true>")
+    monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((4, 2),)})
     assert kernel(128, (1 << 21) - 1, align=2)[0].endswith(", false, 1, float, 0, 2, 2, true>")  # scalar loads: 2
     for r, b in ((2048, 1 << 17),  # two warps per strip
-                 (100, 64 * 2112),  # 264 blocks: every block resident at 2 per SM anyway
                  (1 << 20, 256),  # splits
                  (16, 1 << 24)):  # columns of one chunk: the short path
         name, p, _ = kernel(r, b)

@@ -82,8 +82,10 @@ COLS_CT_MANY = BLOCK
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
-# +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x)
-FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4)}}}
+# +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x). Run 51
+# (session 13): fp8 (4, 4) 64 rows 3,643 -> 3,858, 128 4,008 -> 4,047; fp32 level with (8, 2) at every setting
+# (64-1024 rows: within -0.3..+0.8% at best), so it keeps (8, 2)
+FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)}}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps

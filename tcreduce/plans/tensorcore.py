@@ -22,8 +22,8 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits, split_work,
-                      spread_rows, stream_work, tuned)
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
+                      split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -96,12 +96,14 @@ COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per str
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
-# tc_cols plans with one strip per warp (one pass, one warp per strip, no splits) launch tc_cols<..., ONE_ITEM = true>,
-# compiled without the grid-stride loop, the warps' and the splits' combinations, with mmas from a zero C (the flush
-# after every mma), at (chunks in flight, blocks per SM) = COLS_ONE_ITEM_TUNING[element size] where its blocks outnumber
-# the general kernel's resident ones (fewer: the general kernel). The same chunks in the same order: the same sums.
-# An element size absent: the general kernel
-COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
+# tc_cols plans with one strip per warp (one pass, one warp per strip, no splits) launch tc_cols<..., ONE_ITEM = true>
+# where COLS_ONE_ITEM_TUNING has the element size: compiled without the grid-stride loop and the combinations of warps
+# and splits, each mma from a zero C (the flush after every mma), so few registers. The entry lists (chunks in flight,
+# blocks per SM) candidates in order of preference: the first whose blocks fill its resident slots within
+# SPLIT_TOLERANCE of the general kernel's fill at BLOCKS_PER_SM_TILED, else the general kernel's chunks in flight at
+# BLOCKS_PER_SM_TILED. The same chunks in the same order: the same sums. An element size absent, or tensorcore_chained
+# (its C fragments stay live across the walk, which spills at these blocks per SM): the general kernel
+COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
@@ -116,11 +118,16 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # whole-tile path for rows of 2-4 chunks (runs 46-47, session 11: fp16 rows of 40 2,253 -> 3,029, 64 3,515 -> 3,970,
 # 96 3,207 -> 3,988, 128 3,849 -> 3,973; fp8 rows of 64 2,370 -> 3,697); tc_flat in one pass of 32 rounds from 3
 # waves for fp16 and bf16 (FLAT_ONE_PASS_MIN_WAVES above; fp8 keeps the resident grid: the throughput study at aed24eb
-# read its one pass 0.8-1.3% slower at 2^29-2^30, where fp16 gained 1%)
+# read its one pass 0.8-1.3% slower at 2^29-2^30, where fp16 gained 1%); tc_cols' one-item walk in one pass from the
+# first chunk (run 50, session 13, 512 MiB, GB/s against the resident grid up to 256 rows and the one-pass general
+# kernel from 512: fp16 (2, 3) 32 rows 3,639 -> 3,993, 64 3,870 -> 4,045, 128 3,917 -> 4,080; (1, 4) 256 4,033 ->
+# 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
+# 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
+# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
-                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, COLS_ONE_PASS_MIN_CHUNKS=17,
-                 ROWS_SHORT_MAX_CHUNKS=4, FLAT_ROUNDS={2: 32}),
+                 ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
+                 FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}),
 }
 _THIS = sys.modules[__name__]
 
@@ -230,13 +237,16 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
         unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
         minb = 4 if short else BLOCKS_PER_SM_TILED
-        one_item_tuning = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz)
-        one_item = (one_item_tuning is not None and not short and work.splits == 1 and work.warps_per_tile == 1
-                    and work.grid_x == cdiv(strips, BLOCK // 32)  # one pass: a strip per warp
-                    and work.grid_x > device.sm_count * BLOCKS_PER_SM_TILED)
+        candidates = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz)
+        one_item = (candidates is not None and chain == 1 and not short and work.splits == 1
+                    and work.warps_per_tile == 1 and work.grid_x == cdiv(strips, BLOCK // 32))  # a strip per warp
         if one_item:
-            one_unroll, minb = one_item_tuning
-            unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
+            fill = wave_efficiency(work.grid_x, device.sm_count * minb)
+            for one_unroll, one_minb in candidates:
+                if wave_efficiency(work.grid_x, device.sm_count * one_minb) >= (1.0 - SPLIT_TOLERANCE) * fill:
+                    unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
+                    minb = one_minb
+                    break
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}, {minb}, {str(one_item).lower()}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
