@@ -452,10 +452,10 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
 // ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
-// at a time. ONE_ITEM (plan: WPS = 1, no splits, a strip per warp in one pass): col_strip_one_item, the same chunks in
-// the same order with nothing else compiled (no grid stride, no combination of warps or splits) and, for CHAIN = 1,
-// each mma from a zero C (the same bits as a zeroed c), so few registers at MINB blocks per SM
-// (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper.
+// at a time. ONE_ITEM (plan: no splits, a strip per warp group in one pass): col_strip_one_item, the same chunks in
+// the same order and the same combination of a group's warps with nothing else compiled (no grid stride, no
+// combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
+// at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper.
 namespace {
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
 template <typename T, bool ALIGNED>
@@ -562,28 +562,31 @@ __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8]
     }
 }
 
-// tc_cols' ONE_ITEM path: this warp's whole strip (WPS 1, no splits), its chunks 0, 1, ... in order; a strip of 64
-// whole columns (ALIGNED) walks its whole chunks from one pointer with unmasked loads, UNROLL in flight, then the
-// partial last chunk masked. Written to hold nothing but the walk across it (the strip's place is worked out again
-// for the store).
-template <typename T, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
+// tc_cols' ONE_ITEM path: one strip per group of WPS warps (no splits, one pass); warp q walks the strip's chunks q,
+// q + WPS, ... in order, as the general path does. A strip of 64 whole columns (ALIGNED) walks its whole chunks from
+// one pointer with unmasked loads, UNROLL in flight, then the partial last chunk (its warp's) with its rows masked;
+// other strips mask every load. With WPS > 1 the group's warps combine through red in q order from 0.0f, as the
+// general path does. Written to hold nothing but the walk across it (the strip's place is read again for the store).
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
 __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
-                                                   OutT* __restrict__ out, i64 strips_per_i) {
-    constexpr int SW = 64;
-    // this warp's strip and lane (g, t), read again for the store rather than held across the walk
-    const auto strip_of = []() { return (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); };
+                                                   OutT* __restrict__ out, i64 strips_per_i, i64 nstrips,
+                                                   float (&red)[BLOCK / 32][64]) {
+    constexpr int SW = 64, GROUPS = BLOCK / 32 / WPS;
+    // this warp's strip, q and lane (g, t), read again for the store rather than held across the walk
+    const auto strip_of = []() { return (i64)blockIdx.x * GROUPS + (threadIdx.x >> 5) / WPS; };
     float c[4][4] = {};
     float acc[8] = {};
     int pending = 0;
-    {
-        const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    // warp-uniform; WPS 1: the caller returned past the last strip (a group there with WPS > 1 meets the barrier)
+    if (WPS == 1 || strip_of() < nstrips) {
+        const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3, q = (threadIdx.x >> 5) % WPS;
         const i64 strip = strip_of(), i = strip / strips_per_i, l0 = (strip - i * strips_per_i) * SW;
         const T* __restrict__ xs = x + i * sa;
         const i64 nchunks = (r + 15) / 16, whole = r / 16;
         if (ALIGNED && l0 + SW <= b) {  // warp-uniform
-            const i64 cstep = 16 * sr;
-            const T* __restrict__ p = xs + 2 * t * sr + l0 + 8 * g;
-            i64 left = whole;
+            const i64 cstep = 16 * WPS * sr;  // from chunk ch to ch + WPS
+            const T* __restrict__ p = xs + (16 * q + 2 * t) * sr + l0 + 8 * g;
+            i64 left = q < whole ? (whole - q + WPS - 1) / WPS : 0;  // chunks q, q + WPS, ... below whole
 #pragma unroll 1
             for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
                 RowPiece<T, 8> v[UNROLL][4];
@@ -598,8 +601,8 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
                 load_col_chunk_whole<T>(p, sr, v);
                 col_chunk_step<T, CHAIN>(c, acc, pending, v);
             }
-            if (r & 15) {  // the partial last chunk, from where the walk stopped (p: row 16 * whole + 2t)
-                RowPiece<T, 8> v[4];
+            if ((r & 15) && whole % WPS == q) {  // the partial last chunk, where this warp's walk stopped (p: row
+                RowPiece<T, 8> v[4];              // 16 * whole + 2t)
                 load_col_chunk_rows<T>(p, sr, (int)(r & 15) - 2 * t, v);
                 col_chunk_step<T, CHAIN>(c, acc, pending, v);
             }
@@ -607,13 +610,15 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
                   // chunk in flight, element loads, so few registers; the same values)
             constexpr int U = ALIGNED ? 1 : UNROLL;
 #pragma unroll 1
-            for (i64 ch = 0; ch < nchunks; ch += U) {
+            for (i64 ch = q; ch < nchunks; ch += (i64)WPS * U) {
                 RowPiece<T, 8> v[U][4];
 #pragma unroll
-                for (int u = 0; u < U; ++u) load_col_chunk<T, false>(xs, (ch + u) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
+                for (int u = 0; u < U; ++u) {
+                    load_col_chunk<T, false>(xs, (ch + (i64)u * WPS) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
+                }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    if (ch + u >= nchunks) break;  // warp-uniform
+                    if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
                     col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
                 }
             }
@@ -624,10 +629,21 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
         for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
     }
     float v0, v1;
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3, c0 = 8 * g + 2 * t;
     pick_pair(acc, t, v0, v1);
+    if constexpr (WPS > 1) {
+        const int warp = threadIdx.x >> 5, first = warp - warp % WPS;
+        red[warp][c0] = v0;
+        red[warp][c0 + 1] = v1;
+        __syncthreads();
+        if (warp != first) return;
+        v0 = v1 = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WPS; ++w) { v0 += red[first + w][c0]; v1 += red[first + w][c0 + 1]; }
+    }
     const i64 strip = strip_of(), i = strip / strips_per_i;
-    const i64 col = (strip - i * strips_per_i) * SW + 8 * g + 2 * t;
+    const i64 col = (strip - i * strips_per_i) * SW + c0;
+    if (WPS > 1 && strip >= nstrips) return;
     if (col < b) out[i * b + col] = from_float<OutT>(v0);
     if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
 }
@@ -649,10 +665,11 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     const SplitRange rows = split_range<16>(r, splits, split);
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 
-    if constexpr (ONE_ITEM) {
-        static_assert(WPS == 1 && SHORT_UNROLL == 0, "the one-item path: one warp per strip, 16-row chunks");
-        const i64 strip = (i64)blockIdx.x * GROUPS + group;  // one pass, no splits
-        if (strip < nstrips) col_strip_one_item<T, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strips_per_i);
+    if constexpr (ONE_ITEM) {  // one pass, no splits
+        static_assert(SHORT_UNROLL == 0, "the one-item path walks 16-row chunks");
+        if (WPS == 1 && (i64)blockIdx.x * GROUPS + group >= nstrips) return;  // (no barrier for WPS 1)
+        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strips_per_i, nstrips,
+                                                                        red);
         return;
     } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");

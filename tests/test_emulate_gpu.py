@@ -210,8 +210,9 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
 def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch):
     """tc_cols' one-item walk (COLS_ONE_ITEM_TUNING patched for every family, one pass from the first chunk): GPU ==
     twin bit for bit and within the bound of the float64 sum, into a NaN-poisoned output, on whole strips of whole
-    chunks, a partial last chunk and strip, several outer indices, a misaligned view (the unaligned kernel) and a
-    float16 result; called twice (no state carried between launches)."""
+    chunks, a partial last chunk and strip, several outer indices, a misaligned view (the unaligned kernel), strips
+    of 2 and 4 warps (their partial chunk in warp 1 and warp 0) and a float16 result; called twice (no state carried
+    between launches)."""
     import cupy
 
     from tcreduce._api import get_plan
@@ -236,14 +237,18 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
         cases = [((96, 64 * strips), 0, None),  # whole strips, whole chunks
                  ((35, 64 * strips + 40), 0, None),  # a partial last chunk and strip
                  ((3, 37, 64 * (strips // 3) + 8), 1, None),  # several outer indices, a partial strip in each
-                 ((70, 64 * strips + 1), 0, (slice(None), slice(1, None)))]  # misaligned: scalar loads
+                 ((70, 64 * strips + 1), 0, (slice(None), slice(1, None))),  # misaligned: scalar loads
+                 ((83, 102408), 0, None),  # 1601 strips: 2 warps each, the partial chunk warp 1's
+                 ((200, 65576), 0, None)]  # 1025 strips: 4 warps each, the partial chunk warp 0's
         for shape, axis, view in cases:
             xh = random_input(rng, shape, dtype)
             xv = xh[view] if view else xh
             problem = plan_layout(xv.shape, [s // isz for s in xv.strides], (axis,), isz,
                                   0 if view is None else isz).problem
             p = param_dict(get_plan("tensorcore", problem, dtype, "float32", device))
-            assert p["one_item"] and p["blocks_per_sm"] == minb and p["aligned"] == (view is None), (shape, p)
+            # a strip per warp group: as many blocks as 2 per SM hold, so only a setting that fills as well
+            assert p["one_item"] and p["aligned"] == (view is None), (shape, p)
+            assert p["blocks_per_sm"] == minb if p["wps"] == 1 else p["wps"] > 1 and p["blocks_per_sm"] in (2, minb)
             xd, kw = to_device(xh)
             xdv = xd[view] if view else xd
             for out_dtype in ("float32", "float16") if shape[0] == 35 else ("float32",):

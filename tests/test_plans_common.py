@@ -138,8 +138,8 @@ def test_an_h200_walks_large_full_sums_in_one_pass_of_at_least_three_waves(dtype
 
 
 def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_fills_the_gpu(monkeypatch):
-    """tc_cols: where COLS_ONE_ITEM_TUNING has the element size, a plan with a strip per warp in one pass (one warp
-    per strip, no splits) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
+    """tc_cols: where COLS_ONE_ITEM_TUNING has the element size, a plan in one pass without splits (a strip per group
+    of warps) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
     blocks fill its resident slots within SPLIT_TOLERANCE of the general kernel's fill at 2 blocks per SM, else at the
     general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads). Other plans, and
     every plan of an element size not tuned, keep the general kernel. The H200's own tuning; the H100 has none."""
@@ -158,8 +158,10 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     assert kernel(128, 1 << 21)[0] == "tc_cols<__half, 256, 1, true, 1, float, 0, 2, 2, false>"
     assert kernel(16, 1 << 24)[0] == "tc_cols<__half, 256, 1, true, 1, float, 1, 1, 4, false>"
     # the H200: (2, 3) while 3 blocks per SM fill as well as 2, then (1, 4); fp8 (2, 4)
-    for r, want in ((32, ", 2, 3, true>"), (128, ", 2, 3, true>"), (256, ", 1, 4, true>"), (1024, ", 1, 4, true>"),
-                    (2048, ", 2, 2, false>")):  # 2048 rows: two warps per strip
+    for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (128, "1, true, 1, float, 0, 2, 3, true>"),
+                    (256, "1, true, 1, float, 0, 1, 4, true>"), (1024, "1, true, 1, float, 0, 1, 4, true>"),
+                    (2048, "2, true, 1, float, 0, 1, 4, true>"),  # 2048 rows: a strip per 2 warps
+                    (16384, "8, true, 1, float, 0, 2, 2, true>")):  # 256 blocks: the general kernel's (2, 2)
         assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
     assert kernel(128, 1 << 22, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})
@@ -174,8 +176,9 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     assert kernel(100, 64 * 8 * 264)[0].endswith(", 0, 2, 2, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((4, 2),)})
     assert kernel(128, (1 << 21) - 1, align=2)[0].endswith(", false, 1, float, 0, 2, 2, true>")  # scalar loads: 2
-    for r, b in ((2048, 1 << 17),  # two warps per strip
-                 (1 << 20, 256),  # splits
+    name, p, _ = kernel(2048, 1 << 17)  # a strip per 2 warps (they combine in the one-item kernel too)
+    assert name.endswith("2, true, 1, float, 0, 4, 2, true>") and p["wps"] == 2
+    for r, b in ((1 << 20, 256),  # splits
                  (16, 1 << 24)):  # columns of one chunk: the short path
         name, p, _ = kernel(r, b)
         assert name.endswith("false>") and not p["one_item"], (r, b, name)

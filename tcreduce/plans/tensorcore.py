@@ -96,9 +96,9 @@ COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per str
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM)
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
-# tc_cols plans with one strip per warp (one pass, one warp per strip, no splits) launch tc_cols<..., ONE_ITEM = true>
-# where COLS_ONE_ITEM_TUNING has the element size: compiled without the grid-stride loop and the combinations of warps
-# and splits, each mma from a zero C (the flush after every mma), so few registers. The entry lists (chunks in flight,
+# tc_cols plans in one pass without splits (a strip per group of warps) launch tc_cols<..., ONE_ITEM = true> where
+# COLS_ONE_ITEM_TUNING has the element size: compiled without the grid-stride loop and the combination of splits,
+# each mma from a zero C (the flush after every mma), so few registers. The entry lists (chunks in flight,
 # blocks per SM) candidates in order of preference: the first whose blocks fill its resident slots within
 # SPLIT_TOLERANCE of the general kernel's fill at BLOCKS_PER_SM_TILED, else the general kernel's chunks in flight at
 # BLOCKS_PER_SM_TILED. The same chunks in the same order: the same sums. An element size absent, or tensorcore_chained
@@ -239,7 +239,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         minb = 4 if short else BLOCKS_PER_SM_TILED
         candidates = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz)
         one_item = (candidates is not None and chain == 1 and not short and work.splits == 1
-                    and work.warps_per_tile == 1 and work.grid_x == cdiv(strips, BLOCK // 32))  # a strip per warp
+                    and work.grid_x == cdiv(strips, BLOCK // 32 // work.warps_per_tile))  # one pass
         if one_item:
             fill = wave_efficiency(work.grid_x, device.sm_count * minb)
             for one_unroll, one_minb in candidates:
