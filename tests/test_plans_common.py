@@ -141,7 +141,8 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     """tc_cols: where COLS_ONE_ITEM_TUNING has the element size, a plan in one pass without splits (a strip per group
     of warps) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
     blocks fill its resident slots within SPLIT_TOLERANCE of the general kernel's fill at 2 blocks per SM, else at the
-    general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads). Other plans, and
+    general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads), or for strips of
+    several warps the general kernel. Other plans, and
     every plan of an element size not tuned, keep the general kernel. The H200's own tuning; the H100 has none."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
@@ -161,7 +162,7 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (128, "1, true, 1, float, 0, 2, 3, true>"),
                     (256, "1, true, 1, float, 0, 1, 4, true>"), (1024, "1, true, 1, float, 0, 1, 4, true>"),
                     (2048, "2, true, 1, float, 0, 1, 4, true>"),  # 2048 rows: a strip per 2 warps
-                    (16384, "8, true, 1, float, 0, 2, 2, true>")):  # 256 blocks: the general kernel's (2, 2)
+                    (16384, "8, true, 1, float, 0, 2, 2, false>")):  # 256 blocks, 8 warps: the general kernel
         assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
     assert kernel(128, 1 << 22, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})

@@ -101,8 +101,9 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 # each mma from a zero C (the flush after every mma), so few registers. The entry lists (chunks in flight,
 # blocks per SM) candidates in order of preference: the first whose blocks fill its resident slots within
 # SPLIT_TOLERANCE of the general kernel's fill at BLOCKS_PER_SM_TILED, else the general kernel's chunks in flight at
-# BLOCKS_PER_SM_TILED. The same chunks in the same order: the same sums. An element size absent, or tensorcore_chained
-# (its C fragments stay live across the walk, which spills at these blocks per SM): the general kernel
+# BLOCKS_PER_SM_TILED (strips of several warps: the general kernel itself). The same chunks in the same order: the
+# same sums. An element size absent, or tensorcore_chained (its C fragments stay live across the walk, which spills
+# at these blocks per SM): the general kernel
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
@@ -247,6 +248,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                     unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
                     minb = one_minb
                     break
+            else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
+                one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}, {minb}, {str(one_item).lower()}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
