@@ -11,9 +11,8 @@ samples of the event time divided by the calls (what a stream of calls costs: th
 and the GPU's work), ``host_us`` the host time spent issuing them. Cases marked "[no graph replay]" launch the
 kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
 before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
-"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch). Cases
-marked "[driver launch]": a handle whose kernels go through cuLaunchKernel with their arguments packed once
-(tcreduce._launch.DRIVER_LAUNCH, off by default) instead of CuPy's kernel call. ``--pool N``: the same calls
+"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch).
+``--pool N``: the same calls
 round-robin over N buffers, every address new to the graph replay (the throughput study's walk). Several
 ``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at:
 ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against ``torch.sum`` (target: the handle's host
@@ -72,10 +71,6 @@ def _gpu_one(args, n: int) -> list[dict]:
                  ("reducer(x)", lambda: r(x)),
                  ("reducer(x, out=out)", lambda: r(x, out=out)),
                  ("reducer(x, out=out) [no graph replay]", lambda: r_kernels(x, out=out))]
-        # the handle launching through the driver (cuLaunchKernel, arguments packed once; _launch.DRIVER_LAUNCH)
-        r_driver, r_driver_kernels = _reducer(x, driver=True), _reducer(x, graphs=False, driver=True)
-        cases += [("reducer(x, out=out) [driver launch]", lambda: r_driver(x, out=out)),
-                  ("reducer(x, out=out) [driver launch, no graph replay]", lambda: r_driver_kernels(x, out=out))]
         g1 = _graph(s, lambda: r_kernels(x, out=out), 1)
         g100 = _graph(s, lambda: r_kernels(x, out=out), 100)
         cases += [("graph replay (1 call)", lambda: g1.launch(s)), ("graph replay (100 calls)", lambda: g100.launch(s))]
@@ -109,17 +104,14 @@ def _gpu_one(args, n: int) -> list[dict]:
                   ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
                   ("  piece: the handle's checks of x", lambda: (x.shape != r.shape or x.strides != r.strides
                                                                 or x.dtype != r.dtype or x.data.ptr & 15)),
-                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: bound.launch(xp, op, s)),
-                  ("  piece: launch the kernels through the driver",
-                   lambda: r_driver_kernels._launch.launch(xp, op, s))]
+                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: bound.launch(xp, op, s))]
         if graph is not None:
             cases.append(("  piece: graph_launch(graph, stream)", lambda: _launch.graph_launch(graph, s.ptr)))
         cases += [("  piece: lambda: None", lambda: None)]
         rows += _time_cases(s, cases, args, n)
         # correctness of what was timed: the handles, the graphs and tcreduce.sum agree bit for bit
         want = tcreduce.sum(x)
-        for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, lambda: tcreduce.sum(x, out=out),
-                   lambda: r_driver(x, out=out), lambda: r_driver_kernels(x, out=out)):
+        for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, lambda: tcreduce.sum(x, out=out)):
             out.fill(float("nan"))
             fn()
             s.synchronize()
@@ -128,17 +120,12 @@ def _gpu_one(args, n: int) -> list[dict]:
     return rows
 
 
-def _reducer(like, graphs: bool = True, driver: bool = False):
+def _reducer(like, graphs: bool = True):
     """A handle for arrays like ``like``: with graph replay of repeated addresses or without (every call launches the
-    kernels), launching through CuPy or through the driver (tcreduce._launch.DRIVER_LAUNCH, read when it binds)."""
+    kernels)."""
     import tcreduce
-    from tcreduce import _launch
 
-    saved, _launch.DRIVER_LAUNCH = _launch.DRIVER_LAUNCH, driver
-    try:
-        r = tcreduce.reducer(like=like)
-    finally:
-        _launch.DRIVER_LAUNCH = saved
+    r = tcreduce.reducer(like=like)
     if not graphs:
         r._launch.graphs = None
     return r

@@ -23,7 +23,6 @@ bake a fresh allocation into the graph: that raises :class:`CaptureError` instea
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -193,99 +192,19 @@ def plan_bytes(plan: Plan) -> int:
     return plan.problem.outputs * plan.problem.length * get_format(plan.in_dtype).itemsize
 
 
-# launch through the driver (cuLaunchKernel from cuda.bindings, the arguments packed once per bound plan) instead of
-# CuPy's kernel call, which converts the arguments at every launch (an empty CuPy launch costs 4.4-4.8 us of host
-# time on an H200; benchmarks/call_overhead.py). Off until measured on a GPU: TCREDUCE_DRIVER_LAUNCH=1 turns it on for
-# plans bound from then on
-DRIVER_LAUNCH = os.environ.get("TCREDUCE_DRIVER_LAUNCH", "0") == "1"
-
-
-class _Driver:
-    """cuLaunchKernel and cuLaunchCooperativeKernel through cuda.bindings, and the handles they take."""
-
-    def __init__(self) -> None:
-        from cuda.bindings import driver as drv
-
-        self.launch = drv.cuLaunchKernel  # (f, grid xyz, block xyz, shared bytes, stream, void** params, extra)
-        self.launch_cooperative = drv.cuLaunchCooperativeKernel  # the same without extra
-        self.stream = drv.CUstream
-        self.success = drv.CUresult.CUDA_SUCCESS
-        self._function = drv.CUfunction
-
-    def function(self, fn: Any, nargs: int) -> Any:
-        """The CUfunction of a CuPy ``Function`` of ``nargs`` parameters (the driver reads their number from the
-        kernel image; :mod:`tcreduce.fake_gpu`'s driver needs it to read them back)."""
-        return self._function(fn.ptr)
-
-
-_DRIVER: list = []  # the one _Driver, made on first use
-
-
-def driver() -> Any:
-    if not _DRIVER:
-        _DRIVER.append(_Driver())
-    return _DRIVER[0]
-
-
-class _DriverSteps:
-    """A bound plan's steps launched through the driver: per step, its arguments as 8-byte values in one array and an
-    array of pointers to them (cuLaunchKernel's kernelParams), built once; a call writes the input and output
-    addresses (and points tensor-map arguments at their 128 bytes) and launches, under a lock (threads that share a
-    stream share its bound plans, and the driver copies the values only when it launches). Kernel integers are 8
-    bytes (i64) or read as the low bytes of one (little-endian), as with CuPy's 8-byte arguments."""
-
-    __slots__ = ("steps", "_streams", "_driver", "_lock", "_maps")
-
-    def __init__(self, steps: tuple, values: list[list[int]]):
-        drv = self._driver = driver()
-        self._streams: dict[int, Any] = {}
-        self._lock = threading.Lock()
-        built = []
-        for (fn, grid, block, shared, coop, _, xs, outs, maps), raw in zip(steps, values):
-            vals = np.array(raw or [0], dtype=np.uint64)
-            ptrs = vals.ctypes.data + 8 * np.arange(len(vals), dtype=np.uint64)
-            launch = drv.launch_cooperative if coop else drv.launch
-            built.append((launch, coop, drv.function(fn, len(raw)), tuple(grid), tuple(block), shared, vals, ptrs,
-                          ptrs.ctypes.data, xs, outs, tuple(i for i, _ in maps)))
-        self.steps = tuple(built)
-        self._maps = any(maps for *_, maps in built)  # tensor-map arguments in any step
-
-    def __call__(self, x_ptr: int, out_ptr: int, stream_ptr: int, map_args: Any) -> None:
-        st = self._streams.get(stream_ptr)
-        if st is None:
-            st = self._streams[stream_ptr] = self._driver.stream(stream_ptr)
-        owners = map_args(x_ptr) if self._maps else None
-        with self._lock:
-            for k, (launch, coop, f, (gx, gy, gz), (bx, by, bz), shared, vals, ptrs, params, xs, outs, maps) \
-                    in enumerate(self.steps):
-                for i in xs:
-                    vals[i] = x_ptr
-                for i in outs:
-                    vals[i] = out_ptr
-                for i, owner in zip(maps, owners[k] if maps else ()):
-                    ptrs[i] = owner.bytes.ctypes.data
-                if coop:
-                    err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params)
-                else:
-                    err = launch(f, gx, gy, gz, bx, by, bz, shared, st, params, 0)
-                if err[0] != self._driver.success:
-                    raise RuntimeError(f"kernel launch through the driver failed: {err[0]!r}")
-
-
 class BoundLaunch:
     """A plan's launches with every argument but the input and output addresses converted once (the workspace and
     counters resolved): ``self(x_ptr, out_ptr, stream)`` launches them in order on ``stream``, replaying a captured
     CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
     kernels."""
 
-    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps",
-                 "_driver")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
         self.counters_ptr = counters_ptr
         self.device_id = launcher.device_id
-        steps, values = [], []
+        steps = []
         for fn, grid, block, shared, coop, template in launcher.steps:
             raw: list[int] = []  # every argument as an integer (0 where it changes per call)
             xs, outs, maps = [], [], []
@@ -308,9 +227,7 @@ class BoundLaunch:
             per_call = {*xs, *outs, *(i for i, _ in maps)}
             const = tuple(None if i in per_call else kernel_arg(v) for i, v in enumerate(raw))
             steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs), tuple(maps)))
-            values.append(raw)
         self.steps = tuple(steps)
-        self._driver = _DriverSteps(self.steps, values) if DRIVER_LAUNCH else None
         self._maps: tuple = (None, None)  # (x_ptr, its tensor-map arguments per step) of the last launch
         small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
         # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
@@ -338,9 +255,6 @@ class BoundLaunch:
 
     def launch(self, x_ptr: int, out_ptr: int, stream) -> None:
         """Launch the kernels in order on ``stream`` (no graph)."""
-        if self._driver is not None:
-            self._driver(x_ptr, out_ptr, stream.ptr, self._map_args)
-            return
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
         for k, (fn, grid, block, shared, coop, const, xs, outs, maps) in enumerate(self.steps):

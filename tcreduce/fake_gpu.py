@@ -13,7 +13,6 @@ a kernel computes. Never use it around real GPU work (it patches CuPy process-wi
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import types
 from dataclasses import dataclass, field
@@ -127,40 +126,9 @@ class _Kernel:
                                       stream.ptr if stream is not None else None, coop))
 
 
-class _Driver:
-    """tcreduce._launch's driver launches (``TCREDUCE_DRIVER_LAUNCH``) on the fake GPU: the values behind the
-    kernelParams pointers read back and recorded as :class:`_Kernel` records them."""
-
-    success = 0
-
-    def __init__(self, gpu: FakeGPU, capture: "_CaptureStream"):
-        self.gpu, self.capture = gpu, capture
-
-    def function(self, fn: _Kernel, nargs: int) -> tuple:
-        return fn, nargs
-
-    def stream(self, ptr: int) -> int:
-        return ptr
-
-    def launch(self, f: tuple, gx, gy, gz, bx, by, bz, shared, stream_ptr, params, extra=0) -> tuple:
-        return self._record(f, (gx, gy, gz), (bx, by, bz), shared, stream_ptr, params, False)
-
-    def launch_cooperative(self, f: tuple, gx, gy, gz, bx, by, bz, shared, stream_ptr, params) -> tuple:
-        return self._record(f, (gx, gy, gz), (bx, by, bz), shared, stream_ptr, params, True)
-
-    def _record(self, f, grid, block, shared, stream_ptr, params, coop) -> tuple:
-        fn, nargs = f
-        ptrs = (ctypes.c_uint64 * nargs).from_address(params)
-        args = [ctypes.c_uint64.from_address(p).value for p in ptrs]
-        stream = self.capture if stream_ptr == self.capture.ptr else types.SimpleNamespace(ptr=stream_ptr)
-        fn(grid, block, args, shared, stream, coop)
-        return (0,)
-
-
 def _tensor_map(x_ptr: int) -> Any:
-    """A fake tensor-map argument: recorded as x's address through CuPy (``arg``) and through the driver (the first
-    8 of its 128 bytes)."""
-    return types.SimpleNamespace(arg=x_ptr, bytes=np.array([x_ptr] + [0] * 15, dtype=np.uint64))
+    """A fake tensor-map argument: recorded as x's address (``arg``)."""
+    return types.SimpleNamespace(arg=x_ptr)
 
 
 def H100():
@@ -209,7 +177,6 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(_launch, "allow_shared", lambda fn, nbytes: None)
     patch(_launch, "tensor_map_arg", lambda spec, x_ptr: _tensor_map(x_ptr))
     capture = _CaptureStream(gpu)
-    patch(_launch, "_DRIVER", [_Driver(gpu, capture)])
     patch(_launch, "capture_stream", lambda device_id: capture)
     patch(_launch, "graph_launch", lambda graph, stream_ptr: _graph_launch(gpu, graph, stream_ptr))
     if record:
