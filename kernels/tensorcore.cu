@@ -467,9 +467,11 @@ __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0,
     load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 9, j_end, sr, col, bend, v[3]);
 }
 
-// mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8).
-template <typename T>
-__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const RowPiece<T, 8> (&raw)[4]) {
+// mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8);
+// FROM_ZERO (the flush after every mma): the mmas start from +0.0f instead of c (the same bits as a zeroed c) and
+// their rows g and g + 8 go straight into acc[2w] and acc[2w + 1], so no C fragment is held across a walk.
+template <typename T, bool FROM_ZERO = false>
+__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const RowPiece<T, 8> (&raw)[4], float (&acc)[8]) {
     unsigned v[4][4];
 #pragma unroll
     for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
@@ -477,7 +479,14 @@ __device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const RowPiece<T
     for (int w = 0; w < 4; ++w) {
         const unsigned a[4] = {__byte_perm(v[0][w], v[1][w], 0x5410), __byte_perm(v[0][w], v[1][w], 0x7632),
                                __byte_perm(v[2][w], v[3][w], 0x5410), __byte_perm(v[2][w], v[3][w], 0x7632)};
-        mma_rowsum<T>(c[w], a);
+        if constexpr (FROM_ZERO) {
+            float d[4];
+            mma_rowsum_from_zero<T>(d, a);
+            acc[2 * w] += d[0];
+            acc[2 * w + 1] += d[2];
+        } else {
+            mma_rowsum<T>(c[w], a);
+        }
     }
 }
 
@@ -492,30 +501,15 @@ __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v
     }
 }
 
-// The 4 rows of a chunk that lies wholly inside the rows and columns, unmasked: p points at row j0 + 2t, column
-// l0 + 8g (one vector load per row).
-template <typename T>
-__device__ __forceinline__ void load_col_chunk_whole(const T* __restrict__ p, i64 sr, RowPiece<T, 8> (&v)[4]) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const T* __restrict__ row = p + (k & 1) * sr + (k >> 1) * 8 * sr;  // rows 2t, 2t + 1, 2t + 8, 2t + 9
-        if constexpr (RowPiece<T, 8>::WORDS == 4) {
-            const uint4 q = __ldg(reinterpret_cast<const uint4*>(row));
-            v[k].w[0] = q.x; v[k].w[1] = q.y; v[k].w[2] = q.z; v[k].w[3] = q.w;
-        } else {
-            const uint2 q = __ldg(reinterpret_cast<const uint2*>(row));
-            v[k].w[0] = q.x; v[k].w[1] = q.y;
-        }
-    }
-}
-
-// ... and the partial last chunk of such a strip: the rows of the 4 past `rows_left` (rows from p on) load zeros
+// The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 64 whole columns, p pointing at its row 2t, column
+// l0 + 8g (one vector load per row): rows 2t, 2t + 1, 2t + 8, 2t + 9, those at or past `rows_left` rows from p as
+// zeros (a partial last chunk; whole chunks pass 16, which masks nothing).
 template <typename T>
 __device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64 sr, int rows_left,
                                                     RowPiece<T, 8> (&v)[4]) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const int row = (k & 1) + (k >> 1) * 8;  // rows 2t, 2t + 1, 2t + 8, 2t + 9 (p is at row 2t)
+        const int row = (k & 1) + (k >> 1) * 8;
 #pragma unroll
         for (int w = 0; w < RowPiece<T, 8>::WORDS; ++w) v[k].w[w] = 0u;
         if (row < rows_left) {
@@ -531,27 +525,14 @@ __device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64
     }
 }
 
-// One chunk of tc_cols' walk: its 4 mmas into c, then the flush rule (every CHAIN chunks: acc += c, c = 0).
-template <typename T, int CHAIN>
+// One chunk of tc_cols' walk: its 4 mmas into c, then the flush rule (every CHAIN chunks: acc += c, c = 0); with
+// FROM_ZERO (CHAIN 1 only) the mmas start from zero and flush at once (mma_col_chunk).
+template <typename T, int CHAIN, bool FROM_ZERO = false>
 __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8], int& pending,
                                                const RowPiece<T, 8> (&v)[4]) {
-    if constexpr (CHAIN == 1) {  // c is zero before every mma: the mmas start from +0.0f, c is never held
-        unsigned raw[4][4];
-#pragma unroll
-        for (int row = 0; row < 4; ++row) v[row].pairs(raw[row]);
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-            const unsigned a[4] = {__byte_perm(raw[0][w], raw[1][w], 0x5410), __byte_perm(raw[0][w], raw[1][w], 0x7632),
-                                   __byte_perm(raw[2][w], raw[3][w], 0x5410), __byte_perm(raw[2][w], raw[3][w], 0x7632)};
-            float d[4];
-            mma_rowsum_from_zero<T>(d, a);
-            acc[2 * w] += d[0];
-            acc[2 * w + 1] += d[2];
-        }
-        return;
-    }
-    mma_col_chunk<T>(c, v);
-    if (++pending == CHAIN) {
+    static_assert(!FROM_ZERO || CHAIN == 1, "mmas from zero are the flush after every mma");
+    mma_col_chunk<T, FROM_ZERO>(c, v, acc);
+    if (!FROM_ZERO && ++pending == CHAIN) {
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
             acc[2 * w] += c[w][0];
@@ -591,20 +572,20 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
             for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
                 RowPiece<T, 8> v[UNROLL][4];
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) load_col_chunk_whole<T>(p + u * cstep, sr, v[u]);
+                for (int u = 0; u < UNROLL; ++u) load_col_chunk_rows<T>(p + u * cstep, sr, 16, v[u]);
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
+                for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v[u]);
             }
 #pragma unroll 1
             for (; left > 0; --left, p += cstep) {
                 RowPiece<T, 8> v[4];
-                load_col_chunk_whole<T>(p, sr, v);
-                col_chunk_step<T, CHAIN>(c, acc, pending, v);
+                load_col_chunk_rows<T>(p, sr, 16, v);
+                col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
             }
             if ((r & 15) && whole % WPS == q) {  // the partial last chunk, where this warp's walk stopped (p: row
                 RowPiece<T, 8> v[4];              // 16 * whole + 2t)
                 load_col_chunk_rows<T>(p, sr, (int)(r & 15) - 2 * t, v);
-                col_chunk_step<T, CHAIN>(c, acc, pending, v);
+                col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
             }
         } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (rare: one
                   // chunk in flight, element loads, so few registers; the same values)
@@ -619,7 +600,7 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-                    col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
+                    col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v[u]);
                 }
             }
         }
@@ -691,8 +672,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
                 if (strip >= nstrips) break;  // warp-uniform
                 const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
                 float c[4][4] = {};
-                mma_col_chunk<T>(c, v[u]);
                 float acc[8];
+                mma_col_chunk<T>(c, v[u], acc);
 #pragma unroll
                 for (int w = 0; w < 4; ++w) {
                     acc[2 * w] = 0.0f + c[w][0];  // the flush of the general path: acc (0) += c
@@ -728,16 +709,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-                mma_col_chunk<T>(c, v[u]);
-                if (++pending == CHAIN) {
-#pragma unroll
-                    for (int w = 0; w < 4; ++w) {
-                        acc[2 * w] += c[w][0];
-                        acc[2 * w + 1] += c[w][2];
-                        c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
-                    }
-                    pending = 0;
-                }
+                col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
             }
         }
         if (pending) {
