@@ -142,8 +142,8 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     of warps) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
     blocks fill its resident slots within SPLIT_TOLERANCE of the general kernel's fill at 2 blocks per SM, else at the
     general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads), or for strips of
-    several warps the general kernel. Other plans, and
-    every plan of an element size not tuned, keep the general kernel. The H200's own tuning; the H100 has none."""
+    several warps the general kernel. Other plans, and every plan of an element size not tuned, keep the general
+    kernel. The H200's own tuning; the H100 has none."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
