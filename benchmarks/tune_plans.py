@@ -335,6 +335,15 @@ for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 11
                       *(("float8_e4m3fn", 1, _k) for _k in (40, 64, 96, 128))):
     SWEEPS[f"{_dt}_rows{_k}_whole_tiles"] = (tc_plan, WHOLE_TILE_SETTINGS, _dt, ((1 << 29) // _isz // _k, _k), -1,
                                              [(4099, _k), (333, _k - 3), (5, _k)])
+# rows of 16 elements of a 16-bit format: tc_rows16 (one 16-byte load per lane, two shuffles per tile) against
+# tc_rows' SHORT path (two 8-byte loads per lane), by row tiles in flight per warp and grid (one pass or resident);
+# the same 16 values per mma row either way, so the same sums (the bits check also takes rows of 8)
+ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS=p, ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES={4: o, 8: True})
+                   for p, u, o in ((False, 4, True), (False, 4, False), (True, 4, True), (True, 4, False),
+                                   (True, 8, True), (True, 8, False), (True, 2, True))]
+for _dt in ("float16", "bfloat16"):
+    SWEEPS[f"{_dt}_rows16_pairs"] = (tc_plan, ROWS16_SETTINGS, _dt, (1 << 24, 16), -1,
+                                     [(4099, 16), (70001, 16), (333, 8)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
 # (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
 # sums: each row's chunks in the same order)

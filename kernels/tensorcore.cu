@@ -330,6 +330,53 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
     }
 }
 
+// -------------------------------------------------------------------------------------------------- tc_rows16
+// Last-axis sums of rows of at most 16 elements of a 16-bit format, every row start 16-byte aligned (the plan: k <=
+// 16, no splits). tc_rows' SHORT path (VEC = 4: Reduction16 with a row per mma row) with one 16-byte load per lane
+// instead of two 8-byte ones: lane l loads the 8 elements at columns 8 (l & 1) .. +7 of row tile*16 + (l >> 1) (zero
+// past k or m), so quad g (lanes 4g + t) holds rows 2g (t < 2) and 2g + 1 (t >= 2); lanes t and t ^ 2 swap half of
+// their loads (two shuffles), after which lane t holds 4 elements of row 2g as A row g's and 4 of row 2g + 1 as A row
+// g + 8's. One mma then sums each of the 16 rows as one 16-term block of the same 16 values as tc_rows' VEC = 4
+// mapping (where a product sits in a block does not change its sum: tcreduce/emulate/mma_model.py), so the sums, and
+// the emulator twin, are tc_rows'. Row tiles go to warps as in the SHORT path: tile = blockIdx.x*WARPS + warp,
+// UNROLL tiles gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on.
+template <typename T, int BLOCK, int UNROLL, typename OutT>
+__global__ void __launch_bounds__(BLOCK, 4)
+tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+          unsigned* counters, i64 splits) {
+    static_assert(sizeof(T) == 2, "tc_rows16 takes 16-bit formats (8 elements per 16-byte load)");
+    constexpr int WARPS = BLOCK / 32;
+    const int lane = threadIdx.x & 31;
+    const bool first_row = (lane & 2) == 0;  // t < 2: this lane loaded part of row 2g
+    const i64 ntiles = (m + 15) >> 4;
+    const i64 tile_step = (i64)gridDim.x * WARPS;
+    for (i64 tile0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); tile0 < ntiles; tile0 += tile_step * UNROLL) {
+        RowPiece<T, 8> piece[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            load_row_piece<T, 8, true>(x, (tile0 + u * tile_step) * 16 + (lane >> 1), m, ld, 8 * (lane & 1), k,
+                                       piece[u]);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 tile = tile0 + u * tile_step;
+            if (tile >= ntiles) break;  // warp-uniform
+            const unsigned* w = piece[u].w;
+            // t < 2 keeps its columns 0-3 of row 2g and gives 4-7; t >= 2 keeps columns 4-7 of row 2g + 1, gives 0-3
+            const unsigned got0 = __shfl_xor_sync(0xffffffffu, first_row ? w[2] : w[0], 2);
+            const unsigned got1 = __shfl_xor_sync(0xffffffffu, first_row ? w[3] : w[1], 2);
+            RowAccumulator<T, 1> acc;
+            acc.mma(first_row ? w[0] : got0, first_row ? got0 : w[2], first_row ? w[1] : got1,
+                    first_row ? got1 : w[3]);
+            acc.finish();
+            // rows 2g and 2g + 1 sit in lane 4g (acc.lo, acc.hi): lane j < 16 writes row tile*16 + j
+            const int src = ((lane >> 1) & 7) * 4;
+            const float even = __shfl_sync(0xffffffffu, acc.lo, src), odd = __shfl_sync(0xffffffffu, acc.hi, src);
+            const i64 row = tile * 16 + lane;
+            if (lane < 16 && row < m) out[row] = from_float<OutT>((lane & 1) ? odd : even);
+        }
+    }
+}
+
 // -------------------------------------------------------------------------------------------------- tc_rows_stream
 // Last-axis sums of long rows (Rows problem with every row start 16-byte aligned; the plan uses it for k >= 256):
 // a warp streams one row the way tc_flat streams the whole array, instead of tc_rows' 16 rows per warp. The columns

@@ -79,6 +79,17 @@ def test_compiles_clean(source, kernel):
         assert_compiles_clean(source, kernel, arch, needle=needle, use_cache=False)
 
 
+# tc_rows16 at the tiles in flight tune_plans and the GPU tests patch in (an H100 plans none)
+ROWS16 = [f"tc_rows16<{t}, 256, {u}, {o}>" for t in ("__half", "__nv_bfloat16") for u in (2, 4, 8)
+          for o in ("float", "__half")]
+
+
+@pytest.mark.parametrize("kernel", ROWS16)
+def test_tc_rows16_compiles_clean(kernel):
+    assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
+                          use_cache=False)
+
+
 # tc_flat's one-pass walk at the rounds no plan launches (an H200 plans 32; GPU tests and tune_plans patch these in)
 ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3")
                  for r in (1, 4, 16)]

@@ -205,6 +205,64 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("unroll,one_pass", [(4, True), (4, False), (8, False)])
+def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, monkeypatch):
+    """tc_rows16 (rows of at most 16 elements, one 16-byte load per lane and two shuffles per tile; patched on for
+    every family, a one-pass or a resident grid): GPU == twin bit for bit and within the bound of the float64 sum,
+    into a NaN-poisoned output, called twice, on whole and partial row tiles, rows of 16, 12 (a view with row stride
+    16: masked loads) and 8 (odd lanes load nothing), a view starting 2 rows in and a float16 result; a misaligned
+    view and rows of 17 keep tc_rows."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import plan_layout
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum
+
+    tuning = dict(ROWS16_PAIRED_LOADS=True, ROWS_UNROLL_SHORT={4: unroll, 8: 2},
+                  ONE_PASS_SHORT_TILES={4: one_pass, 8: True})
+    for name, value in tuning.items():
+        monkeypatch.setattr(tensorcore, name, value)
+    monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
+        family: {k: v for k, v in own.items() if k not in tuning} for family, own in tensorcore.FAMILY_TUNING.items()})
+    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
+    get_plan.cache_clear()
+    try:
+        device = current_device()[1]
+        isz = np.dtype(numpy_dtype(dtype)).itemsize
+        cases = [((70001, 16), None, True),  # a partial last tile, many rounds of a resident grid
+                 ((3, 16), None, True), ((17, 16), None, True), ((4099, 16), (slice(None), slice(0, 12)), True),
+                 ((333, 8), None, True), ((5000, 16), (slice(2, None),), True),
+                 ((4099, 16), (slice(None), slice(1, None)), False),  # rows start 2 bytes in: tc_rows
+                 ((4099, 17), None, False)]
+        for shape, view, paired in cases:
+            xh = random_input(rng, shape, dtype)
+            xv = xh[view] if view else xh
+            offset = xv.__array_interface__["data"][0] - xh.__array_interface__["data"][0]
+            problem = plan_layout(xv.shape, [s // isz for s in xv.strides], (1,), isz, offset % 16).problem
+            p = param_dict(get_plan("tensorcore", problem, dtype, "float32", device))
+            assert p.get("paired_loads", False) == paired, (shape, view, p)
+            if not paired:
+                continue
+            assert p["unroll"] == unroll, (shape, p)
+            xd, kw = to_device(xh)
+            xdv = xd[view] if view else xd
+            for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):
+                want = tcreduce.emulate.sum(xv, axis=1, method="tensorcore", gpu=device, dtype=out_dtype)
+                for _ in range(2):
+                    out = cupy.full(want.shape, np.nan, dtype=out_dtype)
+                    got = to_numpy(tcreduce.sum(xdv, axis=1, method="tensorcore", dtype=out_dtype, out=out, **kw))
+                    assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
+                        (shape, view, out_dtype)
+                if out_dtype == "float32":
+                    check_sum(got, xv, 1, method="tensorcore")
+    finally:
+        get_plan.cache_clear()  # later tests plan with the committed tuning
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2)])
 def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch):

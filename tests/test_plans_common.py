@@ -116,6 +116,38 @@ def test_an_h200_keeps_one_pass_for_short_rows_of_8_element_loads(k, same_grid):
     assert (grids[0] == grids[1]) == same_grid, grids
 
 
+@pytest.mark.parametrize("dtype,k,ld,align,paired", [
+    ("float16", 16, 16, 0, True), ("bfloat16", 16, 16, 0, True), ("float16", 12, 16, 0, True),
+    ("float16", 8, 8, 0, True), ("float16", 1, 8, 0, True), ("float16", 16, 16, 2, False),
+    ("float16", 12, 12, 0, False), ("float16", 17, 24, 0, False), ("float8_e4m3fn", 16, 16, 0, False)])
+def test_tc_rows16_takes_rows_of_at_most_16_with_16_byte_aligned_rows_where_tuned(dtype, k, ld, align, paired,
+                                                                                  monkeypatch):
+    """tc_rows16 (one 16-byte load per lane) replaces tc_rows' SHORT path for 16-bit rows of at most 16 elements whose
+    starts are 16-byte aligned, where ROWS16_PAIRED_LOADS is on; the plan keeps every other parameter, so the twin
+    (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off (an H100's setting): tc_rows."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import Rows
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+
+    problem = Rows(70001, k, ld, align)
+    h100 = named_device("H100")
+    before = get_plan("tensorcore", problem, dtype, "float32", h100)
+    assert not param_dict(before).get("paired_loads", False) and before.launches[0].kernel.startswith("tc_rows<")
+    monkeypatch.setattr(tensorcore, "ROWS16_PAIRED_LOADS", True)
+    get_plan.cache_clear()
+    try:
+        after = get_plan("tensorcore", problem, dtype, "float32", h100)
+    finally:
+        get_plan.cache_clear()
+    assert param_dict(after)["paired_loads"] == paired
+    assert after.launches[0].kernel.startswith("tc_rows16<" if paired else "tc_rows<"), after.launches[0].kernel
+    assert after.launches[0].grid == before.launches[0].grid
+    assert {k: v for k, v in param_dict(after).items() if k != "paired_loads"} == \
+        {k: v for k, v in param_dict(before).items() if k != "paired_loads"}
+
+
 @pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [
     ("float16", 1 << 30, 0, 32), ("bfloat16", 1 << 28, 0, 32), ("float16", 1 << 27, 0, 0),
     ("float16", 1 << 26, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 0), ("float8_e4m3fn", 1 << 28, 0, 0)])

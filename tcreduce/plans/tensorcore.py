@@ -1,6 +1,7 @@
 """Method "tensorcore" (and "tensorcore_chained"): fp16, bf16 and fp8 sums on tensor cores with mma.sync.m16n8k16
-against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registers, exactly). Kernels: ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows_stream, tc_cols,
-whose comments pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
+against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registers, exactly). Kernels:
+``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows16, tc_rows_stream, tc_cols, whose comments pin the order of
+additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
@@ -70,6 +71,9 @@ ROWS_SHORT_BYTES_IN_FLIGHT = 3072
 # load: the kernel's ALIGNED) and chunks per tile (unaligned fp8 tiles of 3 chunks spill 8 bytes with 2 in flight)
 ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2: 2, 3: 1, 4: 1},
                                   (1, True): {2: 3, 3: 2, 4: 1}, (1, False): {2: 3, 3: 1, 4: 1}}
+# tc_rows SHORT rows of at most 16 elements of a 16-bit format with 16-byte aligned rows: tc_rows16 (one 16-byte load
+# per lane and two shuffles per tile instead of two 8-byte loads; the same 16 values per mma row, so the same sums)
+ROWS16_PAIRED_LOADS = False
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -218,10 +222,16 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = ROWS_UNROLL_LONG
         if tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec] if short else ONE_PASS_TILES:
             work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
-        name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, {chain}, "
-                f"{out_t}, {short}>")
+        paired = (short == 1 and vec == 4 and isz == 2 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)
+                  and is_aligned(problem.align, (problem.ld * isz,), 16))
+        if paired:
+            name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}>"
+        else:
+            name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, "
+                    f"{chain}, {out_t}, {short}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
-                           dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile))
+                           dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
+                                paired_loads=paired))
     if isinstance(problem, Cols):
         aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
         strips = problem.a * cdiv(problem.b, COLS_STRIP)
