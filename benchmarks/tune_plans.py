@@ -338,7 +338,8 @@ for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 11
 # rows of 16 elements of a 16-bit format: tc_rows16 (one 16-byte load per lane, two shuffles per tile) against
 # tc_rows' SHORT path (two 8-byte loads per lane), by row tiles in flight per warp and grid (one pass or resident);
 # the same 16 values per mma row either way, so the same sums (the bits check also takes rows of 8)
-ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS=p, ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES={4: o, 8: True})
+ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS=p, ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES={4: o, 8: True},
+                        ROWS16_ONE_PASS=o)
                    for p, u, o in ((False, 4, True), (False, 4, False), (True, 4, True), (True, 4, False),
                                    (True, 8, True), (True, 8, False), (True, 2, True))]
 for _dt in ("float16", "bfloat16"):

@@ -222,8 +222,7 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
     from tcreduce.plans import tensorcore
     from tcreduce.testing import check_sum
 
-    tuning = dict(ROWS16_PAIRED_LOADS=True, ROWS_UNROLL_SHORT={4: unroll, 8: 2},
-                  ONE_PASS_SHORT_TILES={4: one_pass, 8: True})
+    tuning = dict(ROWS16_PAIRED_LOADS=True, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass)
     for name, value in tuning.items():
         monkeypatch.setattr(tensorcore, name, value)
     monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {

@@ -101,19 +101,24 @@ def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dt
         assert kernel.startswith(expected), (family, kernel)
 
 
-@pytest.mark.parametrize("k,same_grid", [(16, False), (32, True)])
-def test_an_h200_keeps_one_pass_for_short_rows_of_8_element_loads(k, same_grid):
-    """tc_rows SHORT: an H200 runs rows of up to 16 (4-element loads) on a resident grid and rows of 17-32 (8-element
-    loads) in one pass, as an H100 runs both."""
+@pytest.mark.parametrize("dtype,k,same_grid,h200_kernel", [
+    ("float8_e4m3fn", 16, False, "tc_rows<"), ("float16", 16, True, "tc_rows16<"), ("float16", 32, True, "tc_rows<")])
+def test_an_h200_keeps_one_pass_for_short_rows_but_fp8_rows_of_4_element_loads(dtype, k, same_grid, h200_kernel):
+    """tc_rows SHORT: an H200 runs fp8 rows of up to 16 (4-element loads) on a resident grid, fp16 ones through
+    tc_rows16 (16-byte loads) in one pass, and rows of 17-32 (8-element loads) in one pass, as an H100 runs them all
+    (with tc_rows)."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import plan_layout
     from tcreduce._plan import param_dict
 
-    problem = plan_layout((1 << 22, k), [k, 1], (1,), 2, 0).problem
-    grids = [param_dict(get_plan("tensorcore", problem, "float16", "float32", named_device(f)))["grid"]
-             for f in ("H100", "H200")]
+    isz = 1 if dtype.startswith("float8") else 2
+    problem = plan_layout((1 << 22, k), [k, 1], (1,), isz, 0).problem
+    plans = [get_plan("tensorcore", problem, dtype, "float32", named_device(f)) for f in ("H100", "H200")]
+    grids = [param_dict(p)["grid"] for p in plans]
     assert (grids[0] == grids[1]) == same_grid, grids
+    assert plans[0].launches[0].kernel.startswith("tc_rows<")
+    assert plans[1].launches[0].kernel.startswith(h200_kernel)
 
 
 @pytest.mark.parametrize("dtype,k,ld,align,paired", [

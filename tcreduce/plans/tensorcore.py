@@ -72,8 +72,13 @@ ROWS_SHORT_BYTES_IN_FLIGHT = 3072
 ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2: 2, 3: 1, 4: 1},
                                   (1, True): {2: 3, 3: 2, 4: 1}, (1, False): {2: 3, 3: 1, 4: 1}}
 # tc_rows SHORT rows of at most 16 elements of a 16-bit format with 16-byte aligned rows: tc_rows16 (one 16-byte load
-# per lane and two shuffles per tile instead of two 8-byte loads; the same 16 values per mma row, so the same sums)
+# per lane and two shuffles per tile instead of two 8-byte loads; the same 16 values per mma row, so the same sums),
+# on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200, session 14, fp16 [2^24, 16], GB/s, x
+# shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870); tc_rows16 one pass 3,828 (1.000),
+# resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821, 1.001). Set for an H200
+# (FAMILY_TUNING); an H100 has not measured it
 ROWS16_PAIRED_LOADS = False
+ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -128,11 +133,13 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # kernel from 512: fp16 (2, 3) 32 rows 3,639 -> 3,993, 64 3,870 -> 4,045, 128 3,917 -> 4,080; (1, 4) 256 4,033 ->
 # 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
-# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule)
+# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for 16-bit
+# rows of up to 16 elements (run 54, session 14, above: 0.956 -> 1.000x shuffle; fp8 keeps tc_rows, resident)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
-                 FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}),
+                 FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
+                 ROWS16_PAIRED_LOADS=True),
 }
 _THIS = sys.modules[__name__]
 
@@ -220,10 +227,16 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
             unroll = ROWS_UNROLL_LONG
-        if tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec] if short else ONE_PASS_TILES:
-            work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         paired = (short == 1 and vec == 4 and isz == 2 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)
                   and is_aligned(problem.align, (problem.ld * isz,), 16))
+        if not short:
+            in_one_pass = ONE_PASS_TILES
+        elif paired:
+            in_one_pass = tuned(_THIS, "ROWS16_ONE_PASS", device)
+        else:
+            in_one_pass = tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec]
+        if in_one_pass:
+            work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
         if paired:
             name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}>"
         else:
