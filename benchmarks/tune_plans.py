@@ -345,6 +345,12 @@ ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS=p, ROWS_UNROLL_SHORT={4: u, 8: 2}, O
 for _dt in ("float16", "bfloat16"):
     SWEEPS[f"{_dt}_rows16_pairs"] = (tc_plan, ROWS16_SETTINGS, _dt, (1 << 24, 16), -1,
                                      [(4099, 16), (70001, 16), (333, 8)])
+# first-axis sums of 16 rows (tc_cols' short path: one 16-row chunk per 64-column strip, 4 blocks per SM): strips in
+# flight per warp and a grid of one pass against the resident grid (the same sums)
+for _dt in ("float16", "bfloat16"):
+    SWEEPS[f"{_dt}_cols16_short"] = (tc_plan, [dict(COLS_UNROLL_SHORT=u, COLS_SHORT_ONE_PASS=o)
+                                               for u, o in ((1, False), (1, True), (2, False), (2, True))],
+                                     _dt, (16, 1 << 24), 0, [(16, 4099), (5, 300), (16, 1 << 16)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
 # (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
 # sums: each row's chunks in the same order)

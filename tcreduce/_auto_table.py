@@ -4,10 +4,10 @@ do not edit; re-run the sweep (python -m experiments throughput segments), then 
 
 Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:53:18+00:00
-  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:50:21+00:00
+  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 74a2be8, 2026-11-27T11:14:20+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit e6dfe5d, 2026-11-27T08:44:10+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 74a2be8, 2026-11-27T11:08:08+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -25,7 +25,7 @@ DEVICE = 'H100'  # the GPU family TABLE was measured on
 TABLE = {
     ('bfloat16', 'cols'): {
         4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
-        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -40,14 +40,14 @@ TABLE = {
     },
     ('bfloat16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
     },
     ('float16', 'cols'): {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -62,7 +62,7 @@ TABLE = {
     },
     ('float16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -112,8 +112,8 @@ DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
             4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -126,7 +126,7 @@ DEVICE_TABLES = {
             30: 'tensorcore',
         },
         ('bfloat16', 'rows'): {
-            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -134,8 +134,8 @@ DEVICE_TABLES = {
         },
         ('float16', 'cols'): {
             4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -148,7 +148,7 @@ DEVICE_TABLES = {
             30: 'tensorcore',
         },
         ('float16', 'rows'): {
-            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
