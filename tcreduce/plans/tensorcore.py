@@ -104,7 +104,8 @@ ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches 
 COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM) ...
-COLS_SHORT_ONE_PASS = False  # ... on a grid of one pass (True) or a resident grid (an H100 read one pass 1% slower)
+# ... on a grid of one pass (True) or a resident grid (an H100 read one pass 1% slower; an H200 faster: FAMILY_TUNING)
+COLS_SHORT_ONE_PASS = False
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 # tc_cols plans in one pass without splits (a strip per group of warps) launch tc_cols<..., ONE_ITEM = true> where
 # COLS_ONE_ITEM_TUNING has the element size: compiled without the grid-stride loop and the combination of splits,
@@ -135,12 +136,14 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
 # 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for 16-bit
-# rows of up to 16 elements (run 54, session 14, above: 0.956 -> 1.000x shuffle; fp8 keeps tc_rows, resident)
+# rows of up to 16 elements (run 54, session 14, above: 0.956 -> 1.000x shuffle; fp8 keeps tc_rows, resident);
+# tc_cols' short path (first-axis sums of up to 16 rows) in one pass (run 56, session 14, [16, 2^24], GB/s: fp16
+# 3,690 -> 3,763, 0.983 -> 1.003x shuffle; bf16 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS=True),
+                 ROWS16_PAIRED_LOADS=True, COLS_SHORT_ONE_PASS=True),
 }
 _THIS = sys.modules[__name__]
 
