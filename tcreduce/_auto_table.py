@@ -7,7 +7,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 74a2be8, 2026-11-27T11:14:20+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 74a2be8, 2026-11-27T11:08:08+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 54d29d6, 2026-11-27T11:36:06+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -111,8 +111,8 @@ TABLE = {
 DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
-            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
@@ -133,9 +133,9 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('float16', 'cols'): {
-            4: 'shuffle', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'shuffle', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
