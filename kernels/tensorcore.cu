@@ -339,7 +339,8 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 // g + 8's. One mma then sums each of the 16 rows as one 16-term block of the same 16 values as tc_rows' VEC = 4
 // mapping (where a product sits in a block does not change its sum: tcreduce/emulate/mma_model.py), so the sums, and
 // the emulator twin, are tc_rows'. Row tiles go to warps as in the SHORT path: tile = blockIdx.x*WARPS + warp,
-// UNROLL tiles gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on.
+// UNROLL tiles gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on. This repository's
+// variant, not in the paper. ws, counters and splits: tc_rows' argument list (no splits here), unused.
 template <typename T, int BLOCK, int UNROLL, typename OutT>
 __global__ void __launch_bounds__(BLOCK, 4)
 tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,

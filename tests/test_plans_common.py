@@ -149,8 +149,8 @@ def test_tc_rows16_takes_rows_of_at_most_16_with_16_byte_aligned_rows_where_tune
     assert param_dict(after)["paired_loads"] == paired
     assert after.launches[0].kernel.startswith("tc_rows16<" if paired else "tc_rows<"), after.launches[0].kernel
     assert after.launches[0].grid == before.launches[0].grid
-    assert {k: v for k, v in param_dict(after).items() if k != "paired_loads"} == \
-        {k: v for k, v in param_dict(before).items() if k != "paired_loads"}
+    assert {name: v for name, v in param_dict(after).items() if name != "paired_loads"} == \
+        {name: v for name, v in param_dict(before).items() if name != "paired_loads"}
 
 
 @pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [

@@ -5,10 +5,11 @@ additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
-warps and, for few long rows, across blocks (the last block of a tile combines); rows of at least STREAM_MIN_K
-aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way. Other axes:
-the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips per warp,
-split the same way.
+warps and, for few long rows, across blocks (the last block of a tile combines; rows of at most 16 elements of a
+16-bit format may take tc_rows16, a 16-byte load per lane, where ROWS16_PAIRED_LOADS is on); rows of at least
+STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way.
+Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
+per warp, split the same way.
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -76,7 +77,7 @@ ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2:
 # on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200, session 14, fp16 [2^24, 16], GB/s, x
 # shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870); tc_rows16 one pass 3,828 (1.000),
 # resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821, 1.001). Set for an H200
-# (FAMILY_TUNING); an H100 has not measured it
+# (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s) and keeps tc_rows
 ROWS16_PAIRED_LOADS = False
 ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
