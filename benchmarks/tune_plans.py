@@ -335,16 +335,18 @@ for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 11
                       *(("float8_e4m3fn", 1, _k) for _k in (40, 64, 96, 128))):
     SWEEPS[f"{_dt}_rows{_k}_whole_tiles"] = (tc_plan, WHOLE_TILE_SETTINGS, _dt, ((1 << 29) // _isz // _k, _k), -1,
                                              [(4099, _k), (333, _k - 3), (5, _k)])
-# rows of 16 elements of a 16-bit format: tc_rows16 (one 16-byte load per lane, two shuffles per tile) against
-# tc_rows' SHORT path (two 8-byte loads per lane), by row tiles in flight per warp and grid (one pass or resident);
-# the same 16 values per mma row either way, so the same sums (the bits check also takes rows of 8)
-ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS=p, ROWS_UNROLL_SHORT={4: u, 8: 2}, ONE_PASS_SHORT_TILES={4: o, 8: True},
-                        ROWS16_ONE_PASS=o)
+# rows of 16 elements: tc_rows16 (one load of 8 elements per lane, a shuffle of half of it per tile) against tc_rows'
+# SHORT path (two loads of 4 elements per lane), by row tiles in flight per warp (fp8: twice these, so not 8: 16
+# spill) and grid (one pass or resident); the same 16 values per mma row either way, so the same sums (the bits
+# check also takes rows of 8)
+ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS={2: p, 1: p}, ROWS_UNROLL_SHORT={4: u, 8: 2},
+                        ONE_PASS_SHORT_TILES={4: o, 8: True}, ROWS16_ONE_PASS=o)
                    for p, u, o in ((False, 4, True), (False, 4, False), (True, 4, True), (True, 4, False),
                                    (True, 8, True), (True, 8, False), (True, 2, True))]
-for _dt in ("float16", "bfloat16"):
-    SWEEPS[f"{_dt}_rows16_pairs"] = (tc_plan, ROWS16_SETTINGS, _dt, (1 << 24, 16), -1,
-                                     [(4099, 16), (70001, 16), (333, 8)])
+for _dt in ("float16", "bfloat16", "float8_e4m3fn"):
+    SWEEPS[f"{_dt}_rows16_pairs"] = (tc_plan, [s for s in ROWS16_SETTINGS if _dt != "float8_e4m3fn"
+                                               or s["ROWS_UNROLL_SHORT"][4] < 8],
+                                     _dt, (1 << 24, 16), -1, [(4099, 16), (70001, 16), (333, 8)])
 # first-axis sums of 16 rows (tc_cols' short path: one 16-row chunk per 64-column strip, 4 blocks per SM): strips in
 # flight per warp and a grid of one pass against the resident grid (the same sums)
 for _dt in ("float16", "bfloat16"):

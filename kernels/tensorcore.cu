@@ -331,12 +331,13 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 }
 
 // -------------------------------------------------------------------------------------------------- tc_rows16
-// Last-axis sums of rows of at most 16 elements of a 16-bit format, every row start 16-byte aligned (the plan: k <=
-// 16, no splits). tc_rows' SHORT path (VEC = 4: Reduction16 with a row per mma row) with one 16-byte load per lane
-// instead of two 8-byte ones: lane l loads the 8 elements at columns 8 (l & 1) .. +7 of row tile*16 + (l >> 1) (zero
-// past k or m), so quad g (lanes 4g + t) holds rows 2g (t < 2) and 2g + 1 (t >= 2); lanes t and t ^ 2 swap half of
-// their loads (two shuffles), after which lane t holds 4 elements of row 2g as A row g's and 4 of row 2g + 1 as A row
-// g + 8's. One mma then sums each of the 16 rows as one 16-term block of the same 16 values as tc_rows' VEC = 4
+// Last-axis sums of rows of at most 16 elements, every row start aligned to 8 elements (the plan: k <= 16, no
+// splits). tc_rows' SHORT path (VEC = 4: Reduction16 with a row per mma row) with one load of 8 elements per lane
+// (16 bytes of fp16 or bf16, 8 of fp8) instead of two of 4: lane l loads the 8 elements at columns 8 (l & 1) .. +7 of
+// row tile*16 + (l >> 1) (zero past k or m), so quad g (lanes 4g + t) holds rows 2g (t < 2) and 2g + 1 (t >= 2);
+// lanes t and t ^ 2 swap half of their loads (the 4 elements of one row each: shuffles of 2 words, fp8 of 1), after
+// which lane t holds 4 elements of row 2g as A row g's and 4 of row 2g + 1 as A row g + 8's (fp8 converted to fp16
+// exactly). One mma then sums each of the 16 rows as one 16-term block of the same 16 values as tc_rows' VEC = 4
 // mapping (where a product sits in a block does not change its sum: tcreduce/emulate/mma_model.py), so the sums, and
 // the emulator twin, are tc_rows'. Row tiles go to warps as in the SHORT path: tile = blockIdx.x*WARPS + warp,
 // UNROLL tiles gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on. This repository's
@@ -345,8 +346,7 @@ template <typename T, int BLOCK, int UNROLL, typename OutT>
 __global__ void __launch_bounds__(BLOCK, 4)
 tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
           unsigned* counters, i64 splits) {
-    static_assert(sizeof(T) == 2, "tc_rows16 takes 16-bit formats (8 elements per 16-byte load)");
-    constexpr int WARPS = BLOCK / 32;
+    constexpr int WARPS = BLOCK / 32, HALF = RowPiece<T, 8>::WORDS / 2;  // HALF: words of 4 elements (fp8: 1)
     const int lane = threadIdx.x & 31;
     const bool first_row = (lane & 2) == 0;  // t < 2: this lane loaded part of row 2g
     const i64 ntiles = (m + 15) >> 4;
@@ -361,19 +361,33 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
         for (int u = 0; u < UNROLL; ++u) {
             const i64 tile = tile0 + u * tile_step;
             if (tile >= ntiles) break;  // warp-uniform
+            // t < 2 keeps its first 4 elements (row 2g) and gives the last 4; t >= 2 keeps its last 4 (row 2g + 1)
+            // and gives the first 4
             const unsigned* w = piece[u].w;
-            // t < 2 keeps its columns 0-3 of row 2g and gives 4-7; t >= 2 keeps columns 4-7 of row 2g + 1, gives 0-3
-            const unsigned got0 = __shfl_xor_sync(0xffffffffu, first_row ? w[2] : w[0], 2);
-            const unsigned got1 = __shfl_xor_sync(0xffffffffu, first_row ? w[3] : w[1], 2);
+            unsigned got[HALF];
+#pragma unroll
+            for (int i = 0; i < HALF; ++i) got[i] = __shfl_xor_sync(0xffffffffu, first_row ? w[HALF + i] : w[i], 2);
+            unsigned even[2], odd[2];  // the A fragment's registers of rows 2g and 2g + 1 (fp16 pairs)
+            if constexpr (is_fp8<T>::value) {
+                const unsigned e = first_row ? w[0] : got[0], o = first_row ? got[0] : w[1];
+                even[0] = fp8x2_to_half2<T>(e);
+                even[1] = fp8x2_to_half2<T>(e >> 16);
+                odd[0] = fp8x2_to_half2<T>(o);
+                odd[1] = fp8x2_to_half2<T>(o >> 16);
+            } else {
+                even[0] = first_row ? w[0] : got[0];
+                odd[0] = first_row ? got[0] : w[2];
+                even[1] = first_row ? w[1] : got[1];
+                odd[1] = first_row ? got[1] : w[3];
+            }
             RowAccumulator<T, 1> acc;
-            acc.mma(first_row ? w[0] : got0, first_row ? got0 : w[2], first_row ? w[1] : got1,
-                    first_row ? got1 : w[3]);
+            acc.mma(even[0], odd[0], even[1], odd[1]);
             acc.finish();
             // rows 2g and 2g + 1 sit in lane 4g (acc.lo, acc.hi): lane j < 16 writes row tile*16 + j
             const int src = ((lane >> 1) & 7) * 4;
-            const float even = __shfl_sync(0xffffffffu, acc.lo, src), odd = __shfl_sync(0xffffffffu, acc.hi, src);
+            const float lo = __shfl_sync(0xffffffffu, acc.lo, src), hi = __shfl_sync(0xffffffffu, acc.hi, src);
             const i64 row = tile * 16 + lane;
-            if (lane < 16 && row < m) out[row] = from_float<OutT>((lane & 1) ? odd : even);
+            if (lane < 16 && row < m) out[row] = from_float<OutT>((lane & 1) ? hi : lo);
         }
     }
 }

@@ -205,14 +205,15 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("unroll,one_pass", [(4, True), (4, False), (8, False)])
+@pytest.mark.parametrize("dtype,unroll,one_pass", [
+    *((dt, u, p) for dt in ("float16", "bfloat16") for u, p in ((4, True), (4, False), (8, False))),
+    *((dt, u, p) for dt in ("float8_e4m3fn", "float8_e5m2") for u, p in ((4, True), (2, False)))])
 def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, monkeypatch):
-    """tc_rows16 (rows of at most 16 elements, one 16-byte load per lane and two shuffles per tile; patched on for
-    every family, a one-pass or a resident grid): GPU == twin bit for bit and within the bound of the float64 sum,
-    into a NaN-poisoned output, called twice, on whole and partial row tiles, rows of 16, 12 (a view with row stride
-    16: masked loads) and 8 (odd lanes load nothing), a view starting 2 rows in and a float16 result; a misaligned
-    view and rows of 17 keep tc_rows."""
+    """tc_rows16 (rows of at most 16 elements, one load of 8 elements per lane and a shuffle of half of it per tile;
+    patched on for every format and family, a one-pass or a resident grid): GPU == twin bit for bit and within the
+    bound of the float64 sum, into a NaN-poisoned output, called twice, on whole and partial row tiles, rows of 16, 12
+    (a view with row stride 16: masked loads) and 8 (odd lanes load nothing), a view starting 2 rows in and a float16
+    result; a misaligned view and rows of 17 keep tc_rows. fp8 keeps twice the tiles in flight."""
     import cupy
 
     from tcreduce._api import get_plan
@@ -222,7 +223,7 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
     from tcreduce.plans import tensorcore
     from tcreduce.testing import check_sum
 
-    tuning = dict(ROWS16_PAIRED_LOADS=True, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass)
+    tuning = dict(ROWS16_PAIRED_LOADS={2: True, 1: True}, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass)
     for name, value in tuning.items():
         monkeypatch.setattr(tensorcore, name, value)
     monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
@@ -235,7 +236,7 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
         cases = [((70001, 16), None, True),  # a partial last tile, many rounds of a resident grid
                  ((3, 16), None, True), ((17, 16), None, True), ((4099, 16), (slice(None), slice(0, 12)), True),
                  ((333, 8), None, True), ((5000, 16), (slice(2, None),), True),
-                 ((4099, 16), (slice(None), slice(1, None)), False),  # rows start 2 bytes in: tc_rows
+                 ((4099, 16), (slice(None), slice(1, None)), False),  # rows start 1 element in: tc_rows
                  ((4099, 17), None, False)]
         for shape, view, paired in cases:
             xh = random_input(rng, shape, dtype)
@@ -246,7 +247,7 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
             assert p.get("paired_loads", False) == paired, (shape, view, p)
             if not paired:
                 continue
-            assert p["unroll"] == unroll, (shape, p)
+            assert p["unroll"] == unroll * (2 if isz == 1 else 1), (shape, p)
             xd, kw = to_device(xh)
             xdv = xd[view] if view else xd
             for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):

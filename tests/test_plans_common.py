@@ -124,12 +124,14 @@ def test_an_h200_keeps_one_pass_for_short_rows_but_fp8_rows_of_4_element_loads(d
 @pytest.mark.parametrize("dtype,k,ld,align,paired", [
     ("float16", 16, 16, 0, True), ("bfloat16", 16, 16, 0, True), ("float16", 12, 16, 0, True),
     ("float16", 8, 8, 0, True), ("float16", 1, 8, 0, True), ("float16", 16, 16, 2, False),
-    ("float16", 12, 12, 0, False), ("float16", 17, 24, 0, False), ("float8_e4m3fn", 16, 16, 0, False)])
+    ("float16", 12, 12, 0, False), ("float16", 17, 24, 0, False), ("float8_e4m3fn", 16, 16, 0, True),
+    ("float8_e5m2", 9, 24, 0, True), ("float8_e4m3fn", 16, 12, 0, False), ("float8_e4m3fn", 16, 16, 4, False)])
 def test_tc_rows16_takes_rows_of_at_most_16_with_16_byte_aligned_rows_where_tuned(dtype, k, ld, align, paired,
                                                                                   monkeypatch):
-    """tc_rows16 (one 16-byte load per lane) replaces tc_rows' SHORT path for 16-bit rows of at most 16 elements whose
-    starts are 16-byte aligned, where ROWS16_PAIRED_LOADS is on; the plan keeps every other parameter, so the twin
-    (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off (an H100's setting): tc_rows."""
+    """tc_rows16 (one load of 8 elements per lane) replaces tc_rows' SHORT path for rows of at most 16 elements whose
+    starts are aligned to 8 elements, where ROWS16_PAIRED_LOADS has their format; the plan keeps every other
+    parameter, so the twin (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off (an
+    H100's setting): tc_rows."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Rows
@@ -140,7 +142,7 @@ def test_tc_rows16_takes_rows_of_at_most_16_with_16_byte_aligned_rows_where_tune
     h100 = named_device("H100")
     before = get_plan("tensorcore", problem, dtype, "float32", h100)
     assert not param_dict(before).get("paired_loads", False) and before.launches[0].kernel.startswith("tc_rows<")
-    monkeypatch.setattr(tensorcore, "ROWS16_PAIRED_LOADS", True)
+    monkeypatch.setattr(tensorcore, "ROWS16_PAIRED_LOADS", {2: True, 1: True})
     get_plan.cache_clear()
     try:
         after = get_plan("tensorcore", problem, dtype, "float32", h100)

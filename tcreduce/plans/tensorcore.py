@@ -5,8 +5,8 @@ additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
-warps and, for few long rows, across blocks (the last block of a tile combines; rows of at most 16 elements of a
-16-bit format may take tc_rows16, a 16-byte load per lane, where ROWS16_PAIRED_LOADS is on); rows of at least
+warps and, for few long rows, across blocks (the last block of a tile combines; rows of at most 16 elements may take
+tc_rows16, one load of 8 elements per lane, where ROWS16_PAIRED_LOADS has their format); rows of at least
 STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way.
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way.
@@ -72,13 +72,15 @@ ROWS_SHORT_BYTES_IN_FLIGHT = 3072
 # load: the kernel's ALIGNED) and chunks per tile (unaligned fp8 tiles of 3 chunks spill 8 bytes with 2 in flight)
 ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2: 2, 3: 1, 4: 1},
                                   (1, True): {2: 3, 3: 2, 4: 1}, (1, False): {2: 3, 3: 1, 4: 1}}
-# tc_rows SHORT rows of at most 16 elements of a 16-bit format with 16-byte aligned rows: tc_rows16 (one 16-byte load
-# per lane and two shuffles per tile instead of two 8-byte loads; the same 16 values per mma row, so the same sums),
-# on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200, session 14, fp16 [2^24, 16], GB/s, x
+# tc_rows SHORT rows of at most 16 elements whose starts are aligned to 8 elements: tc_rows16 (one load of 8 elements
+# per lane and a shuffle of half of it instead of two loads of 4 elements; the same 16 values per mma row, so the same
+# sums), by element size (bytes) -> on, on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200, session 14, fp16 [2^24, 16], GB/s, x
 # shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870); tc_rows16 one pass 3,828 (1.000),
 # resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821, 1.001). Set for an H200
-# (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s) and keeps tc_rows
-ROWS16_PAIRED_LOADS = False
+# (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s) and keeps tc_rows. fp8
+# (8-byte loads where tc_rows takes 4-byte ones; rows of 16 read 0.92x shuffle in tc_rows on an H100 in session 6):
+# compiled (53 registers at 8 tiles in flight), not yet run on a GPU, so off everywhere
+ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: False}
 ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
@@ -144,7 +146,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS=True, COLS_SHORT_ONE_PASS=True),
+                 ROWS16_PAIRED_LOADS={2: True, 1: False}, COLS_SHORT_ONE_PASS=True),
 }
 _THIS = sys.modules[__name__]
 
@@ -232,8 +234,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = tuned(_THIS, "ROWS_UNROLL_WIDE", device)
         else:
             unroll = ROWS_UNROLL_LONG
-        paired = (short == 1 and vec == 4 and isz == 2 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)
-                  and is_aligned(problem.align, (problem.ld * isz,), 16))
+        paired = (short == 1 and vec == 4 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)[isz]
+                  and is_aligned(problem.align, (problem.ld * isz,), 8 * isz))
         if not short:
             in_one_pass = ONE_PASS_TILES
         elif paired:
