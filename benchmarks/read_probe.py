@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import json
 import sys
 from pathlib import Path
@@ -142,25 +141,10 @@ def probe_col_walks(reps: int) -> list[dict]:
 
 def _inductor_configs() -> list[dict]:
     """The launch configuration each of inductor's autotuned kernels kept."""
-    try:
-        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    except ImportError:
-        return []
-    found = []
-    for obj in gc.get_objects():
-        try:
-            if not isinstance(obj, CachingAutotuner):
-                continue
-        except ReferenceError:  # a dead weak proxy among the objects
-            continue
-        kept = [str(getattr(ln, "config", ln)) for ln in getattr(obj, "launchers", None) or []]
-        try:
-            name = getattr(obj.fn, "__name__", None) or repr(obj.fn)
-        except AttributeError:  # a JIT function whose module is gone
-            name = getattr(obj, "kernel_name", "?")
-        found.append({"kernel": name, "kept": kept,
-                      "all": [str(c) for c in getattr(obj, "configs", None) or []]})  # None once compiled
-    return found
+    from experiments.competitors import describe_autotuner, inductor_autotuners
+
+    return [{"kept": describe_autotuner(a), "all": [str(c) for c in getattr(a, "configs", None) or []]}
+            for a in inductor_autotuners()]  # "all": None once compiled
 
 
 def probe_shapes(reps: int, out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:

@@ -67,6 +67,7 @@ class Competitor:
     context: Callable[[], Any] = contextlib.nullcontext
     prepare: Callable[[Any], Any] = lambda x: None
     lib: str = "cupy"
+    describe: Callable[[Any], str] = lambda x: ""  # after prepare: what was tuned or compiled (the CSV note)
 
 
 def competitors(axis: Optional[int] = None, *, float64: bool = False, native: bool = True,
@@ -158,8 +159,40 @@ def tuned_competitors(axis: Optional[int]) -> list[Competitor]:
     def to_torch(x):
         return torch.from_dlpack(x)
 
-    return [Competitor(TRITON_LABEL, triton_sum, to_torch, prepare=triton_sum.prepare, lib="torch"),
-            Competitor(COMPILE_LABEL, compiled, to_torch, prepare=compiled.prepare, lib="torch")]
+    return [Competitor(TRITON_LABEL, triton_sum, to_torch, prepare=triton_sum.prepare, lib="torch",
+                       describe=triton_sum.describe),
+            Competitor(COMPILE_LABEL, compiled, to_torch, prepare=compiled.prepare, lib="torch",
+                       describe=compiled.describe)]
+
+
+def inductor_autotuners() -> list:
+    """Every live inductor autotuner (``CachingAutotuner``: one per generated Triton kernel); empty without inductor."""
+    import gc
+    import sys
+
+    if "torch._inductor.runtime.triton_heuristics" not in sys.modules:
+        return []
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    found = []
+    for obj in gc.get_objects():
+        try:
+            if isinstance(obj, CachingAutotuner):
+                found.append(obj)
+        except ReferenceError:  # a dead weak proxy among the objects
+            continue
+    return found
+
+
+def describe_autotuner(tuner: Any) -> str:
+    """An inductor kernel and the launch configuration its autotuner kept ("name: XBLOCK: 256, R0_BLOCK: 2,
+    num_warps: 4, ..."; several launchers while it has not benchmarked yet)."""
+    try:
+        name = getattr(tuner.fn, "__name__", None) or repr(tuner.fn)
+    except AttributeError:  # a JIT function whose module is gone
+        name = getattr(tuner, "kernel_name", "?")
+    kept = [str(getattr(ln, "config", ln)) for ln in getattr(tuner, "launchers", None) or []]
+    return f"{name}: {' | '.join(kept) if kept else 'not launched'}"
 
 
 class CompiledSum:
@@ -176,6 +209,7 @@ class CompiledSum:
                 setattr(cfg, name, max(getattr(cfg, name), 4096))
         self.axis = axis
         self.checked: set = set()
+        self.picks: dict[tuple, str] = {}  # key -> the inductor kernels compiled for it and their kept configs
         if axis is None:
             def f(t):
                 return torch.sum(t, dtype=torch.float32)
@@ -184,14 +218,25 @@ class CompiledSum:
                 return torch.sum(t, dim=axis, dtype=torch.float32)
         self.fn = torch.compile(f, dynamic=False)
 
+    @staticmethod
+    def key(t) -> tuple:
+        return (tuple(t.shape), tuple(t.stride()), t.dtype, t.data_ptr() % 16, t.device.index)
+
     def prepare(self, t) -> None:
-        key = (tuple(t.shape), tuple(t.stride()), t.dtype, t.data_ptr() % 16, t.device.index)
+        key = self.key(t)
         if key in self.checked:
             return
-        check_exact(self.fn, t, self.axis, COMPILE_LABEL)
+        before = {id(a) for a in inductor_autotuners()}
+        check_exact(self.fn, t, self.axis, COMPILE_LABEL)  # the first call compiles and autotunes
         terms = t.numel() if self.axis is None else t.shape[self.axis]
         check_real(self.fn(t), t, self.axis, max(int(terms), 1), COMPILE_LABEL)
+        self.picks[key] = "; ".join(describe_autotuner(a) for a in inductor_autotuners() if id(a) not in before)
         self.checked.add(key)
+
+    def describe(self, t) -> str:
+        """The inductor kernels compiled for ``t``'s shape and the configurations their autotuners kept ("" when
+        none were new, e.g. a shape compiled before)."""
+        return self.picks.get(self.key(t), "")
 
     def __call__(self, t):
         return self.fn(t)

@@ -113,6 +113,7 @@ def run(ctx: Context) -> list[Path]:
                             with call.context(), torch_stream_guard():
                                 call.prepare(inputs[0])  # tuning, compilation, correctness checks (not timed)
                                 t = time_gpu(call.call, inputs, tcfg)
+                            row["note"] = call.describe(inputs[0])  # the tuned or compiled kernels' configuration
                         else:
                             t = time_gpu(call, inputs, tcfg)
                         fill_timing(row, t, ceiling.gbs)

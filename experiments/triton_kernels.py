@@ -237,3 +237,8 @@ class TunedSum:
     def __call__(self, t: "torch.Tensor") -> "torch.Tensor":
         tuned = self.kept.get(self.key(t)) or self.prepare(t)
         return run(tuned.config, t, tuned.problem)
+
+    def describe(self, t: "torch.Tensor") -> str:
+        """The configuration kept for ``t``'s problem, for the studies' CSV notes ("" before :meth:`prepare`)."""
+        tuned = self.kept.get(self.key(t))
+        return f"kept {tuned.config.label}" if tuned is not None else ""

@@ -80,6 +80,42 @@ def test_config_labels():
     assert all(br * bc >= 1024 for br, bc, _ in COLS_ONE_PASS)
 
 
+def test_describe_autotuner_names_the_kernel_and_the_config_it_kept():
+    """The segment study's note for torch.compile: each inductor kernel and the launch configuration its autotuner
+    kept (a fake autotuner here: the attributes inductor's CachingAutotuner has)."""
+    class Config:
+        def __str__(self):
+            return "XBLOCK: 256, R0_BLOCK: 2, num_warps: 4"
+
+    class Launcher:
+        config = Config()
+
+    def triton_red_fused_sum_0():
+        pass
+
+    class Tuner:
+        fn = triton_red_fused_sum_0
+        launchers = [Launcher()]
+
+    class DeadTuner:  # its JIT function's module is gone, nothing launched yet
+        kernel_name = "triton_per_fused_sum_1"
+        launchers = None
+
+        @property
+        def fn(self):
+            raise AttributeError("gone")
+
+    assert comp.describe_autotuner(Tuner()) == "triton_red_fused_sum_0: XBLOCK: 256, R0_BLOCK: 2, num_warps: 4"
+    assert comp.describe_autotuner(DeadTuner()) == "triton_per_fused_sum_1: not launched"
+
+
+def test_no_inductor_autotuners_without_inductor(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "torch._inductor.runtime.triton_heuristics", raising=False)
+    assert comp.inductor_autotuners() == []
+
+
 def test_without_torch_the_studies_say_what_they_skip(monkeypatch):
     monkeypatch.setattr(comp, "torch_cuda", lambda: None)
     notes = comp.tuned_missing()
@@ -158,6 +194,7 @@ def test_tuned_sum_end_to_end(axis, shape):
     assert any(isinstance(v, float) for v in tuned.sweep.values()), tuned.sweep
     comp.check_real(ts(x), x, axis, depth(tuned.config, tuned.problem), tuned.config.label)
     assert ts.prepare(x) is tuned  # kept per shape
+    assert ts.describe(x) == f"kept {tuned.config.label}" and ts.describe(x[1:]) == ""  # the study's CSV note
     # graph capture through torch (how the throughput study times it)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -182,6 +219,9 @@ def test_compiled_torch_sum_is_checked(axis, shape):
     cs.prepare(x)
     got = cs(x)
     assert got.dtype == torch.float32
+    note = cs.describe(x)  # the study's CSV note: the kernels inductor generated and the configs they kept
+    assert "triton_" in note and "num_warps" in note, note
+    assert cs.describe(x[1:]) == ""  # not prepared
     terms = x.numel() if axis is None else x.shape[axis]
     comp.check_real(got, x, axis, terms, "torch.compile")
 
