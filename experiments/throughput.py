@@ -136,6 +136,7 @@ def run(ctx: Context) -> list[Path]:
                     elif kind == "competitor":
                         with call.context(), torch_stream_guard():
                             call.prepare(inputs[0])  # tuning, compilation, correctness checks (not timed)
+                        row["note"] = call.describe(inputs[0])  # the tuned or compiled kernels' configuration
                     first[label] = timed(label)
                 except Exception as e:
                     row["note"] = error_note(e)
@@ -189,7 +190,8 @@ def _graph(row: dict, label: str, kind: str, call, inputs: list, tcfg: TimingCon
         else:
             g = time_graph(call, inputs, tcfg)
     except Exception as e:
-        row["note"] = f"graph timing failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        failed = f"graph timing failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        row["note"] = f"{row['note']}; {failed}" if row.get("note") else failed
         return
     row.update(graph_us=g.median_s * 1e6, graph_p10_us=g.p10_s * 1e6, graph_p90_us=g.p90_s * 1e6,
                graph_calls=g.batch)
