@@ -66,6 +66,18 @@ template <typename T, int VEC>
 struct RowPiece {
     static constexpr int WORDS = VEC * (int)sizeof(T) / 4;
     unsigned w[WORDS];
+    // the VEC elements at p with one 4-, 8- or 16-byte load (p aligned to it)
+    __device__ __forceinline__ void load(const T* __restrict__ p) {
+        if constexpr (WORDS == 4) {
+            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+            w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+        } else if constexpr (WORDS == 2) {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
+            w[0] = q.x; w[1] = q.y;
+        } else {
+            w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+        }
+    }
     __device__ __forceinline__ void pairs(unsigned (&p)[VEC / 2]) const {
 #pragma unroll
         for (int i = 0; i < WORDS; ++i) {
@@ -88,15 +100,7 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
     const bool row_ok = row < m;
     const T* p = x + row * ld + col;
     if (ALIGNED && row_ok && col + VEC <= cend) {
-        if constexpr (WORDS == 4) {
-            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
-            piece.w[0] = q.x; piece.w[1] = q.y; piece.w[2] = q.z; piece.w[3] = q.w;
-        } else if constexpr (WORDS == 2) {
-            const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
-            piece.w[0] = q.x; piece.w[1] = q.y;
-        } else {
-            piece.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
-        }
+        piece.load(p);
         return;
     }
     constexpr int PER_WORD = 4 / (int)sizeof(T);  // elements per 32-bit word
@@ -574,16 +578,7 @@ __device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64
         const int row = (k & 1) + (k >> 1) * 8;
 #pragma unroll
         for (int w = 0; w < RowPiece<T, 8>::WORDS; ++w) v[k].w[w] = 0u;
-        if (row < rows_left) {
-            const T* __restrict__ q = p + (k & 1) * sr + (k >> 1) * 8 * sr;
-            if constexpr (RowPiece<T, 8>::WORDS == 4) {
-                const uint4 u = __ldg(reinterpret_cast<const uint4*>(q));
-                v[k].w[0] = u.x; v[k].w[1] = u.y; v[k].w[2] = u.z; v[k].w[3] = u.w;
-            } else {
-                const uint2 u = __ldg(reinterpret_cast<const uint2*>(q));
-                v[k].w[0] = u.x; v[k].w[1] = u.y;
-            }
-        }
+        if (row < rows_left) v[k].load(p + (k & 1) * sr + (k >> 1) * 8 * sr);
     }
 }
 
