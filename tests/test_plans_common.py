@@ -126,8 +126,8 @@ def test_an_h200_keeps_one_pass_for_short_rows_but_fp8_rows_of_4_element_loads(d
     ("float16", 8, 8, 0, True), ("float16", 1, 8, 0, True), ("float16", 16, 16, 2, False),
     ("float16", 12, 12, 0, False), ("float16", 17, 24, 0, False), ("float8_e4m3fn", 16, 16, 0, True),
     ("float8_e5m2", 9, 24, 0, True), ("float8_e4m3fn", 16, 12, 0, False), ("float8_e4m3fn", 16, 16, 4, False)])
-def test_tc_rows16_takes_rows_of_at_most_16_with_16_byte_aligned_rows_where_tuned(dtype, k, ld, align, paired,
-                                                                                  monkeypatch):
+def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dtype, k, ld, align, paired,
+                                                                              monkeypatch):
     """tc_rows16 (one load of 8 elements per lane) replaces tc_rows' SHORT path for rows of at most 16 elements whose
     starts are aligned to 8 elements, where ROWS16_PAIRED_LOADS has their format; the plan keeps every other
     parameter, so the twin (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off (an

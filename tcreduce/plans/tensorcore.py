@@ -74,12 +74,12 @@ ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2:
                                   (1, True): {2: 3, 3: 2, 4: 1}, (1, False): {2: 3, 3: 1, 4: 1}}
 # tc_rows SHORT rows of at most 16 elements whose starts are aligned to 8 elements: tc_rows16 (one load of 8 elements
 # per lane and a shuffle of half of it instead of two loads of 4 elements; the same 16 values per mma row, so the same
-# sums), by element size (bytes) -> on, on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200, session 14, fp16 [2^24, 16], GB/s, x
-# shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870); tc_rows16 one pass 3,828 (1.000),
-# resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821, 1.001). Set for an H200
-# (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s) and keeps tc_rows. fp8
-# (8-byte loads where tc_rows takes 4-byte ones; rows of 16 read 0.92x shuffle in tc_rows on an H100 in session 6):
-# compiled (53 registers at 8 tiles in flight), not yet run on a GPU, so off everywhere
+# sums), by element size (bytes) -> on, on a grid of one pass (True) or a resident grid. Tune_plans run 54 (H200,
+# session 14, fp16 [2^24, 16], GB/s, x shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870);
+# tc_rows16 one pass 3,828 (1.000), resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821,
+# 1.001). Set for an H200 (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s)
+# and keeps tc_rows. fp8 (8-byte loads where tc_rows takes 4-byte ones; rows of 16 read 0.92x shuffle in tc_rows on an
+# H100 in session 6): compiled (53 registers at 8 tiles in flight), not yet run on a GPU, so off everywhere
 ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: False}
 ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
