@@ -218,12 +218,8 @@ class CompiledSum:
                 return torch.sum(t, dim=axis, dtype=torch.float32)
         self.fn = torch.compile(f, dynamic=False)
 
-    @staticmethod
-    def key(t) -> tuple:
-        return (tuple(t.shape), tuple(t.stride()), t.dtype, t.data_ptr() % 16, t.device.index)
-
     def prepare(self, t) -> None:
-        key = self.key(t)
+        key = tensor_key(t)
         if key in self.checked:
             return
         before = {id(a) for a in inductor_autotuners()}
@@ -236,10 +232,16 @@ class CompiledSum:
     def describe(self, t) -> str:
         """The inductor kernels compiled for ``t``'s shape and the configurations their autotuners kept ("" when
         none were new, e.g. a shape compiled before)."""
-        return self.picks.get(self.key(t), "")
+        return self.picks.get(tensor_key(t), "")
 
     def __call__(self, t):
         return self.fn(t)
+
+
+def tensor_key(t) -> tuple:
+    """What a tuned competitor's kernels depend on (shape, strides, dtype, 16-byte alignment, device): the key it
+    tunes, compiles and checks once per."""
+    return (tuple(t.shape), tuple(t.stride()), t.dtype, t.data_ptr() % 16, t.device.index)
 
 
 # ------------------------------------------------------------------------------------------------- checks

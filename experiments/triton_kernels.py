@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .competitors import WrongResult, check_exact, check_real, integer_data
+from .competitors import WrongResult, check_exact, check_real, integer_data, tensor_key
 from .triton_plans import (COLS_COMBINE_BLOCK, COMBINE_BLOCK, Config, Problem, candidates, cdiv, depth, problem_of,
                            split_rows)
 
@@ -198,9 +198,7 @@ class TunedSum:
         self.axis = axis
         self.kept: dict[tuple, Tuned] = {}
 
-    @staticmethod
-    def key(t: "torch.Tensor") -> tuple:
-        return (tuple(t.shape), tuple(t.stride()), t.dtype, t.data_ptr() % 16, t.device.index)
+    key = staticmethod(tensor_key)
 
     def prepare(self, t: "torch.Tensor") -> Tuned:
         """Sweep, check and keep the configuration for ``t``'s problem (idempotent)."""
