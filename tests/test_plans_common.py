@@ -102,11 +102,11 @@ def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dt
 
 
 @pytest.mark.parametrize("dtype,k,same_grid,h200_kernel", [
-    ("float8_e4m3fn", 16, False, "tc_rows<"), ("float16", 16, True, "tc_rows16<"), ("float16", 32, True, "tc_rows<")])
-def test_an_h200_keeps_one_pass_for_short_rows_but_fp8_rows_of_4_element_loads(dtype, k, same_grid, h200_kernel):
-    """tc_rows SHORT: an H200 runs fp8 rows of up to 16 (4-element loads) on a resident grid, fp16 ones through
-    tc_rows16 (16-byte loads) in one pass, and rows of 17-32 (8-element loads) in one pass, as an H100 runs them all
-    (with tc_rows)."""
+    ("float8_e4m3fn", 16, True, "tc_rows16<"), ("float16", 16, True, "tc_rows16<"), ("float16", 32, True, "tc_rows<"),
+    ("float8_e4m3fn", 32, True, "tc_rows<")])
+def test_an_h200_runs_rows_of_16_through_tc_rows16_and_rows_of_32_as_an_h100(dtype, k, same_grid, h200_kernel):
+    """tc_rows SHORT: an H200 runs rows of up to 16 through tc_rows16 (one 8-element load per lane) and rows of 17-32
+    (8-element loads) with tc_rows, each in one pass on the grid an H100 runs them all on with tc_rows."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import plan_layout

@@ -78,8 +78,9 @@ ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2:
 # session 14, fp16 [2^24, 16], GB/s, x shuffle in the same run): tc_rows resident 3,660 (0.956), one pass 3,331 (0.870);
 # tc_rows16 one pass 3,828 (1.000), resident 3,685; 8 tiles in flight 3,758, 2 tiles 3,633; bf16 alike (3,647 -> 3,821,
 # 1.001). Set for an H200 (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s)
-# and keeps tc_rows. fp8 (8-byte loads where tc_rows takes 4-byte ones; rows of 16 read 0.92x shuffle in tc_rows on an
-# H100 in session 6): compiled (53 registers at 8 tiles in flight), not yet run on a GPU, so off everywhere
+# and keeps tc_rows. fp8 (one 8-byte load per lane where tc_rows takes two 4-byte ones, 8 tiles in flight, 53
+# registers): tune_plans run 57 (H200, session 15, [2^24, 16]): tc_rows resident 2,310, one pass 2,317 (0.782x
+# shuffle); tc_rows16 one pass 2,572 (0.867x), resident 2,513, 4 tiles 2,500: on for an H200
 ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: False}
 ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
@@ -138,15 +139,16 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # kernel from 512: fp16 (2, 3) 32 rows 3,639 -> 3,993, 64 3,870 -> 4,045, 128 3,917 -> 4,080; (1, 4) 256 4,033 ->
 # 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
-# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for 16-bit
-# rows of up to 16 elements (run 54, session 14, above: 0.956 -> 1.000x shuffle; fp8 keeps tc_rows, resident);
+# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for rows of
+# up to 16 elements (above; 16-bit: run 54, session 14, 0.956 -> 1.000x shuffle; fp8: run 57, session 15, 2,310 ->
+# 2,572 GB/s, 0.782 -> 0.867x);
 # tc_cols' short path (first-axis sums of up to 16 rows) in one pass (run 56, session 14, [16, 2^24], GB/s: fp16
 # 3,690 -> 3,763, 0.983 -> 1.003x shuffle; bf16 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS={2: True, 1: False}, COLS_SHORT_ONE_PASS=True),
+                 ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_SHORT_ONE_PASS=True),
 }
 _THIS = sys.modules[__name__]
 
