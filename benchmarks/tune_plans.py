@@ -338,20 +338,34 @@ for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 11
 # rows of 16 elements: tc_rows16 (one load of 8 elements per lane, a shuffle of half of it per tile) against tc_rows'
 # SHORT path (two loads of 4 elements per lane), by row tiles in flight per warp (fp8: twice these, so not 8: 16
 # spill) and grid (one pass or resident); the same 16 values per mma row either way, so the same sums (the bits
-# check also takes rows of 8)
+# check also takes rows of 8); the committed setting first, then each other (kernel, tiles, grid) for the format
 ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS={2: p, 1: p}, ROWS_UNROLL_SHORT={4: u, 8: 2},
                         ONE_PASS_SHORT_TILES={4: o, 8: True}, ROWS16_ONE_PASS=o)
                    for p, u, o in ((False, 4, True), (False, 4, False), (True, 4, True), (True, 4, False),
                                    (True, 8, True), (True, 8, False), (True, 2, True))]
-for _dt in ("float16", "bfloat16", "float8_e4m3fn"):
-    SWEEPS[f"{_dt}_rows16_pairs"] = (tc_plan, [s for s in ROWS16_SETTINGS if _dt != "float8_e4m3fn"
-                                               or s["ROWS_UNROLL_SHORT"][4] < 8],
-                                     _dt, (1 << 24, 16), -1, [(4099, 16), (70001, 16), (333, 8)])
+ROWS16_COMMITTED = dict(ROWS16_PAIRED_LOADS=dict(tc_plan.ROWS16_PAIRED_LOADS),
+                        ROWS_UNROLL_SHORT=dict(tc_plan.ROWS_UNROLL_SHORT),
+                        ONE_PASS_SHORT_TILES=dict(tc_plan.ONE_PASS_SHORT_TILES), ROWS16_ONE_PASS=tc_plan.ROWS16_ONE_PASS)
+
+
+def _rows16_launch(setting: dict, isz: int) -> tuple:
+    """(tc_rows16, tiles in flight, one pass) of a ROWS16 setting for elements of ``isz`` bytes."""
+    paired = setting["ROWS16_PAIRED_LOADS"][isz]
+    one_pass = setting["ROWS16_ONE_PASS"] if paired else setting["ONE_PASS_SHORT_TILES"][4]
+    return paired, setting["ROWS_UNROLL_SHORT"][4], one_pass
+
+
+for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float8_e4m3fn", 1)):
+    SWEEPS[f"{_dt}_rows16_pairs"] = (
+        tc_plan, [ROWS16_COMMITTED] + [s for s in ROWS16_SETTINGS
+                                       if _rows16_launch(s, _isz) != _rows16_launch(ROWS16_COMMITTED, _isz)
+                                       and (_isz == 2 or s["ROWS_UNROLL_SHORT"][4] < 8)],
+        _dt, (1 << 24, 16), -1, [(4099, 16), (70001, 16), (333, 8)])
 # first-axis sums of 16 rows (tc_cols' short path: one 16-row chunk per 64-column strip, 4 blocks per SM): strips in
 # flight per warp and a grid of one pass against the resident grid (the same sums)
 for _dt in ("float16", "bfloat16"):
     SWEEPS[f"{_dt}_cols16_short"] = (tc_plan, [dict(COLS_UNROLL_SHORT=u, COLS_SHORT_ONE_PASS=o)
-                                               for u, o in ((1, False), (1, True), (2, False), (2, True))],
+                                               for u, o in ((1, True), (1, False), (2, True), (2, False))],
                                      _dt, (16, 1 << 24), 0, [(16, 4099), (5, 300), (16, 1 << 16)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
 # (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same

@@ -101,12 +101,13 @@ def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dt
         assert kernel.startswith(expected), (family, kernel)
 
 
-@pytest.mark.parametrize("dtype,k,same_grid,h200_kernel", [
-    ("float8_e4m3fn", 16, True, "tc_rows16<"), ("float16", 16, True, "tc_rows16<"), ("float16", 32, True, "tc_rows<"),
-    ("float8_e4m3fn", 32, True, "tc_rows<")])
-def test_an_h200_runs_rows_of_16_through_tc_rows16_and_rows_of_32_as_an_h100(dtype, k, same_grid, h200_kernel):
-    """tc_rows SHORT: an H200 runs rows of up to 16 through tc_rows16 (one 8-element load per lane) and rows of 17-32
-    (8-element loads) with tc_rows, each in one pass on the grid an H100 runs them all on with tc_rows."""
+@pytest.mark.parametrize("dtype,k,h100_kernel,h200_kernel", [
+    ("float8_e4m3fn", 16, "tc_rows16<", "tc_rows16<"), ("float16", 16, "tc_rows<", "tc_rows16<"),
+    ("float16", 32, "tc_rows<", "tc_rows<"), ("float8_e4m3fn", 32, "tc_rows<", "tc_rows<")])
+def test_rows_of_16_through_tc_rows16_where_tuned_and_rows_of_32_through_tc_rows(dtype, k, h100_kernel, h200_kernel):
+    """tc_rows SHORT: rows of up to 16 go through tc_rows16 (one 8-element load per lane) where the family tuned it on
+    (fp8 on both, 16-bit formats on an H200), rows of 17-32 (8-element loads) through tc_rows; all in one pass, on the
+    same grid on both families."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import plan_layout
@@ -115,10 +116,9 @@ def test_an_h200_runs_rows_of_16_through_tc_rows16_and_rows_of_32_as_an_h100(dty
     isz = 1 if dtype.startswith("float8") else 2
     problem = plan_layout((1 << 22, k), [k, 1], (1,), isz, 0).problem
     plans = [get_plan("tensorcore", problem, dtype, "float32", named_device(f)) for f in ("H100", "H200")]
-    grids = [param_dict(p)["grid"] for p in plans]
-    assert (grids[0] == grids[1]) == same_grid, grids
-    assert plans[0].launches[0].kernel.startswith("tc_rows<")
-    assert plans[1].launches[0].kernel.startswith(h200_kernel)
+    assert param_dict(plans[0])["grid"] == param_dict(plans[1])["grid"]
+    assert plans[0].launches[0].kernel.startswith(h100_kernel), plans[0].launches[0].kernel
+    assert plans[1].launches[0].kernel.startswith(h200_kernel), plans[1].launches[0].kernel
 
 
 @pytest.mark.parametrize("dtype,k,ld,align,paired", [
@@ -130,8 +130,8 @@ def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dt
                                                                               monkeypatch):
     """tc_rows16 (one load of 8 elements per lane) replaces tc_rows' SHORT path for rows of at most 16 elements whose
     starts are aligned to 8 elements, where ROWS16_PAIRED_LOADS has their format; the plan keeps every other
-    parameter, so the twin (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off (an
-    H100's setting): tc_rows."""
+    parameter, so the twin (which reads only vec, splits, wpt and chain) sums the same 16-column blocks. Off:
+    tc_rows."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Rows
@@ -140,14 +140,16 @@ def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dt
 
     problem = Rows(70001, k, ld, align)
     h100 = named_device("H100")
-    before = get_plan("tensorcore", problem, dtype, "float32", h100)
-    assert not param_dict(before).get("paired_loads", False) and before.launches[0].kernel.startswith("tc_rows<")
-    monkeypatch.setattr(tensorcore, "ROWS16_PAIRED_LOADS", {2: True, 1: True})
-    get_plan.cache_clear()
+    plans = []
     try:
-        after = get_plan("tensorcore", problem, dtype, "float32", h100)
+        for on in (False, True):
+            monkeypatch.setattr(tensorcore, "ROWS16_PAIRED_LOADS", {2: on, 1: on})
+            get_plan.cache_clear()
+            plans.append(get_plan("tensorcore", problem, dtype, "float32", h100))
     finally:
         get_plan.cache_clear()
+    before, after = plans
+    assert not param_dict(before).get("paired_loads", False) and before.launches[0].kernel.startswith("tc_rows<")
     assert param_dict(after)["paired_loads"] == paired
     assert after.launches[0].kernel.startswith("tc_rows16<" if paired else "tc_rows<"), after.launches[0].kernel
     assert after.launches[0].grid == before.launches[0].grid

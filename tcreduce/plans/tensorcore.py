@@ -80,8 +80,9 @@ ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2:
 # 1.001). Set for an H200 (FAMILY_TUNING); an H100 reads it level with tc_rows (run 55: fp16 2,691 against 2,692 GB/s)
 # and keeps tc_rows. fp8 (one 8-byte load per lane where tc_rows takes two 4-byte ones, 8 tiles in flight, 53
 # registers): tune_plans run 57 (H200, session 15, [2^24, 16]): tc_rows resident 2,310, one pass 2,317 (0.782x
-# shuffle); tc_rows16 one pass 2,572 (0.867x), resident 2,513, 4 tiles 2,500: on for an H200
-ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: False}
+# shuffle); tc_rows16 one pass 2,572 (0.867x), resident 2,513, 4 tiles 2,500; run 58 (H100): tc_rows 2,132-2,153
+# (0.915-0.924x), tc_rows16 one pass 2,277 (0.978x), resident 2,222: fp8 on for both
+ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: True}
 ROWS16_ONE_PASS = True
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
@@ -108,8 +109,10 @@ ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches 
 COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM) ...
-# ... on a grid of one pass (True) or a resident grid (an H100 read one pass 1% slower; an H200 faster: FAMILY_TUNING)
-COLS_SHORT_ONE_PASS = False
+# ... on a grid of one pass (True) or a resident grid. Tune_plans run 58 (H100, session 15, [16, 2^24], GB/s): fp16
+# 2,566 -> 2,689 (1.006x shuffle), bf16 2,601 -> 2,656 (1.001x); 2 strips in flight 2,593-2,610 in one pass. An earlier
+# session read one pass 1% slower there; the H200 reads it faster too (run 56 below)
+COLS_SHORT_ONE_PASS = True
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 # tc_cols plans in one pass without splits (a strip per group of warps) launch tc_cols<..., ONE_ITEM = true> where
 # COLS_ONE_ITEM_TUNING has the element size: compiled without the grid-stride loop and the combination of splits,
@@ -148,7 +151,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_SHORT_ONE_PASS=True),
+                 ROWS16_PAIRED_LOADS={2: True, 1: True}),
 }
 _THIS = sys.modules[__name__]
 
