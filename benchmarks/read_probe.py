@@ -8,8 +8,11 @@ Three parts, one CSV each (with a metadata line), plus the torch.compile sources
    warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (CUDA events,
    warm-up, one buffer larger than L2).
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
-   torch.compile led the committed sweep (long rows, few long float32 columns, the full sum), 10 back-to-back calls
-   per sample (part 1 times one call per sample).
+   torch.compile led the committed sweep (long rows, few long float32 columns, the full sum), timed as the segment
+   study times them (``experiments.timing.time_gpu``: back-to-back calls, no synchronisation between samples, torch
+   on CuPy's stream). Part 1 times one call per sample after a synchronisation, which adds the launch latency of
+   that call: fine for a bare kernel launch, but it charged torch.compile's heavier Python path 6-8% at 512 MiB on
+   an H200 (notes/data/2026-11-27-h200-s15/harness_ab_130b71e.log).
 3. ``inductor/``: the Triton sources (``*.triton.txt``) torch.compile generated for those shapes and the launch
    configuration its autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
 """
@@ -24,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from experiments.competitors import torch_stream_guard  # noqa: E402
+from experiments.timing import TimingConfig, time_gpu  # noqa: E402
 from perf_floor import timed  # noqa: E402
 
 MODES = {0: "plain", 1: "ldg.nc", 2: "cs (evict-first)", 3: "nc.L1::no_allocate.L2::256B", 4: "L2 evict_first policy"}
@@ -147,7 +152,7 @@ def _inductor_configs() -> list[dict]:
             for a in inductor_autotuners()]  # "all": None once compiled
 
 
-def probe_shapes(reps: int, out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:
+def probe_shapes(out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:
     import cupy
     import torch
 
@@ -172,7 +177,8 @@ def probe_shapes(reps: int, out: Path, compile_too: bool, shapes: list = SHAPES)
             (ind / f"{stem}.triton.txt").write_text("\n\n# ----\n".join(code))
             cases["torch.compile"] = lambda: f(t)
         for name, fn in cases.items():
-            sec = timed(fn, reps, batch=10)  # torch.compile's host cost overlaps the GPU's work
+            with torch_stream_guard():  # the segment study's timing, so the two compare
+                sec = time_gpu(lambda _: fn(), [None], TimingConfig()).median_s
             rows.append({"case": label, "method": name, "GBps": round(nbytes / sec / 1e9, 1),
                          "us": round(sec * 1e6, 2)})
             print(f"{label:24s} {name:14s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
@@ -195,7 +201,7 @@ def _write(path: Path, rows: list[dict], meta: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".")
-    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=15, help="samples per walk (parts 1 and 1b)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
     ap.add_argument("--col-walks", action="store_true", help="also part 1b, the first-axis walks (read_probe_cols.csv)")
@@ -214,7 +220,7 @@ def main() -> None:
         _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
     if args.col_walks:
         _write(out / "read_probe_cols.csv", probe_col_walks(args.reps), meta)
-    shapes = probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes])
+    shapes = probe_shapes(out, not args.no_compile, SHAPE_SETS[args.shapes])
     _write(out / "read_probe_shapes.csv", shapes, meta)
 
 

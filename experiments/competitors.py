@@ -169,18 +169,21 @@ def inductor_autotuners() -> list:
     """Every live inductor autotuner (``CachingAutotuner``: one per generated Triton kernel); empty without inductor."""
     import gc
     import sys
+    import warnings
 
     if "torch._inductor.runtime.triton_heuristics" not in sys.modules:
         return []
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     found = []
-    for obj in gc.get_objects():
-        try:
-            if isinstance(obj, CachingAutotuner):
-                found.append(obj)
-        except ReferenceError:  # a dead weak proxy among the objects
-            continue
+    with warnings.catch_warnings():  # isinstance on deprecated aliases (torch.distributed.reduce_op) warns
+        warnings.simplefilter("ignore", FutureWarning)
+        for obj in gc.get_objects():
+            try:
+                if isinstance(obj, CachingAutotuner):
+                    found.append(obj)
+            except ReferenceError:  # a dead weak proxy among the objects
+                continue
     return found
 
 

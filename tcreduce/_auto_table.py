@@ -4,10 +4,10 @@ do not edit; re-run the sweep (python -m experiments throughput segments), then 
 
 Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:53:18+00:00
-  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 74a2be8, 2026-11-27T11:14:20+00:00
+  segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 130b71e92979, 2026-11-27T13:48:56+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 54d29d6, 2026-11-27T11:36:06+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 04686b517eb5, 2026-11-27T13:39:01+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -24,7 +24,7 @@ EXCLUDED = {
 DEVICE = 'H100'  # the GPU family TABLE was measured on
 TABLE = {
     ('bfloat16', 'cols'): {
-        4: 'shuffle', 5: 'shuffle', 6: 'tensorcore', 7: 'shuffle',
+        4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
         8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -46,7 +46,7 @@ TABLE = {
         20: 'tensorcore',
     },
     ('float16', 'cols'): {
-        4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
+        4: 'tensorcore', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
         8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
         12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -62,7 +62,7 @@ TABLE = {
     },
     ('float16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-        8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+        8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
         12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
         16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -84,7 +84,7 @@ TABLE = {
     },
     ('float32', 'rows'): {
         4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'tensorcore',
-        8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'shuffle',
+        8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'shuffle',
         12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
         16: 'shuffle', 17: 'shuffle', 18: 'tensorcore', 19: 'tensorcore',
         20: 'tensorcore',
@@ -134,8 +134,8 @@ DEVICE_TABLES = {
         },
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
-            12: 'shuffle', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
+            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
