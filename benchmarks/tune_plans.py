@@ -367,6 +367,29 @@ for _dt in ("float16", "bfloat16"):
     SWEEPS[f"{_dt}_cols16_short"] = (tc_plan, [dict(COLS_UNROLL_SHORT=u, COLS_SHORT_ONE_PASS=o)
                                                for u, o in ((1, True), (1, False), (2, True), (2, False))],
                                      _dt, (16, 1 << 24), 0, [(16, 4099), (5, 300), (16, 1 << 16)])
+# Blocks shaped like torch.compile's (session 15; its kernels kept in the segment CSVs' notes): first-axis sums of
+# 128-256 rows take XBLOCK 256 x R0_BLOCK 2 on 4 warps (128-thread programs, up to 16 per SM, one small load per thread
+# in flight), long rows R0_BLOCK 2048 on 16 warps (a 512-thread program per row). shuffle_cols' one-item walk in blocks
+# of 128 threads (strips of 32-128 chunks: 4-1 threads per column, each walking r / that many rows) at 8-16 blocks per
+# SM, and tc_rows_stream in blocks of 512 (16 warps per row) or at 6 blocks of 256 per SM. The block size and the strip
+# width change the order of additions (the warps' and j lanes' folds): the bits check follows the plan (the twins read
+# block, jt, nj and wpt from it); the check shapes stay on those paths
+SMALL_BLOCKS = [dict(BLOCK=shuffle_plan.BLOCK, COLS_CT_MANY=shuffle_plan.COLS_CT_MANY,
+                     COLS_ONE_ITEM_TUNING=dict(shuffle_plan.COLS_ONE_ITEM_TUNING))]
+SMALL_BLOCKS += [dict(BLOCK=b, COLS_CT_MANY=c, COLS_ONE_ITEM_TUNING={1: (u, m), 2: (u, m), 4: (u, m)})
+                 for b, c, u, m in ((128, 32, 2, 16), (128, 32, 2, 12), (128, 64, 2, 16), (128, 128, 4, 8),
+                                    (128, 128, 2, 12), (256, 256, 4, 4))]
+for _dt, _isz, _r in (("float16", 2, 128), ("float16", 2, 256), ("bfloat16", 2, 128), ("float32", 4, 128)):
+    SWEEPS[f"shuffle_{_dt}_cols{_r}_small_blocks"] = (
+        shuffle_plan, SMALL_BLOCKS, _dt, (_r, (1 << 29) // _isz // _r), 0,
+        [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
+WIDE_BLOCKS = [dict(BLOCK=tc_plan.BLOCK, STREAM_UNROLL=tc_plan.STREAM_UNROLL,
+                    STREAM_BLOCKS_PER_SM=tc_plan.STREAM_BLOCKS_PER_SM)]
+WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m)
+                for b, u, m in ((512, 2, 4), (512, 2, 3), (512, 4, 2), (256, 2, 6), (256, 8, 3))]
+for _k in (8192, 32768, 65536):
+    SWEEPS[f"rows{_k}_wide_blocks"] = (tc_plan, WIDE_BLOCKS, "float16", ((1 << 29) // 2 // _k, _k), -1,
+                                       [(3, _k), (37, _k), (5, _k + 256)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
 # (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
 # sums: each row's chunks in the same order)
