@@ -111,7 +111,8 @@ COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM) ...
 # ... on a grid of one pass (True) or a resident grid. Tune_plans run 58 (H100, session 15, [16, 2^24], GB/s): fp16
 # 2,566 -> 2,689 (1.006x shuffle), bf16 2,601 -> 2,656 (1.001x); 2 strips in flight 2,593-2,610 in one pass. An earlier
-# session read one pass 1% slower there; the H200 reads it faster too (run 56 below)
+# session read one pass 1% slower there. Run 56 (H200, session 14): fp16 3,690 -> 3,763 (0.983 -> 1.003x shuffle), bf16
+# 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass
 COLS_SHORT_ONE_PASS = True
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 # tc_cols plans in one pass without splits (a strip per group of warps) launch tc_cols<..., ONE_ITEM = true> where
@@ -142,11 +143,9 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # kernel from 512: fp16 (2, 3) 32 rows 3,639 -> 3,993, 64 3,870 -> 4,045, 128 3,917 -> 4,080; (1, 4) 256 4,033 ->
 # 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
-# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for rows of
-# up to 16 elements (above; 16-bit: run 54, session 14, 0.956 -> 1.000x shuffle; fp8: run 57, session 15, 2,310 ->
-# 2,572 GB/s, 0.782 -> 0.867x);
-# tc_cols' short path (first-axis sums of up to 16 rows) in one pass (run 56, session 14, [16, 2^24], GB/s: fp16
-# 3,690 -> 3,763, 0.983 -> 1.003x shuffle; bf16 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass)
+# 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for 16-bit
+# rows of up to 16 elements too (above: run 54, session 14, 0.956 -> 1.000x shuffle; fp8 ones go through it on every
+# GPU)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,

@@ -2,8 +2,8 @@
 8 blocks per SM) against the committed plan, timed as the segment study times (time_gpu), 3 rounds alternating."""
 import sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import cupy
 import tcreduce
 from tcreduce._api import get_plan

@@ -3,8 +3,8 @@ on the input buffer? torch.compile, shuffle and tensorcore timed on the segment 
 fresh array, by the study's time_gpu and by perf_floor.timed, alternating, twice."""
 import sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import cupy
 import tcreduce
 from experiments.competitors import CompiledSum, torch_stream_guard
