@@ -92,4 +92,50 @@ __global__ void __launch_bounds__(256) col_walk(const uint4* __restrict__ x, i64
     sink_if(xor_walk<U, MODE>(x, (i64)(threadIdx.x / W) * words + col, rows * words, G * words, pol), sink);
 }
 
+// A load of B = 4, 8 or 16 bytes folded to 32 bits (MODE as ld's; 3, the L2::256B prefetch, only for 16 bytes: a
+// plain load otherwise).
+template <int B, int MODE>
+__device__ __forceinline__ unsigned ld_fold(const void* p, unsigned long long policy) {
+    if (B == 16) {
+        const uint4 v = ld<MODE>(static_cast<const uint4*>(p), policy);
+        return v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (B == 8) {
+        uint2 v;
+        const uint2* q = static_cast<const uint2*>(p);
+        if (MODE == 1) v = __ldg(q);
+        else if (MODE == 2) v = __ldcs(q);
+        else if (MODE == 4)
+            asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;\n"
+                         : "=r"(v.x), "=r"(v.y) : "l"(q), "l"(policy));
+        else v = *q;
+        return v.x ^ v.y;
+    }
+    const unsigned* q = static_cast<const unsigned*>(p);
+    if (MODE == 1) return __ldg(q);
+    if (MODE == 2) return __ldcs(q);
+    if (MODE == 4) {
+        unsigned v;
+        asm volatile("ld.global.L1::evict_first.L2::cache_hint.u32 %0, [%1], %2;\n" : "=r"(v) : "l"(q), "l"(policy));
+        return v;
+    }
+    return *q;
+}
+
+// First-axis walk of inductor's looped reduction (triton_red_fused_sum_0 at [128, 2^21] fp16: XBLOCK 256 columns x
+// R0_BLOCK 2 rows per iteration on 4 warps, evict-first loads; segment CSVs' notes, session 15): block b owns the
+// XW adjacent B-byte words b*XW .. b*XW + XW - 1 of every row of a [rows, row_bytes] matrix and walks the rows RB at a
+// time, thread t reading word t % XW of row t / XW (+ RB per iteration): XW * RB threads, one load in flight each
+// unless the compiler runs ahead. A one-pass grid of row_bytes / (B * XW) blocks.
+template <int B, int MODE, int XW, int RB>
+__global__ void __launch_bounds__(XW * RB) inductor_col_walk(const unsigned char* __restrict__ x, i64 rows,
+                                                            i64 row_bytes, unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const i64 col = ((i64)blockIdx.x * XW + threadIdx.x % XW) * B;
+    if (col >= row_bytes) return;
+    unsigned acc = 0u;
+    for (i64 r = threadIdx.x / XW; r < rows; r += RB) acc ^= ld_fold<B, MODE>(x + r * row_bytes + col, pol);
+    sink_if(acc, sink);
+}
+
 }  // namespace probe

@@ -1,18 +1,22 @@
 """Which memory walk and which load hints read fastest on this GPU, beside torch.compile's and our kernels' reads.
 
-    python3 benchmarks/read_probe.py [--out DIR] [--reps 15] [--no-compile]
+    python3 benchmarks/read_probe.py [--out DIR] [--no-compile] [--skip-walks] [--col-walks] [--inductor-walks]
+                                     [--shapes default|cols]
 
-Three parts, one CSV each (with a metadata line), plus the torch.compile sources:
+Parts, one CSV each (with a metadata line), plus the torch.compile sources; every timing is the studies' own
+(``experiments.timing.time_gpu``: calls back to back, no synchronisation between samples, so neither a launch's
+latency nor a Python launch path counts; torch on CuPy's stream). Timing each sample from an idle GPU instead, as
+this probe did before session 15, charged torch.compile's heavier launch path 6-8% at 512 MiB on an H200
+(notes/data/2026-11-27-h200-s15/harness_ab_130b71e.log).
 
 1. ``read_probe.csv``: the read-only kernels of benchmarks/read_probe.cu (grid-stride, block-contiguous,
-   warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (CUDA events,
-   warm-up, one buffer larger than L2).
+   warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (one buffer
+   larger than L2). 1b (``--col-walks``, ``read_probe_cols.csv``): first-axis walks by strip width, loads in flight
+   and blocks per SM. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
+   (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints).
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
-   torch.compile led the committed sweep (long rows, few long float32 columns, the full sum), timed as the segment
-   study times them (``experiments.timing.time_gpu``: back-to-back calls, no synchronisation between samples, torch
-   on CuPy's stream). Part 1 times one call per sample after a synchronisation, which adds the launch latency of
-   that call: fine for a bare kernel launch, but it charged torch.compile's heavier Python path 6-8% at 512 MiB on
-   an H200 (notes/data/2026-11-27-h200-s15/harness_ab_130b71e.log).
+   torch.compile led the committed sweep (long rows, few long float32 columns, the full sum; ``--shapes cols``: the
+   first-axis sums of few rows).
 3. ``inductor/``: the Triton sources (``*.triton.txt``) torch.compile generated for those shapes and the launch
    configuration its autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
 """
@@ -29,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from experiments.competitors import torch_stream_guard  # noqa: E402
 from experiments.timing import TimingConfig, time_gpu  # noqa: E402
-from perf_floor import timed  # noqa: E402
 
 MODES = {0: "plain", 1: "ldg.nc", 2: "cs (evict-first)", 3: "nc.L1::no_allocate.L2::256B", 4: "L2 evict_first policy"}
 SHAPES = [  # (label, shape, axis, dtype)
@@ -51,7 +54,15 @@ COLS_SHAPES = [
 SHAPE_SETS = {"default": SHAPES, "cols": COLS_SHAPES}
 
 
-def probe_walks(reps: int, sms: int) -> list[dict]:
+def seconds_per_call(fn) -> float:
+    """Median device seconds of one ``fn()`` called back to back, as the studies time (``time_gpu``: no
+    synchronisation between samples, so neither a launch's latency nor a Python launch path is counted; torch on
+    CuPy's stream)."""
+    with torch_stream_guard():
+        return time_gpu(lambda _: fn(), [None], TimingConfig()).median_s
+
+
+def probe_walks(sms: int) -> list[dict]:
     import cupy
 
     src = (Path(__file__).parent / "read_probe.cu").read_text()
@@ -94,7 +105,7 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
                     per = words * u * val
                     grid = -(-n16 // per) if kind == "block_chunk" else -(-n16 // (8 * per))
                 args = (buf, cupy.int64(n16), cupy.int64(per), sink)
-            t = timed(lambda: fn((grid,), (256,), args), reps, batch=1)
+            t = seconds_per_call(lambda: fn((grid,), (256,), args))
             rows.append({"bytes": nbytes, "walk": kind, "unroll": u, "load": MODES[mode], what: val, "grid": grid,
                          "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{nbytes >> 20:5d} MiB {kind:12s} U={u} {what}={val:<3d} grid={grid:<8d} {MODES[mode]:28s} "
@@ -108,7 +119,7 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
 COL_WALK_SMEM_KIB = {2: 100, 3: 66, 4: 50, 0: 0}
 
 
-def probe_col_walks(reps: int) -> list[dict]:
+def probe_col_walks() -> list[dict]:
     """Part 1b: col_walk (read_probe.cu) over the fp16 shapes of COLS_SHAPES, one 512 MiB buffer: strip width W (16-byte
     words per block), loads in flight U, load flavour and blocks per SM. Which walk a first-axis sum of few rows should
     take, apart from its additions."""
@@ -134,11 +145,51 @@ def probe_col_walks(reps: int) -> list[dict]:
             fn.max_dynamic_shared_size_bytes = max(COL_WALK_SMEM_KIB.values()) << 10  # a RawKernel
             grid = -(-words // w)
             for bps, kib in COL_WALK_SMEM_KIB.items():
-                t = timed(lambda: fn((grid,), (256,), args, shared_mem=kib << 10), reps, batch=1)
+                t = seconds_per_call(lambda: fn((grid,), (256,), args, shared_mem=kib << 10))
                 rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "bps": bps or "max",
                              "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
                 print(f"{label:18s} W={w:<3d} U={u} bps={bps or 'max':<3} {MODES[mode]:28s} "
                       f"{rows[-1]['GBps']:8.1f} GB/s", flush=True)
+    del buf
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+# part 1c: inductor's first-axis walk (benchmarks/read_probe.cu inductor_col_walk), (bytes per load, words per row
+# strip XW, rows per iteration RB) by the dtype of the shape it stands for: fp16 [128, 2^21]'s pick (XBLOCK 256 x
+# R0_BLOCK 2 on 4 warps: 4 halves per thread), then narrower and wider loads and more rows per iteration; fp32 [128,
+# 2^20]'s (XBLOCK 64 x R0_BLOCK 4 on 8 warps: a float per thread), then 8 and 16 bytes
+INDUCTOR_WALKS = {"float16": ((8, 64, 2), (8, 64, 4), (8, 32, 4), (16, 32, 4), (16, 16, 8), (4, 64, 2)),
+                  "float32": ((4, 64, 4), (8, 32, 8), (16, 16, 8), (8, 64, 2))}
+
+
+def probe_inductor_walks() -> list[dict]:
+    """Part 1c: inductor_col_walk over COLS_SHAPES (one 512 MiB buffer): torch.compile's first-axis walk without its
+    additions, by load width, strip and rows per iteration, plain, streaming (evict-first) and L2 evict-first policy
+    loads. Where its kernel reads 2-4% above shuffle_cols, this says whether the walk alone does."""
+    import cupy
+
+    src = (Path(__file__).parent / "read_probe.cu").read_text()
+    specs = [(dt, b, xw, rb, mode) for dt, walks in INDUCTOR_WALKS.items() for b, xw, rb in walks for mode in (0, 2, 4)]
+    names = sorted({f"probe::inductor_col_walk<{b}, {m}, {xw}, {rb}>" for _, b, xw, rb, m in specs})
+    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    nbytes = 512 << 20
+    buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
+    rows = []
+    for label, shape, _, dtype in COLS_SHAPES:
+        nrows, row_bytes = shape[0], nbytes // shape[0]
+        args = (buf, cupy.int64(nrows), cupy.int64(row_bytes), sink)
+        for dt, b, xw, rb, mode in specs:
+            if dt != dtype:
+                continue
+            fn = mod.get_function(f"probe::inductor_col_walk<{b}, {mode}, {xw}, {rb}>")
+            grid = -(-row_bytes // (b * xw))
+            t = seconds_per_call(lambda: fn((grid,), (xw * rb,), args))
+            rows.append({"case": label, "bytes_per_load": b, "XW": xw, "RB": rb, "threads": xw * rb,
+                         "load": MODES[mode], "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
+            print(f"{label:22s} B={b:<2d} XW={xw:<3d} RB={rb} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s",
+                  flush=True)
     del buf
     cupy.get_default_memory_pool().free_all_blocks()
     return rows
@@ -177,8 +228,7 @@ def probe_shapes(out: Path, compile_too: bool, shapes: list = SHAPES) -> list[di
             (ind / f"{stem}.triton.txt").write_text("\n\n# ----\n".join(code))
             cases["torch.compile"] = lambda: f(t)
         for name, fn in cases.items():
-            with torch_stream_guard():  # the segment study's timing, so the two compare
-                sec = time_gpu(lambda _: fn(), [None], TimingConfig()).median_s
+            sec = seconds_per_call(fn)  # the segment study's timing, so the two compare
             rows.append({"case": label, "method": name, "GBps": round(nbytes / sec / 1e9, 1),
                          "us": round(sec * 1e6, 2)})
             print(f"{label:24s} {name:14s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
@@ -201,10 +251,11 @@ def _write(path: Path, rows: list[dict], meta: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".")
-    ap.add_argument("--reps", type=int, default=15, help="samples per walk (parts 1 and 1b)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
     ap.add_argument("--col-walks", action="store_true", help="also part 1b, the first-axis walks (read_probe_cols.csv)")
+    ap.add_argument("--inductor-walks", action="store_true",
+                    help="also part 1c, inductor's first-axis walk (read_probe_inductor_walks.csv)")
     ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="default",
                     help="part 2's shapes: the default set, or first-axis sums over few rows (cols)")
     args = ap.parse_args()
@@ -217,9 +268,11 @@ def main() -> None:
     meta = {**device_info(), **git_info(), "command": command_line()}
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     if not args.skip_walks:
-        _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
+        _write(out / "read_probe.csv", probe_walks(sms), meta)
     if args.col_walks:
-        _write(out / "read_probe_cols.csv", probe_col_walks(args.reps), meta)
+        _write(out / "read_probe_cols.csv", probe_col_walks(), meta)
+    if args.inductor_walks:
+        _write(out / "read_probe_inductor_walks.csv", probe_inductor_walks(), meta)
     shapes = probe_shapes(out, not args.no_compile, SHAPE_SETS[args.shapes])
     _write(out / "read_probe_shapes.csv", shapes, meta)
 
