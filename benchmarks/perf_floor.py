@@ -35,29 +35,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def timed(fn, reps: int, warmup: int = 3, batch: int = 10) -> float:
-    """Median seconds per call of ``fn``: CUDA events around batches of ``batch`` back-to-back calls (so the host
-    enqueues ahead and launch overhead hides behind the GPU, as in a pipeline), ``reps`` batches after warm-up.
-    Calls slower than 5 ms are timed one per batch, 3 times."""
-    import cupy
+    """Median seconds per call of ``fn``: ``reps`` samples of up to ``batch`` back-to-back calls between CUDA events
+    (at least 0.2 ms of calls per sample), after ``warmup`` calls; the studies' timing
+    (:func:`experiments.timing.time_gpu`, torch on CuPy's stream): every sample is enqueued before the first is waited
+    for, so no sample starts on an idle GPU and neither a launch's latency nor a Python launch path counts (before
+    session 15 each sample did, which charged torch.compile 6-8% at 512 MiB: notes/performance.md)."""
+    from experiments.competitors import torch_stream_guard
+    from experiments.timing import TimingConfig, time_gpu
 
-    for _ in range(warmup):
-        fn()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    if cupy.cuda.get_elapsed_time(start, stop) > 5.0:
-        batch, reps = 1, 3
-    times = []
-    for _ in range(reps):
-        start.record()
-        for _ in range(batch):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3 / batch)
-    return float(np.median(times))
+    cfg = TimingConfig(warmup=warmup, min_reps=reps, max_reps=reps, max_batch=batch)
+    with torch_stream_guard():
+        return time_gpu(lambda _: fn(), [None], cfg).median_s
 
 
 def metadata() -> dict:

@@ -1,12 +1,12 @@
 """Which memory walk and which load hints read fastest on this GPU, beside torch.compile's and our kernels' reads.
 
-    python3 benchmarks/read_probe.py [--out DIR] [--no-compile] [--skip-walks] [--col-walks] [--inductor-walks]
-                                     [--shapes default|cols]
+    python3 benchmarks/read_probe.py [--out DIR] [--reps 20] [--no-compile] [--skip-walks] [--col-walks]
+                                     [--inductor-walks] [--shapes default|cols]
 
-Parts, one CSV each (with a metadata line), plus the torch.compile sources; every timing is the studies' own
-(``experiments.timing.time_gpu``: calls back to back, no synchronisation between samples, so neither a launch's
-latency nor a Python launch path counts; torch on CuPy's stream). Timing each sample from an idle GPU instead, as
-this probe did before session 15, charged torch.compile's heavier launch path 6-8% at 512 MiB on an H200
+Parts, one CSV each (with a metadata line), plus the torch.compile sources; every timing is ``perf_floor.timed``,
+the studies' own (``experiments.timing.time_gpu``: calls back to back, no synchronisation between samples, so
+neither a launch's latency nor a Python launch path counts). Timing each sample from an idle GPU instead, as this
+probe did before session 15, charged torch.compile's heavier launch path 6-8% at 512 MiB on an H200
 (notes/data/2026-11-27-h200-s15/harness_ab_130b71e.log).
 
 1. ``read_probe.csv``: the read-only kernels of benchmarks/read_probe.cu (grid-stride, block-contiguous,
@@ -31,8 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from experiments.competitors import torch_stream_guard  # noqa: E402
-from experiments.timing import TimingConfig, time_gpu  # noqa: E402
+from perf_floor import timed  # noqa: E402
 
 MODES = {0: "plain", 1: "ldg.nc", 2: "cs (evict-first)", 3: "nc.L1::no_allocate.L2::256B", 4: "L2 evict_first policy"}
 SHAPES = [  # (label, shape, axis, dtype)
@@ -54,15 +53,7 @@ COLS_SHAPES = [
 SHAPE_SETS = {"default": SHAPES, "cols": COLS_SHAPES}
 
 
-def seconds_per_call(fn) -> float:
-    """Median device seconds of one ``fn()`` called back to back, as the studies time (``time_gpu``: no
-    synchronisation between samples, so neither a launch's latency nor a Python launch path is counted; torch on
-    CuPy's stream)."""
-    with torch_stream_guard():
-        return time_gpu(lambda _: fn(), [None], TimingConfig()).median_s
-
-
-def probe_walks(sms: int) -> list[dict]:
+def probe_walks(reps: int, sms: int) -> list[dict]:
     import cupy
 
     src = (Path(__file__).parent / "read_probe.cu").read_text()
@@ -105,7 +96,7 @@ def probe_walks(sms: int) -> list[dict]:
                     per = words * u * val
                     grid = -(-n16 // per) if kind == "block_chunk" else -(-n16 // (8 * per))
                 args = (buf, cupy.int64(n16), cupy.int64(per), sink)
-            t = seconds_per_call(lambda: fn((grid,), (256,), args))
+            t = timed(lambda: fn((grid,), (256,), args), reps)
             rows.append({"bytes": nbytes, "walk": kind, "unroll": u, "load": MODES[mode], what: val, "grid": grid,
                          "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{nbytes >> 20:5d} MiB {kind:12s} U={u} {what}={val:<3d} grid={grid:<8d} {MODES[mode]:28s} "
@@ -119,7 +110,7 @@ def probe_walks(sms: int) -> list[dict]:
 COL_WALK_SMEM_KIB = {2: 100, 3: 66, 4: 50, 0: 0}
 
 
-def probe_col_walks() -> list[dict]:
+def probe_col_walks(reps: int) -> list[dict]:
     """Part 1b: col_walk (read_probe.cu) over the fp16 shapes of COLS_SHAPES, one 512 MiB buffer: strip width W (16-byte
     words per block), loads in flight U, load flavour and blocks per SM. Which walk a first-axis sum of few rows should
     take, apart from its additions."""
@@ -145,7 +136,7 @@ def probe_col_walks() -> list[dict]:
             fn.max_dynamic_shared_size_bytes = max(COL_WALK_SMEM_KIB.values()) << 10  # a RawKernel
             grid = -(-words // w)
             for bps, kib in COL_WALK_SMEM_KIB.items():
-                t = seconds_per_call(lambda: fn((grid,), (256,), args, shared_mem=kib << 10))
+                t = timed(lambda: fn((grid,), (256,), args, shared_mem=kib << 10), reps)
                 rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "bps": bps or "max",
                              "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
                 print(f"{label:18s} W={w:<3d} U={u} bps={bps or 'max':<3} {MODES[mode]:28s} "
@@ -163,7 +154,7 @@ INDUCTOR_WALKS = {"float16": ((8, 64, 2), (8, 64, 4), (8, 32, 4), (16, 32, 4), (
                   "float32": ((4, 64, 4), (8, 32, 8), (16, 16, 8), (8, 64, 2))}
 
 
-def probe_inductor_walks() -> list[dict]:
+def probe_inductor_walks(reps: int) -> list[dict]:
     """Part 1c: inductor_col_walk over COLS_SHAPES (one 512 MiB buffer): torch.compile's first-axis walk without its
     additions, by load width, strip and rows per iteration, plain, streaming (evict-first) and L2 evict-first policy
     loads. Where its kernel reads 2-4% above shuffle_cols, this says whether the walk alone does."""
@@ -185,7 +176,7 @@ def probe_inductor_walks() -> list[dict]:
                 continue
             fn = mod.get_function(f"probe::inductor_col_walk<{b}, {mode}, {xw}, {rb}>")
             grid = -(-row_bytes // (b * xw))
-            t = seconds_per_call(lambda: fn((grid,), (xw * rb,), args))
+            t = timed(lambda: fn((grid,), (xw * rb,), args), reps)
             rows.append({"case": label, "bytes_per_load": b, "XW": xw, "RB": rb, "threads": xw * rb,
                          "load": MODES[mode], "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{label:22s} B={b:<2d} XW={xw:<3d} RB={rb} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s",
@@ -203,7 +194,7 @@ def _inductor_configs() -> list[dict]:
             for a in inductor_autotuners()]  # "all": None once compiled
 
 
-def probe_shapes(out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:
+def probe_shapes(reps: int, out: Path, compile_too: bool, shapes: list = SHAPES) -> list[dict]:
     import cupy
     import torch
 
@@ -228,7 +219,7 @@ def probe_shapes(out: Path, compile_too: bool, shapes: list = SHAPES) -> list[di
             (ind / f"{stem}.triton.txt").write_text("\n\n# ----\n".join(code))
             cases["torch.compile"] = lambda: f(t)
         for name, fn in cases.items():
-            sec = seconds_per_call(fn)  # the segment study's timing, so the two compare
+            sec = timed(fn, reps)
             rows.append({"case": label, "method": name, "GBps": round(nbytes / sec / 1e9, 1),
                          "us": round(sec * 1e6, 2)})
             print(f"{label:24s} {name:14s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
@@ -251,6 +242,7 @@ def _write(path: Path, rows: list[dict], meta: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".")
+    ap.add_argument("--reps", type=int, default=20, help="samples per timing")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
     ap.add_argument("--col-walks", action="store_true", help="also part 1b, the first-axis walks (read_probe_cols.csv)")
@@ -268,12 +260,12 @@ def main() -> None:
     meta = {**device_info(), **git_info(), "command": command_line()}
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     if not args.skip_walks:
-        _write(out / "read_probe.csv", probe_walks(sms), meta)
+        _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
     if args.col_walks:
-        _write(out / "read_probe_cols.csv", probe_col_walks(), meta)
+        _write(out / "read_probe_cols.csv", probe_col_walks(args.reps), meta)
     if args.inductor_walks:
-        _write(out / "read_probe_inductor_walks.csv", probe_inductor_walks(), meta)
-    shapes = probe_shapes(out, not args.no_compile, SHAPE_SETS[args.shapes])
+        _write(out / "read_probe_inductor_walks.csv", probe_inductor_walks(args.reps), meta)
+    shapes = probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes])
     _write(out / "read_probe_shapes.csv", shapes, meta)
 
 
