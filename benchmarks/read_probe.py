@@ -110,19 +110,27 @@ def probe_walks(reps: int, sms: int) -> list[dict]:
 COL_WALK_SMEM_KIB = {2: 100, 3: 66, 4: 50, 0: 0}
 
 
+def _walk_setup(names: list[str]) -> tuple:
+    """The first-axis walks' (parts 1b and 1c) module of read_probe.cu kernels ``names``, sink word and one 512 MiB
+    buffer of random words."""
+    import cupy
+
+    src = (Path(__file__).parent / "read_probe.cu").read_text()
+    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    buf = cupy.random.default_rng(7).integers(0, 2**31, (512 << 20) // 4, dtype=cupy.int32)
+    return mod, sink, buf
+
+
 def probe_col_walks(reps: int) -> list[dict]:
     """Part 1b: col_walk (read_probe.cu) over the fp16 shapes of COLS_SHAPES, one 512 MiB buffer: strip width W (16-byte
     words per block), loads in flight U, load flavour and blocks per SM. Which walk a first-axis sum of few rows should
     take, apart from its additions."""
     import cupy
 
-    src = (Path(__file__).parent / "read_probe.cu").read_text()
     specs = [(w, u, mode) for w in (256, 128, 64, 32, 16, 8) for u in (2, 4, 8) for mode in (1, 3, 4)]
-    names = sorted({f"probe::col_walk<{u}, {m}, {w}>" for w, u, m in specs})
-    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
-    sink = cupy.zeros(1, dtype=cupy.uint32)
-    nbytes = 512 << 20
-    buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
+    mod, sink, buf = _walk_setup(sorted({f"probe::col_walk<{u}, {m}, {w}>" for w, u, m in specs}))
+    nbytes = buf.nbytes
     rows = []
     for label, shape, _, dtype in COLS_SHAPES:
         if dtype != "float16":
@@ -160,13 +168,10 @@ def probe_inductor_walks(reps: int) -> list[dict]:
     loads. Where its kernel reads 2-4% above shuffle_cols, this says whether the walk alone does."""
     import cupy
 
-    src = (Path(__file__).parent / "read_probe.cu").read_text()
     specs = [(dt, b, xw, rb, mode) for dt, walks in INDUCTOR_WALKS.items() for b, xw, rb in walks for mode in (0, 2, 4)]
     names = sorted({f"probe::inductor_col_walk<{b}, {m}, {xw}, {rb}>" for _, b, xw, rb, m in specs})
-    mod = cupy.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
-    sink = cupy.zeros(1, dtype=cupy.uint32)
-    nbytes = 512 << 20
-    buf = cupy.random.default_rng(7).integers(0, 2**31, nbytes // 4, dtype=cupy.int32)
+    mod, sink, buf = _walk_setup(names)
+    nbytes = buf.nbytes
     rows = []
     for label, shape, _, dtype in COLS_SHAPES:
         nrows, row_bytes = shape[0], nbytes // shape[0]
