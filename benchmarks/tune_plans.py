@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,6 +29,12 @@ from perf_floor import make_input, timed  # noqa: E402
 import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
 import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
 import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
+
+
+def committed(module: Any, *names: str) -> dict:
+    """The setting of the module-level values of ``names`` (dicts copied): a sweep's first, committed setting."""
+    return {name: copy.copy(getattr(module, name)) for name in names}
+
 
 # name -> (planner module, settings (the first: the committed defaults), dtype, large shape, axis, bits-check shapes)
 SWEEPS: dict[str, tuple[Any, list[dict], str, tuple[int, ...], Any, list[tuple[int, ...]]]] = {
@@ -211,7 +218,7 @@ for _n in (128, 1024, 4096, 1 << 20):
 # module values first (run 50 had the H200's resident grid of then up to 256 rows there: COLS_ONE_PASS_MIN_CHUNKS);
 # the same chunks in the same order, the bits checked. The check shapes have strips enough for the one-item path: a
 # partial last chunk and a partial last strip
-TC_ONE_ITEM = [dict(COLS_ONE_ITEM_TUNING=dict(tc_plan.COLS_ONE_ITEM_TUNING))]
+TC_ONE_ITEM = [committed(tc_plan, "COLS_ONE_ITEM_TUNING")]
 TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: ((2 * u, b),), 2: ((u, b),)}, COLS_ONE_PASS_MIN_CHUNKS=0)
                 for u, b in ((2, 2), (1, 3), (2, 3), (1, 4), (4, 2), (2, 4))]
 # ... from 2048 rows (fp16) a strip per 2-8 warps, where only the first five settings are swept (run 52 left out
@@ -245,9 +252,8 @@ _TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
 for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
-            tc32_plan, [dict(COLS_TMA_STAGES=dict(tc32_plan.COLS_TMA_STAGES),
-                             COLS_BLOCKS_PER_SM_TMA=dict(tc32_plan.COLS_BLOCKS_PER_SM_TMA),
-                             COLS_BLOCKS_PER_SM_TMA_LONG=tc32_plan.COLS_BLOCKS_PER_SM_TMA_LONG)]
+            tc32_plan, [committed(tc32_plan, "COLS_TMA_STAGES", "COLS_BLOCKS_PER_SM_TMA",
+                                  "COLS_BLOCKS_PER_SM_TMA_LONG")]
             + [dict(COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_BLOCKS_PER_SM_TMA_LONG=bl,
                     COLS_TMA_MIN_BYTES=0)
@@ -259,7 +265,7 @@ for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
 for _n in (32, 64):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma_few"] = (
-            tc32_plan, [dict(COLS_TMA_MIN_CHUNKS=dict(tc32_plan.COLS_TMA_MIN_CHUNKS)),
+            tc32_plan, [committed(tc32_plan, "COLS_TMA_MIN_CHUNKS"),
                         dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))]
             + [dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2),
                     COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
@@ -285,8 +291,7 @@ for _dt in ("float16", "bfloat16"):
 # whole tile of rows at once): strip width (column chunks; BLOCK / width threads share a column), rows in flight per
 # thread and blocks per SM together; 32 chunks with 16 rows in flight loads a 128-row strip in one round. The width
 # changes the order of additions (step 3 of kernels/shuffle.cu): the bits check follows the plan
-SHUFFLE_TILES = [dict(COLS_CT_MANY=shuffle_plan.COLS_CT_MANY, COLS_CT_MAX=shuffle_plan.COLS_CT_MAX,
-                      COLS_UNROLL=shuffle_plan.COLS_UNROLL, BLOCKS_PER_SM=dict(shuffle_plan.BLOCKS_PER_SM))]
+SHUFFLE_TILES = [committed(shuffle_plan, "COLS_CT_MANY", "COLS_CT_MAX", "COLS_UNROLL", "BLOCKS_PER_SM")]
 SHUFFLE_TILES += [dict(COLS_CT_MANY=c, COLS_CT_MAX=min(c, 128), COLS_UNROLL=u, BLOCKS_PER_SM={"rows": 4, "cols": b})
                   for c, u, b in ((32, 8, 2), (32, 16, 2), (64, 8, 2), (64, 16, 2), (128, 8, 2), (32, 8, 3),
                                   (64, 8, 3), (16, 16, 2))]
@@ -311,8 +316,7 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # fewer registers) at more blocks per SM with fewer rows in flight, strips of BLOCK chunks or narrower (read_probe's
 # col_walk, H200: narrow strips at 8 blocks per SM read 5-7% above a thread per column at 2). The strip width changes
 # the order of additions (step 3): the bits check follows the plan
-SHUFFLE_ONE_ITEM = [dict(COLS_ONE_ITEM_TUNING=dict(shuffle_plan.COLS_ONE_ITEM_TUNING),
-                         COLS_CT_MANY=shuffle_plan.COLS_CT_MANY)]
+SHUFFLE_ONE_ITEM = [committed(shuffle_plan, "COLS_ONE_ITEM_TUNING", "COLS_CT_MANY")]
 SHUFFLE_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: (u, b), 2: (u, b), 4: (u, b)}, COLS_CT_MANY=c)
                      for c, u, b in ((256, 8, 2), (256, 2, 8), (256, 4, 8), (256, 2, 6), (256, 4, 6), (256, 4, 4),
                                      (128, 2, 8), (32, 2, 8), (32, 4, 6), (16, 2, 8), (8, 2, 8))]
@@ -326,8 +330,7 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048)), ("bf
 # SM, against chunks in flight at 2 blocks per SM (the committed path; the same mmas in the same order, bits checked)
 # (bytes in flight per warp: 1, one tile). Run 46 (H200) swept tiles in flight by chunks per tile alone, run 47 the
 # bytes in flight (2,560 and 4,096)
-WHOLE_TILE_SETTINGS = [dict(ROWS_SHORT_MAX_CHUNKS=tc_plan.ROWS_SHORT_MAX_CHUNKS,
-                            ROWS_SHORT_BYTES_IN_FLIGHT=tc_plan.ROWS_SHORT_BYTES_IN_FLIGHT)]
+WHOLE_TILE_SETTINGS = [committed(tc_plan, "ROWS_SHORT_MAX_CHUNKS", "ROWS_SHORT_BYTES_IN_FLIGHT")]
 WHOLE_TILE_SETTINGS += [dict(ROWS_SHORT_MAX_CHUNKS=c, ROWS_SHORT_BYTES_IN_FLIGHT=b)
                         for c, b in ((4, 3072), (4, 1), (4, 2048), (4, 4096), (3, 3072), (2, 3072))]
 for _dt, _isz, _k in (*(("float16", 2, _k) for _k in (33, 40, 48, 64, 80, 96, 112, 128)),
@@ -343,9 +346,8 @@ ROWS16_SETTINGS = [dict(ROWS16_PAIRED_LOADS={2: p, 1: p}, ROWS_UNROLL_SHORT={4: 
                         ONE_PASS_SHORT_TILES={4: o, 8: True}, ROWS16_ONE_PASS=o)
                    for p, u, o in ((False, 4, True), (False, 4, False), (True, 4, True), (True, 4, False),
                                    (True, 8, True), (True, 8, False), (True, 2, True))]
-ROWS16_COMMITTED = dict(ROWS16_PAIRED_LOADS=dict(tc_plan.ROWS16_PAIRED_LOADS),
-                        ROWS_UNROLL_SHORT=dict(tc_plan.ROWS_UNROLL_SHORT),
-                        ONE_PASS_SHORT_TILES=dict(tc_plan.ONE_PASS_SHORT_TILES), ROWS16_ONE_PASS=tc_plan.ROWS16_ONE_PASS)
+ROWS16_COMMITTED = committed(tc_plan, "ROWS16_PAIRED_LOADS", "ROWS_UNROLL_SHORT", "ONE_PASS_SHORT_TILES",
+                             "ROWS16_ONE_PASS")
 
 
 def _rows16_launch(setting: dict, isz: int) -> tuple:
@@ -374,8 +376,7 @@ for _dt in ("float16", "bfloat16"):
 # SM, and tc_rows_stream in blocks of 512 (16 warps per row) or at 6 blocks of 256 per SM. The block size and the strip
 # width change the order of additions (the warps' and j lanes' folds): the bits check follows the plan (the twins read
 # block, jt, nj and wpt from it); the check shapes stay on those paths
-SMALL_BLOCKS = [dict(BLOCK=shuffle_plan.BLOCK, COLS_CT_MANY=shuffle_plan.COLS_CT_MANY,
-                     COLS_ONE_ITEM_TUNING=dict(shuffle_plan.COLS_ONE_ITEM_TUNING))]
+SMALL_BLOCKS = [committed(shuffle_plan, "BLOCK", "COLS_CT_MANY", "COLS_ONE_ITEM_TUNING")]
 SMALL_BLOCKS += [dict(BLOCK=b, COLS_CT_MANY=c, COLS_ONE_ITEM_TUNING={1: (u, m), 2: (u, m), 4: (u, m)})
                  for b, c, u, m in ((128, 32, 2, 16), (128, 32, 2, 12), (128, 64, 2, 16), (128, 128, 4, 8),
                                     (128, 128, 2, 12), (256, 256, 4, 4))]
@@ -383,8 +384,7 @@ for _dt, _isz, _r in (("float16", 2, 128), ("float16", 2, 256), ("bfloat16", 2, 
     SWEEPS[f"shuffle_{_dt}_cols{_r}_small_blocks"] = (
         shuffle_plan, SMALL_BLOCKS, _dt, (_r, (1 << 29) // _isz // _r), 0,
         [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
-WIDE_BLOCKS = [dict(BLOCK=tc_plan.BLOCK, STREAM_UNROLL=tc_plan.STREAM_UNROLL,
-                    STREAM_BLOCKS_PER_SM=tc_plan.STREAM_BLOCKS_PER_SM)]
+WIDE_BLOCKS = [committed(tc_plan, "BLOCK", "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM")]
 WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m)
                 for b, u, m in ((512, 2, 4), (512, 2, 3), (512, 4, 2), (256, 2, 6), (256, 8, 3))]
 for _k in (8192, 32768, 65536):
@@ -402,7 +402,7 @@ for _k in (512, 1024, 2048):
 # in two levels) against the resident grid (the committed setting first); another order of additions: the bits check
 # follows the plan (with no minimum of waves, its first shape has 257 blocks at one round: two groups). Run 45 (H200)
 # swept 1, 2 and 4 rounds too: 0.56-0.93x the resident grid
-FLAT_ROUNDS_SETTINGS = [dict(FLAT_ROUNDS=tc_plan.FLAT_ROUNDS, FLAT_ONE_PASS_MIN_WAVES=tc_plan.FLAT_ONE_PASS_MIN_WAVES)]
+FLAT_ROUNDS_SETTINGS = [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
 FLAT_ROUNDS_SETTINGS += [dict(FLAT_ROUNDS={1: r, 2: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 8, 16, 32, 64)]
 for _dt, _n in (*(("float16", 1 << _e) for _e in range(25, 31)), ("bfloat16", 1 << 28), ("bfloat16", 1 << 30),
                 ("float8_e4m3fn", 1 << 29), ("float8_e4m3fn", 1 << 31)):
