@@ -138,4 +138,18 @@ __global__ void __launch_bounds__(XW * RB) inductor_col_walk(const unsigned char
     sink_if(acc, sink);
 }
 
+// Row walk of inductor's looped reduction over long rows (triton_red_fused_sum_0 at [2^14, 16384] fp16: XBLOCK 1 row
+// x R0_BLOCK 2048 on 16 warps, 8-byte evict-first loads; session 15): block b reads row b of a [rows, row_bytes]
+// matrix, its T threads striding by T words of B bytes (thread t reads words t, t + T, ...): one load in flight per
+// thread unless the compiler runs ahead. A one-pass grid of one block per row.
+template <int B, int MODE, int T>
+__global__ void __launch_bounds__(T) inductor_row_walk(const unsigned char* __restrict__ x, i64 row_bytes,
+                                                       unsigned* sink) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const unsigned char* row = x + (i64)blockIdx.x * row_bytes;
+    unsigned acc = 0u;
+    for (i64 c = (i64)threadIdx.x * B; c < row_bytes; c += (i64)T * B) acc ^= ld_fold<B, MODE>(row + c, pol);
+    sink_if(acc, sink);
+}
+
 }  // namespace probe

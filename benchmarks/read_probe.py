@@ -1,7 +1,7 @@
 """Which memory walk and which load hints read fastest on this GPU, beside torch.compile's and our kernels' reads.
 
     python3 benchmarks/read_probe.py [--out DIR] [--reps 20] [--no-compile] [--skip-walks] [--col-walks]
-                                     [--inductor-walks] [--shapes default|cols]
+                                     [--inductor-walks] [--shapes default|cols|walks]
 
 Parts, one CSV each (with a metadata line), plus the torch.compile sources; every timing is ``perf_floor.timed``,
 the studies' own (``experiments.timing.time_gpu``: calls back to back, no synchronisation between samples, so
@@ -16,7 +16,7 @@ probe did before session 15, charged torch.compile's heavier launch path 6-8% at
    (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints).
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
    torch.compile led the committed sweep (long rows, few long float32 columns, the full sum; ``--shapes cols``: the
-   first-axis sums of few rows).
+   first-axis sums of few rows; ``--shapes walks``: those and long rows, part 1c's shapes).
 3. ``inductor/``: the Triton sources (``*.triton.txt``) torch.compile generated for those shapes and the launch
    configuration its autotuner kept (``inductor_configs.json``), to read the loads and block shapes it chose.
 """
@@ -50,7 +50,13 @@ COLS_SHAPES = [
     ("cols [1024, 2^18]", (1024, 1 << 18), 0, "float16"),
     ("cols [128, 2^20] fp32", (128, 1 << 20), 0, "float32"),
 ]
-SHAPE_SETS = {"default": SHAPES, "cols": COLS_SHAPES}
+# long rows, where torch.compile read 2% above tc_rows_stream in the H200 segment run (part 1c's row walks)
+LONG_ROW_SHAPES = [
+    ("rows [2^13, 32768]", (1 << 13, 32768), 1, "float16"),
+    ("rows [2^14, 16384]", (1 << 14, 16384), 1, "float16"),
+    ("rows [2^15, 8192]", (1 << 15, 8192), 1, "float16"),
+]
+SHAPE_SETS = {"default": SHAPES, "cols": COLS_SHAPES, "walks": COLS_SHAPES + LONG_ROW_SHAPES}
 
 
 def probe_walks(reps: int, sms: int) -> list[dict]:
@@ -160,16 +166,22 @@ def probe_col_walks(reps: int) -> list[dict]:
 # 2^20]'s (XBLOCK 64 x R0_BLOCK 4 on 8 warps: a float per thread), then 8 and 16 bytes
 INDUCTOR_WALKS = {"float16": ((8, 64, 2), (8, 64, 4), (8, 32, 4), (16, 32, 4), (16, 16, 8), (4, 64, 2)),
                   "float32": ((4, 64, 4), (8, 32, 8), (16, 16, 8), (8, 64, 2))}
+# and its row walk over LONG_ROW_SHAPES (inductor_row_walk): (bytes per load, threads per row); inductor's pick at
+# [2^14, 16384] fp16 is R0_BLOCK 2048 on 16 warps, 8 bytes per thread
+INDUCTOR_ROW_WALKS = ((8, 512), (16, 512), (16, 256), (8, 256), (16, 128), (8, 1024), (4, 512))
 
 
 def probe_inductor_walks(reps: int) -> list[dict]:
-    """Part 1c: inductor_col_walk over COLS_SHAPES (one 512 MiB buffer): torch.compile's first-axis walk without its
-    additions, by load width, strip and rows per iteration, plain, streaming (evict-first) and L2 evict-first policy
-    loads. Where its kernel reads 2-4% above shuffle_cols, this says whether the walk alone does."""
+    """Part 1c: inductor_col_walk over COLS_SHAPES and inductor_row_walk over LONG_ROW_SHAPES (one 512 MiB buffer):
+    torch.compile's first-axis and long-row walks without their additions, by load width, strip and rows per
+    iteration (threads per row), plain, streaming (evict-first) and L2 evict-first policy loads. Where its kernels
+    read 2-4% above shuffle_cols and tc_rows_stream, this says whether the walk alone does."""
     import cupy
 
     specs = [(dt, b, xw, rb, mode) for dt, walks in INDUCTOR_WALKS.items() for b, xw, rb in walks for mode in (0, 2, 4)]
-    names = sorted({f"probe::inductor_col_walk<{b}, {m}, {xw}, {rb}>" for _, b, xw, rb, m in specs})
+    row_specs = [(b, t, mode) for b, t in INDUCTOR_ROW_WALKS for mode in (0, 2, 4)]
+    names = sorted({f"probe::inductor_col_walk<{b}, {m}, {xw}, {rb}>" for _, b, xw, rb, m in specs}
+                   | {f"probe::inductor_row_walk<{b}, {m}, {t}>" for b, t, m in row_specs})
     mod, sink, buf = _walk_setup(names)
     nbytes = buf.nbytes
     rows = []
@@ -186,6 +198,14 @@ def probe_inductor_walks(reps: int) -> list[dict]:
                          "load": MODES[mode], "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{label:22s} B={b:<2d} XW={xw:<3d} RB={rb} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s",
                   flush=True)
+    for label, shape, _, _ in LONG_ROW_SHAPES:
+        nrows, row_bytes = shape[0], nbytes // shape[0]
+        for b, threads, mode in row_specs:
+            fn = mod.get_function(f"probe::inductor_row_walk<{b}, {mode}, {threads}>")
+            t = timed(lambda: fn((nrows,), (threads,), (buf, cupy.int64(row_bytes), sink)), reps)
+            rows.append({"case": label, "bytes_per_load": b, "threads": threads, "load": MODES[mode], "grid": nrows,
+                         "GBps": round(nbytes / t / 1e9, 1)})
+            print(f"{label:22s} B={b:<2d} T={threads:<4d} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
     del buf
     cupy.get_default_memory_pool().free_all_blocks()
     return rows
@@ -254,7 +274,8 @@ def main() -> None:
     ap.add_argument("--inductor-walks", action="store_true",
                     help="also part 1c, inductor's first-axis walk (read_probe_inductor_walks.csv)")
     ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="default",
-                    help="part 2's shapes: the default set, or first-axis sums over few rows (cols)")
+                    help="part 2's shapes: the default set, first-axis sums over few rows (cols), or those and long rows "
+                         "(walks: part 1c's shapes)")
     args = ap.parse_args()
     import cupy
 
