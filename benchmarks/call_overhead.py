@@ -10,10 +10,9 @@ GPU mode: everything runs on one non-blocking CuPy stream (torch through an Exte
 samples of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost
 and the GPU's work), ``host_us`` the host time spent issuing them. Cases marked "[no graph replay]" launch the
 kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
-before it; tcreduce._launch); "[..., CuPy launch]": and through CuPy's kernel call rather than the driver's
-cuLaunchKernel (tcreduce._direct_launch). "graph replay (1 call)": one handle call captured by the caller per
-``graph.launch``; "graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host
-dispatch). ``--pool N``: the same calls
+before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
+"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch).
+``--pool N``: the same calls
 round-robin over N buffers, every address new to the graph replay (the throughput study's walk). Several
 ``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at:
 ``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against ``torch.sum`` (target: the handle's host
@@ -63,19 +62,15 @@ def _gpu_one(args, n: int) -> list[dict]:
         tcreduce.sum(x, out=out)
         # the same handle and tcreduce.sum with graph replay off (what every call cost before it; _launch)
         r_kernels = _reducer(x, graphs=False)
-        r_cupy = _cupy_launch(_reducer(x, graphs=False))
         bound = _sum_launches(x, s.ptr)
         sum_kernels = _without_graphs(bound, lambda: tcreduce.sum(x, out=out))
-        sum_cupy = _without_graphs(bound, lambda: tcreduce.sum(x, out=out), cupy_launch=True)
 
         cases = [("tcreduce.sum(x)", lambda: tcreduce.sum(x)),
                  ("tcreduce.sum(x, out=out)", lambda: tcreduce.sum(x, out=out)),
                  ("tcreduce.sum(x, out=out) [no graph replay]", sum_kernels),
                  ("reducer(x)", lambda: r(x)),
                  ("reducer(x, out=out)", lambda: r(x, out=out)),
-                 ("tcreduce.sum(x, out=out) [no graph replay, CuPy launch]", sum_cupy),
-                 ("reducer(x, out=out) [no graph replay]", lambda: r_kernels(x, out=out)),
-                 ("reducer(x, out=out) [no graph replay, CuPy launch]", lambda: r_cupy(x, out=out))]
+                 ("reducer(x, out=out) [no graph replay]", lambda: r_kernels(x, out=out))]
         g1 = _graph(s, lambda: r_kernels(x, out=out), 1)
         g100 = _graph(s, lambda: r_kernels(x, out=out), 100)
         cases += [("graph replay (1 call)", lambda: g1.launch(s)), ("graph replay (100 calls)", lambda: g100.launch(s))]
@@ -109,17 +104,14 @@ def _gpu_one(args, n: int) -> list[dict]:
                   ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
                   ("  piece: the handle's checks of x", lambda: (x.shape != r.shape or x.strides != r.strides
                                                                 or x.dtype != r.dtype or x.data.ptr & 15)),
-                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: bound.launch(xp, op, s)),
-                  ("  piece: launch the kernels through CuPy",
-                   _without_graphs(bound, lambda: bound.launch(xp, op, s), cupy_launch=True))]
+                  ("  piece: launch the kernels (x_ptr, out_ptr, stream)", lambda: bound.launch(xp, op, s))]
         if graph is not None:
             cases.append(("  piece: graph_launch(graph, stream)", lambda: _launch.graph_launch(graph, s.ptr)))
         cases += [("  piece: lambda: None", lambda: None)]
         rows += _time_cases(s, cases, args, n)
         # correctness of what was timed: the handles, the graphs and tcreduce.sum agree bit for bit
         want = tcreduce.sum(x)
-        for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, sum_cupy, lambda: r_cupy(x, out=out),
-                   lambda: tcreduce.sum(x, out=out)):
+        for fn in (lambda: g1.launch(s), lambda: r(x, out=out), sum_kernels, lambda: tcreduce.sum(x, out=out)):
             out.fill(float("nan"))
             fn()
             s.synchronize()
@@ -147,27 +139,17 @@ def _sum_launches(like, stream_ptr: int):
     return prep.launcher.bound_for(stream_ptr)
 
 
-def _without_graphs(bound, fn, cupy_launch: bool = False):
-    """``fn`` with graph replay switched off for ``bound`` while it runs (tcreduce.sum launching the kernels); with
-    ``cupy_launch``, through CuPy's kernel call rather than the driver's (tcreduce._direct_launch)."""
+def _without_graphs(bound, fn):
+    """``fn`` with graph replay switched off for ``bound`` while it runs (tcreduce.sum launching the kernels)."""
 
     def call():
-        saved = bound.graphs, bound.direct
-        bound.graphs = None
-        if cupy_launch:
-            bound.direct = (None,) * len(bound.steps)
+        saved, bound.graphs = bound.graphs, None
         try:
             return fn()
         finally:
-            bound.graphs, bound.direct = saved
+            bound.graphs = saved
 
     return call
-
-
-def _cupy_launch(r):
-    """Handle ``r`` with its launches through CuPy's kernel call (no direct driver launch)."""
-    r._launch.direct = (None,) * len(r._launch.steps)
-    return r
 
 
 def _round_robin(s, args, n: int) -> list[dict]:
@@ -184,18 +166,14 @@ def _round_robin(s, args, n: int) -> list[dict]:
     for x in xs:  # plans and binds once per shape; every buffer has the same shape
         tcreduce.sum(x)
     r, r_kernels = _reducer(xs[0]), _reducer(xs[0], graphs=False)
-    r_cupy = _cupy_launch(_reducer(xs[0], graphs=False))
-    bound = _sum_launches(xs[0], s.ptr)
     out = cupy.empty((), dtype=cupy.float32)
     nxt = itertools.cycle(xs).__next__
     label = f"round-robin over {args.pool} buffers:"
     cases = [(f"{label} tcreduce.sum(x)", lambda: tcreduce.sum(nxt())),
-             (f"{label} tcreduce.sum(x) [no graph replay]", _without_graphs(bound, lambda: tcreduce.sum(nxt()))),
-             (f"{label} tcreduce.sum(x) [no graph replay, CuPy launch]",
-              _without_graphs(bound, lambda: tcreduce.sum(nxt()), cupy_launch=True)),
+             (f"{label} tcreduce.sum(x) [no graph replay]",
+              _without_graphs(_sum_launches(xs[0], s.ptr), lambda: tcreduce.sum(nxt()))),
              (f"{label} reducer(x, out=out)", lambda: r(nxt(), out=out)),
              (f"{label} reducer(x, out=out) [no graph replay]", lambda: r_kernels(nxt(), out=out)),
-             (f"{label} reducer(x, out=out) [no graph replay, CuPy launch]", lambda: r_cupy(nxt(), out=out)),
              (f"{label} cupy.sum(x, dtype=float32)", lambda: cupy.sum(nxt(), dtype=cupy.float32))]
     try:
         import torch

@@ -4,9 +4,7 @@ CuPy's current stream, without synchronising the host.
 Per-call cost: a :class:`Launcher` looks its kernels up once; :meth:`Launcher.bind` turns every argument that does not
 change between calls (the workspace and counter addresses, the integers) into CuPy kernel-argument objects once, so
 that a call builds only the input and output addresses (:class:`BoundLaunch`). ``tcreduce.sum`` binds each launcher
-once per stream, to that stream's workspace and counters; a :func:`tcreduce.reducer` binds its own. A bound launch
-whose arguments are all integers goes to the driver's ``cuLaunchKernel`` directly (:mod:`tcreduce._direct_launch`:
-about a microsecond of host time where CuPy's launch costs six), with CuPy's launch as the fallback.
+once per stream, to that stream's workspace and counters; a :func:`tcreduce.reducer` binds its own.
 
 Small calls replay CUDA graphs (:class:`BoundLaunch`): a plan that reads at most ``GRAPH_MAX_BYTES`` is host-bound
 (CuPy's kernel launch costs more host time than the GPU spends on the kernel), so when a call repeats the input and
@@ -31,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from ._compile import get_function
-from ._direct_launch import direct_step, graph_launch_direct
 from ._plan import Buf, Plan, TensorMapOfX
 
 __all__ = ["run_plan", "counters_for", "workspace_for", "Launcher", "BoundLaunch", "launcher_for", "kernel_arg",
@@ -131,9 +128,7 @@ def capture_stream(device_id: int):
 def graph_launch(graph: Any, stream_ptr: int) -> None:
     """Launch a captured CuPy graph on a raw stream handle (``cudaGraphLaunch``)."""
     global _graph_launch
-    if graph_launch_direct(graph.graphExec, stream_ptr) == 0:
-        return
-    if _graph_launch is None:  # no driver library, or it refused: CuPy's call (which raises its usual error)
+    if _graph_launch is None:
         import cupy
 
         _graph_launch = cupy.cuda.runtime.graphLaunch
@@ -203,14 +198,13 @@ class BoundLaunch:
     CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
     kernels."""
 
-    __slots__ = ("steps", "direct", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops",
-                 "_maps")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
         self.counters_ptr = counters_ptr
         self.device_id = launcher.device_id
-        steps, direct = [], []
+        steps = []
         for fn, grid, block, shared, coop, template in launcher.steps:
             raw: list[int] = []  # every argument as an integer (0 where it changes per call)
             xs, outs, maps = [], [], []
@@ -233,10 +227,7 @@ class BoundLaunch:
             per_call = {*xs, *outs, *(i for i, _ in maps)}
             const = tuple(None if i in per_call else kernel_arg(v) for i, v in enumerate(raw))
             steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs), tuple(maps)))
-            # through the driver where every argument is an integer known now or per call (tcreduce._direct_launch)
-            direct.append(None if coop or maps else direct_step(fn, grid, block, shared, raw, xs, outs))
         self.steps = tuple(steps)
-        self.direct = tuple(direct)  # per step: its DirectStep, or None (CuPy's launch)
         self._maps: tuple = (None, None)  # (x_ptr, its tensor-map arguments per step) of the last launch
         small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
         # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
@@ -263,16 +254,10 @@ class BoundLaunch:
         self.launch(x_ptr, out_ptr, stream)
 
     def launch(self, x_ptr: int, out_ptr: int, stream) -> None:
-        """Launch the kernels in order on ``stream`` (no graph): through the driver where a step has its
-        DirectStep and the driver takes it, else through CuPy."""
-        sp = stream.ptr
-        xa = oa = None
+        """Launch the kernels in order on ``stream`` (no graph)."""
+        xa = kernel_arg(x_ptr)
+        oa = kernel_arg(out_ptr)
         for k, (fn, grid, block, shared, coop, const, xs, outs, maps) in enumerate(self.steps):
-            d = self.direct[k]
-            if d is not None and d(x_ptr, out_ptr, sp) == 0:
-                continue
-            if xa is None:
-                xa, oa = kernel_arg(x_ptr), kernel_arg(out_ptr)
             args = list(const)
             for i in xs:
                 args[i] = xa
