@@ -1,0 +1,105 @@
+"""One kernel's speed alone and back to back: where tcreduce's sums and torch.compile's differ by regime.
+
+    python3 benchmarks/regimes.py [--out DIR] [--reps 30] [--cases float16:cols:128,float16:rows:32768]
+
+Nsight Compute timed `shuffle_cols` and inductor's kernel alike at [128, 2^21] fp16 (123.5 against 123.2 us, each
+alone after a cache flush; notes/performance.md, session 16) while the segment study, which times calls back to back,
+had ours 3% slower. Each case (dtype:form:n, 512 MiB as in the segment study) is timed by every method in three
+regimes, GB/s = bytes read / median time:
+
+- ``back_to_back``: the studies' ``experiments.timing.time_gpu`` (batches of calls between CUDA events, one input);
+- ``back_to_back_out``: the same with a preallocated output (tcreduce's ``out=``: no allocation per call);
+- ``alone``: per sample, a 256 MiB write (flushes L2), a synchronisation, then one call between CUDA events.
+
+Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
+(``experiments.competitors``' compile, same specialisation). Writes regimes.csv (with the metadata line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from read_probe import _write  # noqa: E402
+
+TOTAL_BYTES = 1 << 29
+
+
+def _alone(fn, x, reps: int) -> float:
+    """Median seconds of one call after an L2 flush and a synchronisation."""
+    import cupy
+
+    flush = cupy.empty(1 << 26, dtype=cupy.float32)
+    e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+    stream = cupy.cuda.get_current_stream()
+    times = []
+    for k in range(reps + 2):
+        flush.fill(k)
+        stream.synchronize()
+        e0.record(stream)
+        fn(x)
+        e1.record(stream)
+        e1.synchronize()
+        if k >= 2:
+            times.append(cupy.cuda.get_elapsed_time(e0, e1) / 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
+    args = ap.parse_args()
+    import cupy
+    import torch
+
+    import tcreduce
+    from experiments.competitors import torch_stream_guard
+    from experiments.env import command_line, device_info, git_info
+    from experiments.timing import TimingConfig, time_gpu
+    from perf_floor import make_input
+    from tcreduce.formats import get_format
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = TimingConfig()
+    rows = []
+    for case in args.cases.split(","):
+        dtype, form, n_text = case.split(":")
+        n = int(n_text)
+        other = TOTAL_BYTES // get_format(dtype).itemsize // n
+        shape, axis = ((n, other), 0) if form == "cols" else ((other, n), -1)
+        x, t, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
+        compiled = torch.compile(lambda a: torch.sum(a, dim=[axis], dtype=torch.float32), dynamic=False)
+        res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
+        o = cupy.empty(res_shape, dtype=cupy.float32)
+        methods = {m: (lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, **kw),
+                       lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, out=o, **kw))
+                   for m in ("shuffle", "tensorcore", "auto")}
+        methods["torch.sum"] = (lambda a, t=t: torch.sum(t, dim=[axis], dtype=torch.float32), None)
+        methods["torch.compile"] = (lambda a, t=t: compiled(t), None)
+        for name, (fn, fn_out) in methods.items():
+            with torch_stream_guard():
+                fn(x)
+                regimes = {"back_to_back": time_gpu(fn, [x], cfg).median_s, "alone": _alone(fn, x, args.reps)}
+                if fn_out is not None:
+                    regimes["back_to_back_out"] = time_gpu(fn_out, [x], cfg).median_s
+            for regime, sec in regimes.items():
+                rows.append({"case": case, "method": name, "regime": regime, "us": round(sec * 1e6, 2),
+                             "GBps": round(x.nbytes / sec / 1e9, 1)})
+                print(f"{case:20s} {name:14s} {regime:17s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
+                      flush=True)
+        del x, t
+        cupy.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+    _write(out / "regimes.csv", rows, {**device_info(), **git_info(), "command": command_line()})
+
+
+if __name__ == "__main__":
+    main()
