@@ -9,7 +9,10 @@ regimes, GB/s = bytes read / median time:
 
 - ``back_to_back``: the studies' ``experiments.timing.time_gpu`` (batches of calls between CUDA events, one input);
 - ``back_to_back_out``: the same with a preallocated output (tcreduce's ``out=``: no allocation per call);
-- ``alone``: per sample, a 256 MiB write (flushes L2), a synchronisation, then one call between CUDA events.
+- ``alone``: per sample, a synchronisation, a 1 GiB write (flushes L2 and keeps the GPU busy while the host
+  launches), then one call between CUDA events;
+- ``back_to_back (again, k)``: the first regime repeated ``--rounds`` times after the others, in the same process
+  (does a method's speed move within one process?).
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
 (``experiments.competitors``' compile, same specialisation). Writes regimes.csv (with the metadata line).
@@ -31,16 +34,17 @@ TOTAL_BYTES = 1 << 29
 
 
 def _alone(fn, x, reps: int) -> float:
-    """Median seconds of one call after an L2 flush and a synchronisation."""
+    """Median seconds of one call after an L2 flush: a synchronisation, a 1 GiB write (about 250 us of GPU time, so
+    the call's host launch path is hidden behind it), then the call between CUDA events."""
     import cupy
 
-    flush = cupy.empty(1 << 26, dtype=cupy.float32)
+    flush = cupy.empty(1 << 28, dtype=cupy.float32)
     e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
     stream = cupy.cuda.get_current_stream()
     times = []
     for k in range(reps + 2):
-        flush.fill(k)
         stream.synchronize()
+        flush.fill(k)
         e0.record(stream)
         fn(x)
         e1.record(stream)
@@ -54,6 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
     args = ap.parse_args()
     import cupy
@@ -76,13 +81,13 @@ def main() -> None:
         other = TOTAL_BYTES // get_format(dtype).itemsize // n
         shape, axis = ((n, other), 0) if form == "cols" else ((other, n), -1)
         x, t, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
-        compiled = torch.compile(lambda a: torch.sum(a, dim=[axis], dtype=torch.float32), dynamic=False)
+        compiled = torch.compile(lambda a: torch.sum(a, dim=axis, dtype=torch.float32), dynamic=False)
         res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
         o = cupy.empty(res_shape, dtype=cupy.float32)
         methods = {m: (lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, **kw),
                        lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, out=o, **kw))
                    for m in ("shuffle", "tensorcore", "auto")}
-        methods["torch.sum"] = (lambda a, t=t: torch.sum(t, dim=[axis], dtype=torch.float32), None)
+        methods["torch.sum"] = (lambda a, t=t: torch.sum(t, dim=axis, dtype=torch.float32), None)
         methods["torch.compile"] = (lambda a, t=t: compiled(t), None)
         for name, (fn, fn_out) in methods.items():
             with torch_stream_guard():
@@ -90,10 +95,12 @@ def main() -> None:
                 regimes = {"back_to_back": time_gpu(fn, [x], cfg).median_s, "alone": _alone(fn, x, args.reps)}
                 if fn_out is not None:
                     regimes["back_to_back_out"] = time_gpu(fn_out, [x], cfg).median_s
+                for k in range(args.rounds):
+                    regimes[f"back_to_back (again, {k + 1})"] = time_gpu(fn, [x], cfg).median_s
             for regime, sec in regimes.items():
                 rows.append({"case": case, "method": name, "regime": regime, "us": round(sec * 1e6, 2),
                              "GBps": round(x.nbytes / sec / 1e9, 1)})
-                print(f"{case:20s} {name:14s} {regime:17s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
+                print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
         del x, t
         cupy.get_default_memory_pool().free_all_blocks()
