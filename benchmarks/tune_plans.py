@@ -442,6 +442,19 @@ for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",
                                    ((1 << 28) // _k, _k), -1, [(333, _k), (3, _k)], "shuffle")
+# ... and in blocks shaped like inductor's long-row programs (R0_BLOCK 2048 on 16 warps, 32 registers, 4 programs per
+# SM: read_probe part 1c, session 16: a block of 512 threads per row reads 4,480-4,490 GB/s on an H200 at rows of
+# 16384-32768, 2% above tc_rows_stream): BLOCK threads per row, UNROLL chunks in flight per thread, blocks per SM; the
+# block size changes the order of additions (the fold over BLOCK / 32 warps), which the twin reads from the plan
+SHUFFLE_ROW_BLOCKS = [committed(shuffle_plan, "BLOCK", "UNROLL", "BLOCKS_PER_SM")]
+SHUFFLE_ROW_BLOCKS += [dict(BLOCK=b, UNROLL=u, BLOCKS_PER_SM={"rows": m, "cols": 2})
+                       for b, u, m in ((512, 1, 4), (512, 2, 4), (512, 2, 3), (512, 4, 2), (1024, 1, 2), (1024, 2, 2),
+                                       (256, 2, 8), (256, 1, 8))]
+for _dt, _isz, _ks in (("float16", 2, (8192, 32768, 65536)), ("float32", 4, (4096, 16384, 32768))):
+    for _k in _ks:
+        SWEEPS[f"shuffle_{_dt}_rows{_k}_blocks"] = (shuffle_plan, SHUFFLE_ROW_BLOCKS, _dt,
+                                                    ((1 << 29) // _isz // _k, _k), -1,
+                                                    [(333, _k), (3, _k + 5), (70, 4 * _k)], "shuffle")
 
 
 @contextlib.contextmanager
