@@ -231,19 +231,6 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048, 4096, 
         SWEEPS[f"{_dt}_cols{_r}_one_item"] = (tc_plan, TC_ONE_ITEM_WIDE if _r >= 2048 else TC_ONE_ITEM, _dt,
                                               (_r, (1 << 29) // _isz // _r), 0,
                                               COLS_CHECK + [(37, 140040), (83, 102408), (200, 65576)])
-# ... with an L2 prefetch of the chunks some rounds ahead (COLS_L2_PREFETCH: rounds ahead, 16-bit data; Nsight Compute
-# at c486432, H200: tc_cols at [128, 2^21] waits on its loads at 35% occupancy, 80 registers, 127.6 us alone against
-# shuffle_cols' 123.5), at the committed (chunks in flight, blocks per SM) and at fewer registers per warp; the same
-# loads and mmas, so the same sums (the bits checked)
-TC_L2_PREFETCH = [committed(tc_plan, "COLS_L2_PREFETCH")]
-TC_L2_PREFETCH += [dict(COLS_L2_PREFETCH={2: d}) for d in (1, 2, 4)]
-TC_L2_PREFETCH += [dict(COLS_L2_PREFETCH={2: d}, COLS_ONE_ITEM_TUNING={1: ((2, 4),), 2: ((u, b),)},
-                        COLS_ONE_PASS_MIN_CHUNKS=0)
-                   for u, b, d in ((1, 4, 2), (1, 4, 4), (2, 3, 1), (2, 2, 2))]
-for _dt, _rs in (("float16", (64, 128, 256, 512, 1024, 8192, 16384)), ("bfloat16", (128, 1024))):
-    for _r in _rs:
-        SWEEPS[f"{_dt}_cols{_r}_l2_prefetch"] = (tc_plan, TC_L2_PREFETCH, _dt, (_r, (1 << 28) // _r), 0,
-                                                 COLS_CHECK + [(37, 140040), (83, 102408), (200, 65576)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
 # enough for that path on an H100 (2 x 132 x 128)

@@ -143,12 +143,6 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
     }
 }
 
-// Asks L2 for the 128-byte line holding p (prefetch.global.L2: no register, no wait; the later load of that line hits
-// L2 instead of DRAM). Callers prefetch only lines of the array.
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
 // ------------------------------------------------------------------------------------------ TMA (sm_90)
 // Hopper's tensor memory accelerator copies a box of a 2-5 dimensional array (described by a CUtensorMap the host
 // encodes, cuTensorMapEncodeTiled) from global to shared memory with one instruction and no registers, filling

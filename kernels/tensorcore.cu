@@ -605,7 +605,7 @@ __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8]
 // one pointer with unmasked loads, UNROLL in flight, then the partial last chunk (its warp's) with its rows masked;
 // other strips mask every load. With WPS > 1 the group's warps combine through red in q order from 0.0f, as the
 // general path does. Written to hold nothing but the walk across it (the strip's place is read again for the store).
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL, int PF>
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
 __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
                                                    OutT* __restrict__ out, i64 strips_per_i, i64 nstrips,
                                                    float (&red)[BLOCK / 32][64]) {
@@ -625,18 +625,8 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
             const i64 cstep = 16 * WPS * sr;  // from chunk ch to ch + WPS
             const T* __restrict__ p = xs + (16 * q + 2 * t) * sr + l0 + 8 * g;
             i64 left = q < whole ? (whole - q + WPS - 1) / WPS : 0;  // chunks q, q + WPS, ... below whole
-            // PF > 0: lane L asks L2 for row L % 16 (64 columns: one 128-byte line of 16-bit data) of the round PF
-            // rounds ahead, its chunk L / 16 (and + 2, + 4, ... below UNROLL), while that chunk exists
 #pragma unroll 1
             for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
-                if constexpr (PF > 0) {  // (the offsets recomputed each round: nothing more held across the walk)
-                    const int lane = threadIdx.x & 31, ahead = PF * UNROLL + (lane >> 4);
-#pragma unroll
-                    for (int u = 0; u < UNROLL; u += 2) {
-                        if ((lane >> 4) + u < UNROLL && ahead + u < left)
-                            prefetch_l2(p + ((i64)(lane & 15) - 2 * t) * sr - 8 * g + (i64)(ahead + u) * cstep);
-                    }
-                }
                 RowPiece<T, 8> v[UNROLL][4];
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) load_col_chunk_rows<T>(p + u * cstep, sr, 16, v[u]);
@@ -698,7 +688,7 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
 }  // namespace
 
 template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL,
-          int MINB, bool ONE_ITEM, int PF = 0>
+          int MINB, bool ONE_ITEM>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
@@ -713,12 +703,11 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     const SplitRange rows = split_range<16>(r, splits, split);
     const i64 j_begin = rows.begin, j_end = rows.end, nchunks = rows.nchunks;
 
-    static_assert(PF == 0 || (ONE_ITEM && sizeof(T) == 2), "L2 prefetch: the one-item walk of 16-bit data");
     if constexpr (ONE_ITEM) {  // one pass, no splits
         static_assert(SHORT_UNROLL == 0, "the one-item path walks 16-row chunks");
         if (WPS == 1 && (i64)blockIdx.x * GROUPS + group >= nstrips) return;  // (no barrier for WPS 1)
-        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL, PF>(x, r, b, sa, sr, out, strips_per_i,
-                                                                            nstrips, red);
+        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strips_per_i, nstrips,
+                                                                        red);
         return;
     } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");

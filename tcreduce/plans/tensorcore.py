@@ -124,10 +124,6 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 # same sums. An element size absent, or tensorcore_chained (its C fragments stay live across the walk, which spills
 # at these blocks per SM): the general kernel
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
-# ... and, for 16-bit data (bytes per element: rounds ahead), an L2 prefetch in that walk: each round of chunks asks
-# L2 for the rows of the round this many rounds ahead (prefetch.global.L2, no registers: more bytes on their way from
-# DRAM than the registers hold; kernels/tensorcore.cu, col_strip_one_item). The same loads and mmas: the same sums
-COLS_L2_PREFETCH: dict[int, int] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
@@ -289,13 +285,12 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                     break
             else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
                 one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
-        prefetch = tuned(_THIS, "COLS_L2_PREFETCH", device).get(isz, 0) if one_item and aligned else 0
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
-                f"{unroll}, {minb}, {str(one_item).lower()}{f', {prefetch}' if prefetch else ''}>")
+                f"{unroll}, {minb}, {str(one_item).lower()}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                            COLS_STRIP,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
-                                unroll=unroll, blocks_per_sm=minb, one_item=one_item, l2_prefetch=prefetch))
+                                unroll=unroll, blocks_per_sm=minb, one_item=one_item))
     raise TypeError(f"unknown problem {problem!r}")
 
 
