@@ -9,13 +9,15 @@ regimes, GB/s = bytes read / median time:
 
 - ``back_to_back``: the studies' ``experiments.timing.time_gpu`` (batches of calls between CUDA events, one input);
 - ``back_to_back_out``: the same with a preallocated output (tcreduce's ``out=``: no allocation per call);
-- ``alone``: per sample, a synchronisation, a 1 GiB write (flushes L2 and keeps the GPU busy while the host
-  launches), then one call between CUDA events;
+- ``alone``: per sample, a synchronisation, a one-thread kernel spinning about 200 us (so the host's launch path is
+  not timed), then one call between CUDA events;
+- ``alternating``: back to back over two inputs in turn (each call reads other memory than the last);
 - ``back_to_back (again, k)``: the first regime repeated ``--rounds`` times after the others, in the same process
   (does a method's speed move within one process?).
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
-(``experiments.competitors``' compile, same specialisation). Writes regimes.csv (with the metadata line).
+(``experiments.competitors``' compile, same specialisation) and, for first-axis cases, read_probe's ``col_walk`` in
+shuffle_cols' one-item shape (its reads alone). Writes regimes.csv (with the metadata line).
 """
 
 from __future__ import annotations
@@ -33,18 +35,27 @@ from read_probe import _write  # noqa: E402
 TOTAL_BYTES = 1 << 29
 
 
+_SPIN = r"""
+extern "C" __global__ void tcr_spin(long long cycles) {  // one thread busy for `cycles` SM clocks
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+"""
+
+
 def _alone(fn, x, reps: int) -> float:
-    """Median seconds of one call after an L2 flush: a synchronisation, a 1 GiB write (about 250 us of GPU time, so
-    the call's host launch path is hidden behind it), then the call between CUDA events."""
+    """Median seconds of one call alone: a synchronisation, a one-thread kernel that spins about 200 us (the call's
+    host launch path is hidden behind it, and the GPU has drained every earlier write), then the call between CUDA
+    events."""
     import cupy
 
-    flush = cupy.empty(1 << 28, dtype=cupy.float32)
+    spin = cupy.RawKernel(_SPIN, "tcr_spin")
     e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
     stream = cupy.cuda.get_current_stream()
     times = []
     for k in range(reps + 2):
         stream.synchronize()
-        flush.fill(k)
+        spin((1,), (1,), (cupy.int64(400_000),))
         e0.record(stream)
         fn(x)
         e1.record(stream)
@@ -52,6 +63,29 @@ def _alone(fn, x, reps: int) -> float:
         if k >= 2:
             times.append(cupy.cuda.get_elapsed_time(e0, e1) / 1e3)
     return statistics.median(times)
+
+
+def _alternating(fn, x, y, cfg) -> float:
+    """time_gpu over two inputs in turn (x, y, x, ...): back to back, each call reading other memory than the last."""
+    from experiments.timing import time_gpu
+
+    return time_gpu(fn, [x, y], cfg).median_s
+
+
+def _col_walk(rows: int, words: int):
+    """read_probe.cu's col_walk<4, 1, 256> over a [rows, words] matrix of 16-byte words at 4 blocks per SM (forced
+    through dynamic shared memory): the reads of shuffle_cols' one-item plan with no additions and no output."""
+    import cupy
+
+    from read_probe import COL_WALK_SMEM_KIB, _walk_setup
+
+    name = "probe::col_walk<4, 1, 256>"
+    mod, sink, _ = _walk_setup([name])
+    fn = mod.get_function(name)
+    kib = COL_WALK_SMEM_KIB[4]
+    fn.max_dynamic_shared_size_bytes = kib << 10
+    grid = -(-words // 256)
+    return lambda a: fn((grid,), (256,), (a, cupy.int64(rows), cupy.int64(words), sink), shared_mem=kib << 10)
 
 
 def main() -> None:
@@ -81,18 +115,23 @@ def main() -> None:
         other = TOTAL_BYTES // get_format(dtype).itemsize // n
         shape, axis = ((n, other), 0) if form == "cols" else ((other, n), -1)
         x, t, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
+        y, ty, _ = make_input(cupy.random.default_rng(2), shape, dtype, torch)
+        twin = {id(x): t, id(y): ty}  # the torch view of each CuPy input
         compiled = torch.compile(lambda a: torch.sum(a, dim=axis, dtype=torch.float32), dynamic=False)
         res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
         o = cupy.empty(res_shape, dtype=cupy.float32)
         methods = {m: (lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, **kw),
                        lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, out=o, **kw))
                    for m in ("shuffle", "tensorcore", "auto")}
-        methods["torch.sum"] = (lambda a, t=t: torch.sum(t, dim=axis, dtype=torch.float32), None)
-        methods["torch.compile"] = (lambda a, t=t: compiled(t), None)
+        if form == "cols":  # shuffle_cols' walk alone (read_probe's col_walk: 4 rows in flight, 4 blocks per SM)
+            methods["walk (read_probe)"] = (_col_walk(n, x.nbytes // n // 16), None)
+        methods["torch.sum"] = (lambda a, tw=twin: torch.sum(tw[id(a)], dim=axis, dtype=torch.float32), None)
+        methods["torch.compile"] = (lambda a, tw=twin: compiled(tw[id(a)]), None)
         for name, (fn, fn_out) in methods.items():
             with torch_stream_guard():
                 fn(x)
-                regimes = {"back_to_back": time_gpu(fn, [x], cfg).median_s, "alone": _alone(fn, x, args.reps)}
+                regimes = {"back_to_back": time_gpu(fn, [x], cfg).median_s, "alone": _alone(fn, x, args.reps),
+                           "alternating": _alternating(fn, x, y, cfg)}
                 if fn_out is not None:
                     regimes["back_to_back_out"] = time_gpu(fn_out, [x], cfg).median_s
                 for k in range(args.rounds):
@@ -102,7 +141,7 @@ def main() -> None:
                              "GBps": round(x.nbytes / sec / 1e9, 1)})
                 print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
-        del x, t
+        del x, t, y, ty, twin
         cupy.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
     _write(out / "regimes.csv", rows, {**device_info(), **git_info(), "command": command_line()})
