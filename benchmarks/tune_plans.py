@@ -384,21 +384,6 @@ for _dt, _isz, _r in (("float16", 2, 128), ("float16", 2, 256), ("bfloat16", 2, 
     SWEEPS[f"shuffle_{_dt}_cols{_r}_small_blocks"] = (
         shuffle_plan, SMALL_BLOCKS, _dt, (_r, (1 << 29) // _isz // _r), 0,
         [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
-# ... and with 8-byte column chunks (COLS_CHUNK_BYTES: half the accumulators and load registers per thread, so more
-# threads fit; every column's additions the same), in blocks of 256 or of 128 threads over strips of 32-128 chunks
-# (regimes.py and read_probe part 1c, session 16: inductor's walk of 128-thread programs over 512-byte strips reads
-# 4,440-4,466 GB/s at [128, 2^21] fp16 on an H200, shuffle_cols' own walk 4,319, shuffle_cols 4,222, torch.compile
-# 4,350-4,370). The strip width changes the order of additions: the bits check follows the plan
-CHUNK8 = [committed(shuffle_plan, "BLOCK", "COLS_CT_MANY", "COLS_ONE_ITEM_TUNING", "COLS_CHUNK_BYTES")]
-CHUNK8 += [dict(BLOCK=b, COLS_CT_MANY=c, COLS_ONE_ITEM_TUNING={1: (u, m), 2: (u, m), 4: (u, m)},
-                COLS_CHUNK_BYTES={1: 8, 2: 8, 4: 8})
-           for b, c, u, m in ((256, 256, 4, 4), (256, 256, 8, 4), (256, 256, 4, 6), (128, 64, 4, 12), (128, 64, 4, 16),
-                              (128, 64, 8, 12), (128, 64, 2, 16), (128, 32, 4, 16), (128, 128, 4, 16))]
-for _dt, _isz, _rs in (("float16", 2, (64, 128, 256, 1024)), ("bfloat16", 2, (128,)), ("float32", 4, (128, 256))):
-    for _r in _rs:
-        SWEEPS[f"shuffle_{_dt}_cols{_r}_chunk8"] = (
-            shuffle_plan, CHUNK8, _dt, (_r, (1 << 29) // _isz // _r), 0,
-            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
 WIDE_BLOCKS = [committed(tc_plan, "BLOCK", "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM")]
 WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m)
                 for b, u, m in ((512, 2, 4), (512, 2, 3), (512, 4, 2), (256, 2, 6), (256, 8, 3))]

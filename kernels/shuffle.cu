@@ -26,9 +26,9 @@ using tcr::i64;
 
 namespace shuffle_detail {
 
-template <typename T, int CB = 16>
-struct Vec {  // elements of a chunk of CB bytes (16: every kernel's; 8: shuffle_cols' 8-byte chunks)
-    static constexpr int N = CB / (int)sizeof(T);
+template <typename T>
+struct Vec {
+    static constexpr int N = 16 / (int)sizeof(T);
 };
 
 // The raw bits of the element at p, in the low sizeof(T) * 8 bits.
@@ -41,20 +41,11 @@ __device__ __forceinline__ unsigned load_bits(const T* p) {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// The chunk p[0 .. min(valid, VEC)) of CB bytes as raw bits (an 8-byte chunk in the low half); elements at or past
-// `valid` are +0.0. valid >= 1.
-template <typename T, bool VECTOR, int CB = 16>
+// The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1.
+template <typename T, bool VECTOR>
 __device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid) {
-    constexpr int N = Vec<T, CB>::N, S = (int)sizeof(T);
-    static_assert(CB == 16 || CB == 8, "chunks of 16 or 8 bytes");
-    if (VECTOR && valid >= N) {
-        if constexpr (CB == 16) {
-            return __ldg(reinterpret_cast<const uint4*>(p));
-        } else {
-            const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-            return make_uint4(v.x, v.y, 0u, 0u);
-        }
-    }
+    constexpr int N = Vec<T>::N, S = (int)sizeof(T);
+    if (VECTOR && valid >= N) return __ldg(reinterpret_cast<const uint4*>(p));
     unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int e = 0; e < N; ++e)
@@ -77,30 +68,30 @@ __device__ __forceinline__ void add_chunk(float& acc, const uint4& v) {
     for (int e = 0; e < Vec<T>::N; ++e) acc += chunk_elem<T>(v, e);
 }
 
-// acc[e] += element e of the chunk, for e = 0..N-1 (one accumulator per column; N the chunk's elements).
-template <typename T, int N>
-__device__ __forceinline__ void add_cols(float (&acc)[N], const uint4& v) {
+// acc[e] += element e of the chunk, for e = 0..VEC-1 (one accumulator per column).
+template <typename T>
+__device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v) {
 #pragma unroll
-    for (int e = 0; e < N; ++e) acc[e] += chunk_elem<T>(v, e);
+    for (int e = 0; e < Vec<T>::N; ++e) acc[e] += chunk_elem<T>(v, e);
 }
 
 // shuffle_cols' step 1: acc[e] += element e of the chunks q[0], q[step], q[2 step], ... (`left` of them, in that
 // order), UNROLL loads in flight; the last partial round loads its chunks together. VECTOR: every chunk is whole and
-// CB-byte aligned (else masked scalar loads of `valid` elements).
-template <typename T, int UNROLL, bool VECTOR, int CB>
-__device__ __forceinline__ void walk_column(float (&acc)[Vec<T, CB>::N], const T* __restrict__ q, i64 step,
-                                            i64 left, i64 valid) {
+// 16-byte aligned (else masked scalar loads of `valid` elements).
+template <typename T, int UNROLL, bool VECTOR>
+__device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __restrict__ q, i64 step, i64 left,
+                                            i64 valid) {
     for (; left >= UNROLL; left -= UNROLL, q += UNROLL * step) {
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR, CB>(q + u * step, valid);
+        for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR>(q + u * step, valid);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
     }
     if (left > 0) {  // an absent row adds +0.0f (acc is never -0.0f)
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = u < left ? load_chunk<T, VECTOR, CB>(q + u * step, valid) : zero4();
+        for (int u = 0; u < UNROLL; ++u) v[u] = u < left ? load_chunk<T, VECTOR>(q + u * step, valid) : zero4();
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
     }
@@ -383,7 +374,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB, ONE_ITEM, CB>: element (i, j, l) at x + i*sa + j*sr + l
+// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB>: element (i, j, l) at x + i*sa + j*sr + l
 // (i < a, j < r, l < b); out[i*b + l] = sum over j.
 //
 // Variant: seed 003 v4/v5 turned sideways: each thread owns VEC consecutive columns (one chunk, VEC fp32
@@ -392,8 +383,6 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 // ALIGNED: x, sa * sizeof(T) (when a > 1) and sr * sizeof(T) are multiples of 16 bytes; otherwise scalar loads.
 // ONE_ITEM: the plan has no splits and a block per strip (one pass): compiled without the work-item loop and step 4's
 // combination, which frees the registers for more blocks per SM (UNROLL and MINB never change the sums).
-// CB: bytes per chunk, 16 or 8 (VEC = CB / sizeof(T) columns per thread: half the accumulators and load registers at
-// 8). The order below never involves VEC: every column's additions are the same for either.
 //
 // Layout: a row i has cvecs = ceil(b / VEC) column chunks; chunk cv = i*cvecs + c (0 <= cv < a*cvecs) holds columns
 // l = c*VEC + e, e < VEC, l < b. A strip is CT consecutive chunks (strip*CT .. strip*CT + CT - 1). Thread t of a block
@@ -416,14 +405,13 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 //   out[i*b + l] = from_float<OutT>(column sum).
 // Workspace: strips * CT * VEC * splits floats and `strips` counters when splits > 1, none otherwise.
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB, bool ONE_ITEM,
-          int CB = 16>
+template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB, bool ONE_ITEM>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa,
                                                       i64 sr, OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
     static_assert(CT >= 1 && CT <= BLOCK && (CT & (CT - 1)) == 0, "CT: a power of two <= BLOCK");
-    constexpr int N = Vec<T, CB>::N;  // elements per chunk (VEC)
+    constexpr int N = Vec<T>::N;
     constexpr int JT = BLOCK / CT;
     constexpr int GW = CT < 32 ? 32 : CT;  // threads per j group after step 2
     constexpr int NJ = BLOCK / GW;         // j groups per block
@@ -462,9 +450,9 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
         const i64 j0 = s * JT + jt;
         const i64 left = j0 < rr ? (rr - j0 + QJ - 1) / QJ : 0;  // this thread's j to add
         if (ALIGNED && valid >= N)  // whole chunks: 16-byte loads only (a loop of its own: fewer registers)
-            walk_column<T, UNROLL, true, CB>(acc, p + j0 * sr, QJ * sr, left, valid);
+            walk_column<T, UNROLL, true>(acc, p + j0 * sr, QJ * sr, left, valid);
         else  // masked scalar loads; in an aligned kernel only the last chunk of a row: one row in flight
-            walk_column<T, ALIGNED ? 1 : UNROLL, false, CB>(acc, p + j0 * sr, QJ * sr, left, valid);
+            walk_column<T, ALIGNED ? 1 : UNROLL, false>(acc, p + j0 * sr, QJ * sr, left, valid);
 
         // ---- 2. fold the j lanes within a warp
         if constexpr (CT < 32) {

@@ -80,9 +80,6 @@ COLS_CT_MANY = BLOCK
 # the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
 # bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
-# cols: bytes per column chunk, keyed by bytes per element (absent: 16): 8 gives each thread VEC / 2 columns, half the
-# accumulators and load registers (kernels/shuffle.cu, CB); the order of additions of every column is the same
-COLS_CHUNK_BYTES: dict[int, int] = {}
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
 # +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x). Run 51
@@ -121,11 +118,6 @@ def _halvings(start: int, stop: int) -> list[int]:
     while out[-1] > stop:
         out.append(out[-1] // 2)
     return out
-
-
-def _chunk_bytes_arg(chunk_bytes: int) -> str:
-    """shuffle_cols' last template argument, CB, where it is not its default (16)."""
-    return "" if chunk_bytes == 16 else f", {chunk_bytes}"
 
 
 def _check_elements_aligned(align: int, in_dtype: str) -> None:
@@ -197,9 +189,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
 
 def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
                                                                                             dict[str, Any]]:
-    minb, isz = BLOCKS_PER_SM["cols"], ITEMSIZE[in_dtype]
-    chunk_bytes = tuned(_THIS, "COLS_CHUNK_BYTES", device).get(isz, 16)
-    vec = chunk_bytes // isz
+    vec, minb, isz = _vec(in_dtype), BLOCKS_PER_SM["cols"], ITEMSIZE[in_dtype]
     unroll = COLS_UNROLL
     _check_elements_aligned(problem.align, in_dtype)
     a, r, b = problem.a, problem.r, problem.b
@@ -241,7 +231,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
-            f"{minb}, {_bool(one_item)}{_chunk_bytes_arg(chunk_bytes)}>")
+            f"{minb}, {_bool(one_item)}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -324,13 +314,11 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
         tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
         cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
-        chunk_tables = (COLS_CHUNK_BYTES, *(f.get("COLS_CHUNK_BYTES", {}) for f in FAMILY_TUNING.values()))
-        for cb in sorted({t.get(ITEMSIZE[in_dtype], 16) for t in chunk_tables}):
-            for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-                names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
-                             f"{BLOCKS_PER_SM['cols']}, false{_chunk_bytes_arg(cb)}>")
-                names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true{_chunk_bytes_arg(cb)}>"
-                          for u, m in sorted(cols_one_item)]
+        for ct in (1, 2, 4, 8, 16, 32, BLOCK):
+            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
+                         f"{BLOCKS_PER_SM['cols']}, false>")
+            names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true>"
+                      for u, m in sorted(cols_one_item)]
     return names
 
 
