@@ -77,26 +77,14 @@ __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v
 
 // shuffle_cols' step 1: acc[e] += element e of the chunks q[0], q[step], q[2 step], ... (`left` of them, in that
 // order), UNROLL loads in flight; the last partial round loads its chunks together. VECTOR: every chunk is whole and
-// 16-byte aligned (else masked scalar loads of `valid` elements). The whole rounds are software-pipelined: a chunk's
-// register is reloaded with the chunk UNROLL further on as soon as it has been added, so UNROLL loads stay in flight
-// through the walk instead of UNROLL at a time (inductor's unrolled first-axis loops keep theirs in flight the same
-// way); the additions keep their order.
+// 16-byte aligned (else masked scalar loads of `valid` elements).
 template <typename T, int UNROLL, bool VECTOR>
 __device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __restrict__ q, i64 step, i64 left,
                                             i64 valid) {
-    if (left >= UNROLL) {
+    for (; left >= UNROLL; left -= UNROLL, q += UNROLL * step) {
         uint4 v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR>(q + u * step, valid);
-        left -= UNROLL;
-        q += UNROLL * step;
-        for (; left >= UNROLL; left -= UNROLL, q += UNROLL * step) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                add_cols<T>(acc, v[u]);
-                v[u] = load_chunk<T, VECTOR>(q + u * step, valid);
-            }
-        }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
     }
