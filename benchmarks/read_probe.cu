@@ -8,6 +8,8 @@
 //   3 ld.global.nc.L1::no_allocate.L2::256B (our kernels' MODE 1)
 //   4 ld.global.L1::evict_first.L2::cache_hint with an L2 evict_first policy (what Triton emits for
 //     eviction_policy="evict_first")
+#include <cuda_fp16.h>
+
 namespace probe {
 
 typedef long long i64;
@@ -92,6 +94,20 @@ __global__ void __launch_bounds__(256) col_walk(const uint4* __restrict__ x, i64
     sink_if(xor_walk<U, MODE>(x, (i64)(threadIdx.x / W) * words + col, rows * words, G * words, pol), sink);
 }
 
+// An 8-byte load (MODE as ld's; 3 reads as plain).
+template <int MODE>
+__device__ __forceinline__ uint2 ld8(const void* p, unsigned long long policy) {
+    uint2 v;
+    const uint2* q = static_cast<const uint2*>(p);
+    if (MODE == 1) v = __ldg(q);
+    else if (MODE == 2) v = __ldcs(q);
+    else if (MODE == 4)
+        asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;\n"
+                     : "=r"(v.x), "=r"(v.y) : "l"(q), "l"(policy));
+    else v = *q;
+    return v;
+}
+
 // A load of B = 4, 8 or 16 bytes folded to 32 bits (MODE as ld's; 3, the L2::256B prefetch, only for 16 bytes: a
 // plain load otherwise).
 template <int B, int MODE>
@@ -101,14 +117,7 @@ __device__ __forceinline__ unsigned ld_fold(const void* p, unsigned long long po
         return v.x ^ v.y ^ v.z ^ v.w;
     }
     if (B == 8) {
-        uint2 v;
-        const uint2* q = static_cast<const uint2*>(p);
-        if (MODE == 1) v = __ldg(q);
-        else if (MODE == 2) v = __ldcs(q);
-        else if (MODE == 4)
-            asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;\n"
-                         : "=r"(v.x), "=r"(v.y) : "l"(q), "l"(policy));
-        else v = *q;
+        const uint2 v = ld8<MODE>(p, policy);
         return v.x ^ v.y;
     }
     const unsigned* q = static_cast<const unsigned*>(p);
@@ -150,6 +159,43 @@ __global__ void __launch_bounds__(T) inductor_row_walk(const unsigned char* __re
     unsigned acc = 0u;
     for (i64 c = (i64)threadIdx.x * B; c < row_bytes; c += (i64)T * B) acc ^= ld_fold<B, MODE>(row + c, pol);
     sink_if(acc, sink);
+}
+
+// A whole first-axis fp16 sum in the shape of inductor_col_walk (B 8): block b sums columns 4 (b XW) .. 4 (b XW + XW)
+// - 1 of a [rows, cols] fp16 matrix (cols a multiple of 4, 8-byte aligned rows) into fp32 out[cols]; thread t walks
+// rows t / XW, + RB, ... with 4 fp32 accumulators (a plain loop ptxas may unroll), then the RB row lanes are added in
+// lane order through shared memory and lane 0 stores. Not a tcreduce method: how fast our code can be in inductor's
+// shape, with the conversions, the additions and the output a real sum has.
+template <int MODE, int XW, int RB>
+__global__ void __launch_bounds__(XW * RB) inductor_col_sum(const __half* __restrict__ x, i64 rows, i64 cols,
+                                                            float* __restrict__ out) {
+    const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
+    const int xl = threadIdx.x % XW, rl = threadIdx.x / XW;
+    const i64 col = ((i64)blockIdx.x * XW + xl) * 4;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (col < cols) {
+        for (i64 r = rl; r < rows; r += RB) {
+            const uint2 v = ld8<MODE>(x + r * cols + col, pol);
+            const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
+            const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+            acc[0] += a.x;
+            acc[1] += a.y;
+            acc[2] += b.x;
+            acc[3] += b.y;
+        }
+    }
+    if constexpr (RB > 1) {
+        __shared__ float red[RB][XW * 4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) red[rl][xl * 4 + e] = acc[e];
+        __syncthreads();
+        if (rl != 0) return;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            for (int k = 1; k < RB; ++k) acc[e] += red[k][xl * 4 + e];
+        }
+    }
+    if (col < cols) *reinterpret_cast<float4*>(out + col) = make_float4(acc[0], acc[1], acc[2], acc[3]);
 }
 
 }  // namespace probe

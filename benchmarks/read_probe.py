@@ -13,7 +13,8 @@ probe did before session 15, charged torch.compile's heavier launch path 6-8% at
    warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (one buffer
    larger than L2). 1b (``--col-walks``, ``read_probe_cols.csv``): first-axis walks by strip width, loads in flight
    and blocks per SM. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
-   (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints).
+   (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints), its long-row walk, and whole fp16 first-axis
+   sums in the first-axis walk's shape (``inductor_col_sum``, checked against float64).
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
    torch.compile led the committed sweep (long rows, few long float32 columns, the full sum; ``--shapes cols``: the
    first-axis sums of few rows; ``--shapes walks``: those and long rows, part 1c's shapes).
@@ -169,6 +170,8 @@ INDUCTOR_WALKS = {"float16": ((8, 64, 2), (8, 64, 4), (8, 32, 4), (16, 32, 4), (
 # and its row walk over LONG_ROW_SHAPES (inductor_row_walk): (bytes per load, threads per row); inductor's pick at
 # [2^14, 16384] fp16 is R0_BLOCK 2048 on 16 warps, 8 bytes per thread
 INDUCTOR_ROW_WALKS = ((8, 512), (16, 512), (16, 256), (8, 256), (16, 128), (8, 1024), (4, 512))
+# and whole fp16 first-axis sums in the first-axis walk's shape (inductor_col_sum): (load MODE, XW, RB)
+INDUCTOR_COL_SUMS = tuple((m, xw, rb) for m in (0, 1, 4) for xw, rb in ((64, 2), (64, 4), (32, 4), (128, 2), (64, 1)))
 
 
 def probe_inductor_walks(reps: int) -> list[dict]:
@@ -181,7 +184,8 @@ def probe_inductor_walks(reps: int) -> list[dict]:
     specs = [(dt, b, xw, rb, mode) for dt, walks in INDUCTOR_WALKS.items() for b, xw, rb in walks for mode in (0, 2, 4)]
     row_specs = [(b, t, mode) for b, t in INDUCTOR_ROW_WALKS for mode in (0, 2, 4)]
     names = sorted({f"probe::inductor_col_walk<{b}, {m}, {xw}, {rb}>" for _, b, xw, rb, m in specs}
-                   | {f"probe::inductor_row_walk<{b}, {m}, {t}>" for b, t, m in row_specs})
+                   | {f"probe::inductor_row_walk<{b}, {m}, {t}>" for b, t, m in row_specs}
+                   | {f"probe::inductor_col_sum<{m}, {xw}, {rb}>" for m, xw, rb in INDUCTOR_COL_SUMS})
     mod, sink, buf = _walk_setup(names)
     nbytes = buf.nbytes
     rows = []
@@ -198,16 +202,49 @@ def probe_inductor_walks(reps: int) -> list[dict]:
                          "load": MODES[mode], "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{label:22s} B={b:<2d} XW={xw:<3d} RB={rb} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s",
                   flush=True)
+    rows += _inductor_col_sums(mod, reps)
     for label, shape, _, _ in LONG_ROW_SHAPES:
         nrows, row_bytes = shape[0], nbytes // shape[0]
         for b, threads, mode in row_specs:
             fn = mod.get_function(f"probe::inductor_row_walk<{b}, {mode}, {threads}>")
-            t = timed(lambda: fn((nrows,), (threads,), (buf, cupy.int64(row_bytes), sink)), reps)
+            args = (buf, cupy.int64(row_bytes), sink)
+            t = timed(lambda: fn((nrows,), (threads,), args), reps)
             rows.append({"case": label, "bytes_per_load": b, "threads": threads, "load": MODES[mode], "grid": nrows,
                          "GBps": round(nbytes / t / 1e9, 1)})
             print(f"{label:22s} B={b:<2d} T={threads:<4d} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
     del buf
     cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _inductor_col_sums(mod, reps: int) -> list[dict]:
+    """Part 1c's whole sums: inductor_col_sum (read_probe.cu) over the fp16 COLS_SHAPES, each result checked against
+    a float64 sum (recursive summation's bound, n 2^-23 sum|x|) and every output written (poisoned first)."""
+    import cupy
+
+    rows = []
+    for label, shape, _, dtype in COLS_SHAPES:
+        if dtype != "float16":
+            continue
+        nrows, ncols = shape
+        x = cupy.random.default_rng(5).uniform(-0.25, 0.75, shape, dtype=cupy.float32).astype(cupy.float16)
+        want = x.astype(cupy.float64).sum(axis=0)
+        bound = nrows * 2.0**-23 * cupy.abs(x.astype(cupy.float64)).sum(axis=0)
+        out = cupy.empty(ncols, dtype=cupy.float32)
+        for mode, xw, rb in INDUCTOR_COL_SUMS:
+            fn = mod.get_function(f"probe::inductor_col_sum<{mode}, {xw}, {rb}>")
+            grid = -(-ncols // (4 * xw))
+            args = (x, cupy.int64(nrows), cupy.int64(ncols), out)
+            out.fill(cupy.nan)
+            fn((grid,), (xw * rb,), args)
+            if not bool(cupy.all(cupy.abs(out.astype(cupy.float64) - want) <= bound)):
+                raise RuntimeError(f"inductor_col_sum<{mode}, {xw}, {rb}> is wrong at {label}")
+            t = timed(lambda: fn((grid,), (xw * rb,), args), reps)
+            rows.append({"case": label, "kernel": "inductor_col_sum", "bytes_per_load": 8, "XW": xw, "RB": rb,
+                         "threads": xw * rb, "load": MODES[mode], "grid": grid, "GBps": round(x.nbytes / t / 1e9, 1)})
+            print(f"{label:22s} sum XW={xw:<3d} RB={rb} {MODES[mode]:28s} {rows[-1]['GBps']:8.1f} GB/s", flush=True)
+        del x, want, bound
+        cupy.get_default_memory_pool().free_all_blocks()
     return rows
 
 
