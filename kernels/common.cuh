@@ -143,6 +143,21 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
     }
 }
 
+// An L2 access policy that marks lines evict-first (createpolicy: what Triton emits for eviction_policy="evict_first"),
+// and a 16-byte load carrying it, L1 evict-first too (ld.global.L1::evict_first.L2::cache_hint): data read once that
+// should leave L2 to the lines written around it.
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ uint4 load16_evict_first(const uint4* p, unsigned long long policy) {
+    uint4 r;
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
+    return r;
+}
+
 // ------------------------------------------------------------------------------------------ TMA (sm_90)
 // Hopper's tensor memory accelerator copies a box of a 2-5 dimensional array (described by a CUtensorMap the host
 // encodes, cuTensorMapEncodeTiled) from global to shared memory with one instruction and no registers, filling

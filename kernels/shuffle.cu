@@ -41,11 +41,15 @@ __device__ __forceinline__ unsigned load_bits(const T* p) {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1.
-template <typename T, bool VECTOR>
-__device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid) {
+// The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1. A whole chunk is
+// one 16-byte load: ld.global.nc (LOAD 0) or, LOAD 1, evict-first in L1 and L2 (`policy`: tcr::evict_first_policy).
+template <typename T, bool VECTOR, int LOAD = 0>
+__device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid, unsigned long long policy = 0ull) {
     constexpr int N = Vec<T>::N, S = (int)sizeof(T);
-    if (VECTOR && valid >= N) return __ldg(reinterpret_cast<const uint4*>(p));
+    if (VECTOR && valid >= N) {
+        if constexpr (LOAD == 1) return tcr::load16_evict_first(reinterpret_cast<const uint4*>(p), policy);
+        else return __ldg(reinterpret_cast<const uint4*>(p));
+    }
     unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int e = 0; e < N; ++e)
@@ -78,20 +82,22 @@ __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v
 // shuffle_cols' step 1: acc[e] += element e of the chunks q[0], q[step], q[2 step], ... (`left` of them, in that
 // order), UNROLL loads in flight; the last partial round loads its chunks together. VECTOR: every chunk is whole and
 // 16-byte aligned (else masked scalar loads of `valid` elements).
-template <typename T, int UNROLL, bool VECTOR>
+template <typename T, int UNROLL, bool VECTOR, int LOAD>
 __device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __restrict__ q, i64 step, i64 left,
-                                            i64 valid) {
+                                            i64 valid, unsigned long long policy) {
     for (; left >= UNROLL; left -= UNROLL, q += UNROLL * step) {
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR>(q + u * step, valid);
+        for (int u = 0; u < UNROLL; ++u) v[u] = load_chunk<T, VECTOR, LOAD>(q + u * step, valid, policy);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
     }
     if (left > 0) {  // an absent row adds +0.0f (acc is never -0.0f)
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = u < left ? load_chunk<T, VECTOR>(q + u * step, valid) : zero4();
+        for (int u = 0; u < UNROLL; ++u) {
+            v[u] = u < left ? load_chunk<T, VECTOR, LOAD>(q + u * step, valid, policy) : zero4();
+        }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_cols<T>(acc, v[u]);
     }
@@ -374,7 +380,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 }
 
 // =====================================================================================================================
-// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB>: element (i, j, l) at x + i*sa + j*sr + l
+// shuffle_cols<T, OutT, BLOCK, UNROLL, CT, ALIGNED, MINB, ONE_ITEM, LOAD>: element (i, j, l) at x + i*sa + j*sr + l
 // (i < a, j < r, l < b); out[i*b + l] = sum over j.
 //
 // Variant: seed 003 v4/v5 turned sideways: each thread owns VEC consecutive columns (one chunk, VEC fp32
@@ -383,6 +389,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 // ALIGNED: x, sa * sizeof(T) (when a > 1) and sr * sizeof(T) are multiples of 16 bytes; otherwise scalar loads.
 // ONE_ITEM: the plan has no splits and a block per strip (one pass): compiled without the work-item loop and step 4's
 // combination, which frees the registers for more blocks per SM (UNROLL and MINB never change the sums).
+// LOAD: whole chunks through ld.global.nc (0) or with an L1 and L2 evict-first hint (1; the same values).
 //
 // Layout: a row i has cvecs = ceil(b / VEC) column chunks; chunk cv = i*cvecs + c (0 <= cv < a*cvecs) holds columns
 // l = c*VEC + e, e < VEC, l < b. A strip is CT consecutive chunks (strip*CT .. strip*CT + CT - 1). Thread t of a block
@@ -405,7 +412,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 //   out[i*b + l] = from_float<OutT>(column sum).
 // Workspace: strips * CT * VEC * splits floats and `strips` counters when splits > 1, none otherwise.
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB, bool ONE_ITEM>
+template <typename T, typename OutT, int BLOCK, int UNROLL, int CT, bool ALIGNED, int MINB, bool ONE_ITEM,
+          int LOAD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa,
                                                       i64 sr, OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
@@ -420,6 +428,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
     static_assert(NJ > 1 || CT == BLOCK, "a single j group per block only when CT == BLOCK");
     __shared__ float red[NJ > 1 ? NJ * NCOL : 1];
 
+    const unsigned long long policy = LOAD == 1 ? tcr::evict_first_policy() : 0ull;
     const int ct = threadIdx.x % CT;
     const int jt = threadIdx.x / CT;
     const int lane = threadIdx.x & 31;
@@ -450,9 +459,9 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
         const i64 j0 = s * JT + jt;
         const i64 left = j0 < rr ? (rr - j0 + QJ - 1) / QJ : 0;  // this thread's j to add
         if (ALIGNED && valid >= N)  // whole chunks: 16-byte loads only (a loop of its own: fewer registers)
-            walk_column<T, UNROLL, true>(acc, p + j0 * sr, QJ * sr, left, valid);
+            walk_column<T, UNROLL, true, LOAD>(acc, p + j0 * sr, QJ * sr, left, valid, policy);
         else  // masked scalar loads; in an aligned kernel only the last chunk of a row: one row in flight
-            walk_column<T, ALIGNED ? 1 : UNROLL, false>(acc, p + j0 * sr, QJ * sr, left, valid);
+            walk_column<T, ALIGNED ? 1 : UNROLL, false, 0>(acc, p + j0 * sr, QJ * sr, left, valid, 0ull);
 
         // ---- 2. fold the j lanes within a warp
         if constexpr (CT < 32) {

@@ -80,6 +80,9 @@ COLS_CT_MANY = BLOCK
 # the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
 # bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
+# cols: the loads of whole chunks, 0: ld.global.nc; 1: evict-first in L1 and L2 (an L2 cache-hint policy, as Triton's
+# evict_first loads; kernels/shuffle.cu LOAD). The same values either way
+COLS_LOAD = 0
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
 # +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x). Run 51
@@ -118,6 +121,11 @@ def _halvings(start: int, stop: int) -> list[int]:
     while out[-1] > stop:
         out.append(out[-1] // 2)
     return out
+
+
+def _load_arg(load: int) -> str:
+    """shuffle_cols' last template argument, LOAD, where it is not its default (0)."""
+    return f", {load}" if load else ""
 
 
 def _check_elements_aligned(align: int, in_dtype: str) -> None:
@@ -231,7 +239,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
-            f"{minb}, {_bool(one_item)}>")
+            f"{minb}, {_bool(one_item)}{_load_arg(tuned(_THIS, 'COLS_LOAD', device))}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -314,11 +322,13 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
         tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
         cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
+        loads = {COLS_LOAD} | {f["COLS_LOAD"] for f in FAMILY_TUNING.values() if "COLS_LOAD" in f}
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-            names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
-                         f"{BLOCKS_PER_SM['cols']}, false>")
-            names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true>"
-                      for u, m in sorted(cols_one_item)]
+            for ld in sorted(loads):
+                names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
+                             f"{BLOCKS_PER_SM['cols']}, false{_load_arg(ld)}>")
+                names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true{_load_arg(ld)}>"
+                          for u, m in sorted(cols_one_item)]
     return names
 
 
