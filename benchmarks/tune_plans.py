@@ -384,20 +384,23 @@ for _dt, _isz, _r in (("float16", 2, 128), ("float16", 2, 256), ("bfloat16", 2, 
     SWEEPS[f"shuffle_{_dt}_cols{_r}_small_blocks"] = (
         shuffle_plan, SMALL_BLOCKS, _dt, (_r, (1 << 29) // _isz // _r), 0,
         [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3)], "shuffle")
-# ... and with its loads of whole chunks evict-first in L1 and L2 (COLS_LOAD 1: read_probe part 1c, session 16, H200: a
-# whole fp16 first-axis sum in inductor's shape read 4,419 GB/s at [128, 2^21] with evict-first loads against 4,289-4,304
-# with plain or ld.global.nc ones; the pure walks showed no such difference), at the committed occupancy and others;
-# the same values loaded, so the same sums (the bits checked)
-COLS_LOADS = [committed(shuffle_plan, "COLS_LOAD", "COLS_ONE_ITEM_TUNING")]
-COLS_LOADS += [dict(COLS_LOAD=1)]
-COLS_LOADS += [dict(COLS_LOAD=ld, COLS_ONE_ITEM_TUNING={1: (u, m), 2: (u, m), 4: (u, m)})
-               for ld, u, m in ((1, 8, 2), (1, 4, 6), (1, 2, 8), (0, 8, 2))]
+# ... and with its loads of whole chunks evict-first in L1 and L2 (COLS_EVICT_FIRST_MIN_ROWS: from that many rows;
+# read_probe part 1c, session 16, H200: a whole fp16 first-axis sum in inductor's shape read 4,419 GB/s at [128, 2^21]
+# with evict-first loads against 4,289-4,304 with plain or ld.global.nc ones; the pure walks showed no such
+# difference), at the committed occupancy and others; the same values loaded, so the same sums (the bits checked; the
+# check shapes stay small for long columns)
+COLS_LOADS = [committed(shuffle_plan, "COLS_EVICT_FIRST_MIN_ROWS", "COLS_ONE_ITEM_TUNING")]
+COLS_LOADS += [dict(COLS_EVICT_FIRST_MIN_ROWS={1: 0, 2: 0, 4: 0})]
+COLS_LOADS += [dict(COLS_EVICT_FIRST_MIN_ROWS={1: m0, 2: m0, 4: m0}, COLS_ONE_ITEM_TUNING={1: (u, m), 2: (u, m),
+                                                                                          4: (u, m)})
+               for m0, u, m in ((0, 8, 2), (0, 4, 6), (0, 2, 8), (1 << 62, 8, 2))]
 for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 1024, 4096, 1 << 16, 1 << 20)), ("bfloat16", 2, (128, 1024)),
                        ("float32", 4, (64, 128, 256, 1024, 1 << 16)), ("float8_e4m3fn", 1, (128,))):
     for _r in _rs:
         SWEEPS[f"shuffle_{_dt}_cols{_r}_load"] = (
             shuffle_plan, COLS_LOADS, _dt, (_r, (1 << 29) // _isz // _r), 0,
-            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
+            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)] if _r <= 4096
+            else [(_r + 3, 40), (_r, 67), (_r - 5, 8)], "shuffle")
 WIDE_BLOCKS = [committed(tc_plan, "BLOCK", "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM")]
 WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m)
                 for b, u, m in ((512, 2, 4), (512, 2, 3), (512, 4, 2), (256, 2, 6), (256, 8, 3))]

@@ -80,15 +80,19 @@ COLS_CT_MANY = BLOCK
 # the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
 # bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
-# cols: the loads of whole chunks, 0: ld.global.nc; 1: evict-first in L1 and L2 (an L2 cache-hint policy, as Triton's
-# evict_first loads; kernels/shuffle.cu LOAD). The same values either way
-COLS_LOAD = 0
+# cols: first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
+# cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
+# by bytes per element, a size not listed: never. The same values either way. H200 below
+COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
 # +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x). Run 51
 # (session 13): fp8 (4, 4) 64 rows 3,643 -> 3,858, 128 4,008 -> 4,047; fp32 level with (8, 2) at every setting
-# (64-1024 rows: within -0.3..+0.8% at best), so it keeps (8, 2)
-FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)}}}
+# (64-1024 rows: within -0.3..+0.8% at best), so it keeps (8, 2). Evict-first loads for 16-bit data from 64 rows
+# (session 16, tune_plans_cols_load_9e8727f.log, fp16 at (4, 4)): 64 rows 4,178 -> 4,233, 128 4,279 -> 4,381, 256
+# 4,353 -> 4,445, 1024 4,368 -> 4,420, 4096 4,411 -> 4,442; 32 rows 4,030 -> 3,909, hence the floor
+FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
+                                                     "COLS_EVICT_FIRST_MIN_ROWS": {2: 64}}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
@@ -227,6 +231,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     # the strips and splits that fill the general kernel's blocks, through the one-item kernel when there are no
     # splits
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
+    evict_first_min = tuned(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device).get(isz, 1 << 62)
     ct, splits = strips_and_splits(device.sm_count * one_minb)
     if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
         unroll, minb = one_unroll, one_minb
@@ -239,7 +244,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
-            f"{minb}, {_bool(one_item)}{_load_arg(tuned(_THIS, 'COLS_LOAD', device))}>")
+            f"{minb}, {_bool(one_item)}{_load_arg(int(r >= evict_first_min))}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -322,9 +327,11 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
         tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
         cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
-        loads = {COLS_LOAD} | {f["COLS_LOAD"] for f in FAMILY_TUNING.values() if "COLS_LOAD" in f}
+        isz = ITEMSIZE[in_dtype]
+        floors = (COLS_EVICT_FIRST_MIN_ROWS, *(f.get("COLS_EVICT_FIRST_MIN_ROWS", {}) for f in FAMILY_TUNING.values()))
+        loads = (0, 1) if any(isz in t for t in floors) else (0,)
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-            for ld in sorted(loads):
+            for ld in loads:
                 names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
                              f"{BLOCKS_PER_SM['cols']}, false{_load_arg(ld)}>")
                 names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true{_load_arg(ld)}>"
