@@ -428,7 +428,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
     static_assert(NJ > 1 || CT == BLOCK, "a single j group per block only when CT == BLOCK");
     __shared__ float red[NJ > 1 ? NJ * NCOL : 1];
 
-    const unsigned long long policy = LOAD == 1 ? tcr::evict_first_policy() : 0ull;
+    unsigned long long policy = 0ull;
+    if constexpr (LOAD == 1) policy = tcr::evict_first_policy();
     const int ct = threadIdx.x % CT;
     const int jt = threadIdx.x / CT;
     const int lane = threadIdx.x & 31;

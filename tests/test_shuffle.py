@@ -26,7 +26,7 @@ from tcreduce.emulate.shuffle import replay
 from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.plans import shuffle as sh
 
-H100, A100 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"]
+H100, A100, H200 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"], KNOWN_GPUS["H200"]
 U = 2.0 ** -24
 
 
@@ -183,7 +183,6 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
     """Plans with no splits and one pass launch shuffle_cols<..., ONE_ITEM = true> with COLS_ONE_ITEM_TUNING's rows in
     flight and blocks per SM (the H200's own for fp16 and bf16); split plans and resident grids keep the general
     kernel at (COLS_UNROLL, BLOCKS_PER_SM["cols"])."""
-    H200 = KNOWN_GPUS["H200"]
     many = Cols(1, 128, 1 << 21, 0, 1 << 21)
     for dtype in ("float16", "bfloat16"):
         h100, h200 = (param_dict(sh.plan_shuffle(many, dtype, "float32", d)) for d in (H100, H200))
@@ -192,25 +191,44 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
         assert {k: v for k, v in h100.items() if k not in ("unroll", "minb")} == \
             {k: v for k, v in h200.items() if k not in ("unroll", "minb")}
     name = sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel
-    assert name == "shuffle_cols<__half, float, 256, 4, 256, true, 4, true>"
+    assert name == "shuffle_cols<__half, float, 256, 4, 256, true, 4, true, 1>"  # evict-first loads from 64 rows
     # strips that the general kernel's blocks hold at once (256 on 132 SMs x 2) keep its rows in flight and blocks
     # per SM, through the one-item kernel; more strips take the tuning
     for r, want in ((512, (8, 2)), (16384, (8, 2)), (1024, (4, 4)), (2048, (4, 4))):
         p = param_dict(sh.plan_shuffle(Cols(1, r, (1 << 28) // r, 0, (1 << 28) // r), "float16", "float32", H200))
         assert (p["unroll"], p["minb"]) == want and p["splits"] == 1, (r, p)
     split = sh.plan_shuffle(Cols(1, 1 << 24, 16, 0, 16), "float16", "float32", H200)
-    assert param_dict(split)["splits"] > 1 and split.launches[0].kernel.endswith(", 8, 2, true, 2, false>")
-    # fp32 has no tuning of its own: the one-item kernel at the module's defaults
+    assert param_dict(split)["splits"] > 1 and split.launches[0].kernel.endswith(", 8, 2, true, 2, false, 1>")
+    # fp32 has no tuning of its own: the one-item kernel at the module's defaults, plain loads
     assert sh.plan_shuffle(many, "float32", "float32", H200).launches[0].kernel.endswith(", 8, 256, true, 2, true>")
     monkeypatch.setattr(sh, "ONE_PASS_COLS", False)  # a resident grid strides over the strips: the general kernel
-    assert sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel.endswith(", 8, 256, true, 2, false>")
+    assert sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel.endswith(
+        ", 8, 256, true, 2, false, 1>")
+
+
+def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
+    """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads 16-bit first-axis sums of 64 rows or more evict-first (LOAD 1, the
+    last template argument); fewer rows, float32, and every GPU without the tuning (an H100) keep ld.global.nc. The
+    loads carry the same values: the plan's order parameters do not change."""
+    floor = sh.FAMILY_TUNING["H200"]["COLS_EVICT_FIRST_MIN_ROWS"][2]
+    for dtype in ("float16", "bfloat16", "float32"):
+        for r in (floor // 2, floor - 1, floor, 4 * floor, 1 << 20):
+            prob = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r)
+            name = sh.plan_shuffle(prob, dtype, "float32", H200).launches[0].kernel
+            assert name.endswith(", 1>") == (dtype != "float32" and r >= floor), (dtype, r, name)
+            assert not sh.plan_shuffle(prob, dtype, "float32", H100).launches[0].kernel.endswith(", 1>")
+    prob = Cols(1, 4 * floor, 1 << 16, 0, 1 << 16)
+    hinted = sh.plan_shuffle(prob, "float16", "float32", H200)
+    monkeypatch.setitem(sh.FAMILY_TUNING["H200"], "COLS_EVICT_FIRST_MIN_ROWS", {})
+    plain = sh.plan_shuffle(prob, "float16", "float32", H200)
+    assert hinted.launches[0].kernel == plain.launches[0].kernel[:-1] + ", 1>"
+    assert param_dict(hinted) == param_dict(plain) and hinted.launches[0].args == plain.launches[0].args
 
 
 def test_cols_one_item_tuning_replays_the_same_bits(rng):
     """Where the strips do not depend on the blocks per SM (enough column chunks for strips of BLOCK), the H200's
     one-item tuning changes only launch geometry: its replay equals the H100 plan's bit for bit. (Elsewhere its larger
     cap may choose other strips, another order that the twin follows.)"""
-    H200 = KNOWN_GPUS["H200"]
     r, b = 21, 8 * 132 * 512 + 5  # more strips of BLOCK chunks than 2 blocks per SM hold, a partial last chunk
     x = rng.standard_normal((1, r, b)).astype(np.float16)
     plans = [sh.plan_shuffle(Cols(1, r, b, 0, b), "float16", "float32", d) for d in (H100, H200)]
@@ -251,7 +269,7 @@ SWEEP = ([Flat(n, a) for n in (0, 1, 17, 1 << 20, 1 << 28, (1 << 31) + 3) for a 
             for al in (0, 4)])
 
 
-@pytest.mark.parametrize("dev", [H100, A100], ids=["H100", "A100"])
+@pytest.mark.parametrize("dev", [H100, A100, H200], ids=["H100", "A100", "H200"])
 @pytest.mark.parametrize("in_dt", ["float16", "float32"])
 @pytest.mark.parametrize("out_dt", ["float16", "float32", "float64"])
 def test_plans_are_consistent(dev, in_dt, out_dt):
@@ -273,7 +291,7 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         else:
             assert 1 <= ln.grid[0] <= cap
         assert ln.block == (sh.BLOCK, 1, 1)
-        assert re.search(rf", {p['minb']}(, (true|false))?>$", ln.kernel), ln.kernel  # cols: then ONE_ITEM
+        assert re.search(rf", {p['minb']}(, (true|false)(, 1)?)?>$", ln.kernel), ln.kernel  # cols: ONE_ITEM, LOAD
         if p.get("splits", 1) > 1:
             assert plan.workspace_floats > 0 and plan.counters > 0
         if p["kernel"] != "flat":
@@ -321,7 +339,7 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 
     for name in sh.kernel_names(in_dt, out_dt):
         ck = assert_compiles_clean("shuffle.cu", name, arch)
-        minb = int(re.search(r", (\d+)(, (true|false))?>$", name).group(1))
+        minb = int(re.search(r", (\d+)(, (true|false)(, 1)?)?>$", name).group(1))
         assert ck.registers is not None and ck.registers * sh.BLOCK * minb <= 65536, (name, ck.registers)
         assert "ld.global.nc.v4" in ck.ptx or "shuffle_cols" in name or "shuffle_rows" in name
 
