@@ -9,9 +9,9 @@
 A case is dtype:form:n:method with form "rows" (a [TOTAL / n, n] array over the last axis) or "cols" ([n, TOTAL / n]
 over axis 0), TOTAL = 512 MiB of input as in the segment study; method a tcreduce method, or "torch.sum" or
 "torch.compile" (``torch.sum(t, dim, dtype=float32)``, compiled as the studies' competitor is: inductor's kernels
-beside ours). float16 and float32 results are checked against a
-float64 sum (|error| <= n 2^-23 sum|x|, recursive summation's bound for any order of fp32 additions), so a profile
-never describes a wrong kernel; other formats are not checked here.
+beside ours). float16 and float32 results are checked against a float64 sum (|error| <= n 2^-23 sum|x|, recursive
+summation's bound for any order of fp32 additions), so a profile never describes a wrong kernel; other formats are
+not checked here.
 """
 
 from __future__ import annotations

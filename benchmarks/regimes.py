@@ -4,7 +4,7 @@
 
 Nsight Compute timed `shuffle_cols` and inductor's kernel alike at [128, 2^21] fp16 (123.5 against 123.2 us, each
 alone after a cache flush; notes/performance.md, session 16) while the segment study, which times calls back to back,
-had ours 3% slower. Each case (dtype:form:n, 512 MiB as in the segment study) is timed by every method in three
+had ours 3% slower. Each case (dtype:form:n, 512 MiB as in the segment study) is timed by every method in these
 regimes, GB/s = bytes read / median time:
 
 - ``back_to_back``: the studies' ``experiments.timing.time_gpu`` (batches of calls between CUDA events, one input);
@@ -16,7 +16,7 @@ regimes, GB/s = bytes read / median time:
   (does a method's speed move within one process?).
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
-(``experiments.competitors``' compile, same specialisation) and, for first-axis cases, read_probe's ``col_walk`` in
+(``dynamic=False``, as ``experiments.competitors`` compiles it) and, for first-axis cases, read_probe's ``col_walk`` in
 shuffle_cols' one-item shape (its reads alone). Writes regimes.csv (with the metadata line).
 """
 
