@@ -127,10 +127,20 @@ __device__ __forceinline__ float combine_partials(const float* p, i64 count, i64
 }
 
 // ------------------------------------------------------------------------------------------ streaming loads
+// An L2 access policy that marks lines evict-first (createpolicy: what Triton emits for eviction_policy="evict_first"),
+// for load16's MODE 3; a thread makes it once.
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+
 // 16-byte read-only loads for data read exactly once. MODE 0: plain ld.global.nc (__ldg); MODE 1: no L1 allocation
-// and a 256-byte L2 prefetch hint; MODE 2: cache-streaming (__ldcs, evict-first).
+// and a 256-byte L2 prefetch hint; MODE 2: cache-streaming (__ldcs, evict-first); MODE 3: evict-first in L1 and in L2
+// under `policy` (evict_first_policy; ld.global.L1::evict_first.L2::cache_hint): data read once that should leave L2
+// to the lines written around it.
 template <int MODE>
-__device__ __forceinline__ uint4 load16(const uint4* p) {
+__device__ __forceinline__ uint4 load16(const uint4* p, unsigned long long policy = 0ull) {
     if constexpr (MODE == 1) {
         uint4 r;
         asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
@@ -138,24 +148,14 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
         return r;
     } else if constexpr (MODE == 2) {
         return __ldcs(p);
+    } else if constexpr (MODE == 3) {
+        uint4 r;
+        asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                     : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
+        return r;
     } else {
         return __ldg(p);
     }
-}
-
-// An L2 access policy that marks lines evict-first (createpolicy: what Triton emits for eviction_policy="evict_first"),
-// and a 16-byte load carrying it, L1 evict-first too (ld.global.L1::evict_first.L2::cache_hint): data read once that
-// should leave L2 to the lines written around it.
-__device__ __forceinline__ unsigned long long evict_first_policy() {
-    unsigned long long pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-    return pol;
-}
-__device__ __forceinline__ uint4 load16_evict_first(const uint4* p, unsigned long long policy) {
-    uint4 r;
-    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
-    return r;
 }
 
 // ------------------------------------------------------------------------------------------ TMA (sm_90)

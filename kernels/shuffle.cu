@@ -42,14 +42,11 @@ __device__ __forceinline__ unsigned load_bits(const T* p) {
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
 // The chunk p[0 .. min(valid, VEC)) as raw bits; elements at or past `valid` are +0.0. valid >= 1. A whole chunk is
-// one 16-byte load: ld.global.nc (LOAD 0) or, LOAD 1, evict-first in L1 and L2 (`policy`: tcr::evict_first_policy).
+// one 16-byte load: ld.global.nc (LOAD 0) or, LOAD 1, evict-first in L1 and L2 (tcr::load16's MODE 3 under `policy`).
 template <typename T, bool VECTOR, int LOAD = 0>
 __device__ __forceinline__ uint4 load_chunk(const T* __restrict__ p, i64 valid, unsigned long long policy = 0ull) {
     constexpr int N = Vec<T>::N, S = (int)sizeof(T);
-    if (VECTOR && valid >= N) {
-        if constexpr (LOAD == 1) return tcr::load16_evict_first(reinterpret_cast<const uint4*>(p), policy);
-        else return __ldg(reinterpret_cast<const uint4*>(p));
-    }
+    if (VECTOR && valid >= N) return tcr::load16<LOAD == 1 ? 3 : 0>(reinterpret_cast<const uint4*>(p), policy);
     unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int e = 0; e < N; ++e)
