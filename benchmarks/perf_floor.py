@@ -89,6 +89,17 @@ def make_input(rng, shape, dtype: str, torch):
     return (x.view(cupy.uint16) if dtype == "bfloat16" else x), xt, {"format": dtype}
 
 
+def within_fp32_bound(got, x, axis: int) -> bool:
+    """Whether every sum in ``got`` (a CuPy array of the sums of float16 or float32 ``x`` over ``axis``) is within
+    n 2^-23 sum|x| of the float64 sum, n the reduced length: recursive summation's bound for any order of n fp32
+    additions, rounding toward zero included."""
+    import cupy
+
+    x64 = x.astype(cupy.float64)
+    err = cupy.abs(got.astype(cupy.float64) - x64.sum(axis=axis))
+    return bool(cupy.all(err <= x.shape[axis] * 2.0**-23 * cupy.abs(x64).sum(axis=axis)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))

@@ -77,10 +77,10 @@ def _col_walk(rows: int, words: int):
     through dynamic shared memory): the reads of shuffle_cols' one-item plan with no additions and no output."""
     import cupy
 
-    from read_probe import COL_WALK_SMEM_KIB, _walk_setup
+    from read_probe import COL_WALK_SMEM_KIB, walk_module
 
     name = "probe::col_walk<4, 1, 256>"
-    mod, sink, _ = _walk_setup([name])
+    mod, sink = walk_module([name])
     fn = mod.get_function(name)
     kib = COL_WALK_SMEM_KIB[4]
     fn.max_dynamic_shared_size_bytes = kib << 10
