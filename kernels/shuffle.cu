@@ -221,8 +221,9 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 // One thread's part of a row (shuffle_rows, G >= 32): acc = +0.0f, then the chunks c, c + Q, c + 2Q, ... (< chunks)
 // in increasing c, each chunk's elements in increasing order; rounds of UNROLL loads, then one last partial round
 // with its loads issued together (an absent chunk adds +0.0f, and acc is never -0.0f: the same sums).
-template <typename T, int UNROLL, bool ALIGNED>
-__device__ __forceinline__ float walk_row(const T* __restrict__ rp, i64 k, i64 chunks, i64 c, i64 Q) {
+template <typename T, int UNROLL, bool ALIGNED, int LOAD>
+__device__ __forceinline__ float walk_row(const T* __restrict__ rp, i64 k, i64 chunks, i64 c, i64 Q,
+                                         unsigned long long policy) {
     constexpr int N = Vec<T>::N;
     float acc = 0.0f;
     for (; c + (UNROLL - 1) * Q < chunks; c += UNROLL * Q) {
@@ -230,7 +231,7 @@ __device__ __forceinline__ float walk_row(const T* __restrict__ rp, i64 k, i64 c
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 cc = c + u * Q;
-            v[u] = load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N);
+            v[u] = load_chunk<T, ALIGNED, LOAD>(rp + cc * N, k - cc * N, policy);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
@@ -240,7 +241,7 @@ __device__ __forceinline__ float walk_row(const T* __restrict__ rp, i64 k, i64 c
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 cc = c + u * Q;
-            v[u] = cc < chunks ? load_chunk<T, ALIGNED>(rp + cc * N, k - cc * N) : zero4();
+            v[u] = cc < chunks ? load_chunk<T, ALIGNED, LOAD>(rp + cc * N, k - cc * N, policy) : zero4();
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
@@ -269,8 +270,9 @@ __device__ __forceinline__ float group_combine(float warp_total, float* smem) {
 }
 
 // =====================================================================================================================
-// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB>: m rows of k elements, row i at x + i*ld;
-// out[i] = sum of row i.
+// shuffle_rows<T, OutT, BLOCK, UNROLL, G, ALIGNED, MINB, LOAD>: m rows of k elements, row i at x + i*ld;
+// out[i] = sum of row i. LOAD: whole chunks through ld.global.nc (0) or with an L1 and L2 evict-first hint (1; the
+// same values, so the same sums).
 //
 // Variant: seed 003 v5 / reduce7 per row: a row is a segment reduced by a group of G lanes (segmented
 // __shfl_xor_sync, G a power of two <= 32: short rows, no shared memory), by a group of G/32 warps of a block (G = 64
@@ -300,7 +302,7 @@ __device__ __forceinline__ float group_combine(float warp_total, float* smem) {
 //   (Work items (i, s) = (item / splits, item % splits) are grid-strided over blocks.)
 // Workspace: m * splits floats and m counters when splits > 1, none otherwise.
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, int G, bool ALIGNED, int MINB>
+template <typename T, typename OutT, int BLOCK, int UNROLL, int G, bool ALIGNED, int MINB, int LOAD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld,
                                                       OutT* __restrict__ out, float* __restrict__ ws,
                                                       unsigned* __restrict__ counters, i64 splits) {
@@ -309,6 +311,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
                   "G: a power of two dividing BLOCK");
     constexpr int N = Vec<T>::N;
     const i64 chunks = (k + N - 1) / N;
+    unsigned long long policy = 0ull;
+    if constexpr (LOAD == 1) policy = tcr::evict_first_policy();
 
     if constexpr (G <= 32) {
         constexpr int RPB = BLOCK / G;                // rows per block per UNROLL slot
@@ -327,7 +331,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     const i64 row = row0 + (i64)u * RPB;
-                    v[u] = row < m ? load_chunk<T, ALIGNED>(p + row * ld, valid) : zero4();
+                    v[u] = row < m ? load_chunk<T, ALIGNED, LOAD>(p + row * ld, valid, policy) : zero4();
                 }
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc[u], v[u]);
@@ -349,7 +353,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
         for (i64 tile = blockIdx.x; tile * RPB < m; tile += gridDim.x) {  // block-uniform: __syncthreads inside
             const i64 row = tile * RPB + gi;
             const bool live = row < m;
-            const float acc = walk_row<T, UNROLL, ALIGNED>(x + (live ? row : 0) * ld, k, live ? chunks : 0, t, G);
+            const float acc =
+                walk_row<T, UNROLL, ALIGNED, LOAD>(x + (live ? row : 0) * ld, k, live ? chunks : 0, t, G, policy);
             const float r = group_combine<G, BLOCK>(tcr::warp_fold(acc), smem);
             if (live && t == 0) out[row] = tcr::from_float<OutT>(r);
         }
@@ -360,7 +365,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_rows(const T* __restrict_
         for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
             const i64 row = item / splits;
             const i64 s = item - row * splits;
-            const float acc = walk_row<T, UNROLL, ALIGNED>(x + row * ld, k, chunks, s * BLOCK + threadIdx.x, Q);
+            const float acc =
+                walk_row<T, UNROLL, ALIGNED, LOAD>(x + row * ld, k, chunks, s * BLOCK + threadIdx.x, Q, policy);
 
             float r = tcr::block_fold<BLOCK>(acc, smem);
             if (splits == 1) {

@@ -66,10 +66,13 @@ template <typename T, int VEC>
 struct RowPiece {
     static constexpr int WORDS = VEC * (int)sizeof(T) / 4;
     unsigned w[WORDS];
-    // the VEC elements at p with one 4-, 8- or 16-byte load (p aligned to it)
-    __device__ __forceinline__ void load(const T* __restrict__ p) {
+    // the VEC elements at p with one 4-, 8- or 16-byte load (p aligned to it); MODE: tcr::load16's (16-byte loads
+    // only; 0 is __ldg)
+    template <int MODE = 0>
+    __device__ __forceinline__ void load(const T* __restrict__ p, unsigned long long policy = 0ull) {
+        static_assert(MODE == 0 || WORDS == 4, "load modes other than __ldg for 16-byte loads only");
         if constexpr (WORDS == 4) {
-            const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+            const uint4 q = load16<MODE>(reinterpret_cast<const uint4*>(p), policy);
             w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
         } else if constexpr (WORDS == 2) {
             const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
@@ -411,7 +414,10 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
 // last block of the row adds them in s order from 0.0f.
 // CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
 // CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
-template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
+// LOAD: tcr::load16's mode for whole pieces (2: __ldcs; 3: evict-first in L1 and L2 under an L2 policy): the same
+// values, so the same sums.
+template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1,
+          int LOAD = 2>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
@@ -423,9 +429,11 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
     const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
+    unsigned long long policy = 0ull;
+    if constexpr (LOAD == 3) policy = evict_first_policy();
     // the VEC elements of a row at column col (zero past c_end), raw: mma_vector16 makes them A fragments
     auto load_piece = [&](const T* __restrict__ xr, i64 col) -> uint4 {
-        if (col + VEC <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
+        if (col + VEC <= c_end) return load16<LOAD>(reinterpret_cast<const uint4*>(xr + col), policy);
         return load16_raw_masked<T>(xr + col, c_end - col);
     };
 
@@ -521,7 +529,8 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // at a time. ONE_ITEM (plan: no splits, a strip per warp group in one pass): col_strip_one_item, the same chunks in
 // the same order and the same combination of a group's warps with nothing else compiled (no grid stride, no
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
-// at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper.
+// at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
+// path, 16-bit data): tcr::load16's mode for its whole chunks (0: __ldg; 3: evict-first in L1 and L2): the same values.
 namespace {
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
 template <typename T, bool ALIGNED>
@@ -570,15 +579,15 @@ __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v
 // The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 64 whole columns, p pointing at its row 2t, column
 // l0 + 8g (one vector load per row): rows 2t, 2t + 1, 2t + 8, 2t + 9, those at or past `rows_left` rows from p as
 // zeros (a partial last chunk; whole chunks pass 16, which masks nothing).
-template <typename T>
+template <typename T, int LOAD>
 __device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64 sr, int rows_left,
-                                                    RowPiece<T, 8> (&v)[4]) {
+                                                    RowPiece<T, 8> (&v)[4], unsigned long long policy) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int row = (k & 1) + (k >> 1) * 8;
 #pragma unroll
         for (int w = 0; w < RowPiece<T, 8>::WORDS; ++w) v[k].w[w] = 0u;
-        if (row < rows_left) v[k].load(p + (k & 1) * sr + (k >> 1) * 8 * sr);
+        if (row < rows_left) v[k].template load<LOAD>(p + (k & 1) * sr + (k >> 1) * 8 * sr, policy);
     }
 }
 
@@ -605,7 +614,7 @@ __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8]
 // one pointer with unmasked loads, UNROLL in flight, then the partial last chunk (its warp's) with its rows masked;
 // other strips mask every load. With WPS > 1 the group's warps combine through red in q order from 0.0f, as the
 // general path does. Written to hold nothing but the walk across it (the strip's place is read again for the store).
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL>
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL, int LOAD>
 __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
                                                    OutT* __restrict__ out, i64 strips_per_i, i64 nstrips,
                                                    float (&red)[BLOCK / 32][64]) {
@@ -622,6 +631,8 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
         const T* __restrict__ xs = x + i * sa;
         const i64 nchunks = (r + 15) / 16, whole = r / 16;
         if (ALIGNED && l0 + SW <= b) {  // warp-uniform
+            unsigned long long policy = 0ull;
+            if constexpr (LOAD == 3) policy = evict_first_policy();
             const i64 cstep = 16 * WPS * sr;  // from chunk ch to ch + WPS
             const T* __restrict__ p = xs + (16 * q + 2 * t) * sr + l0 + 8 * g;
             i64 left = q < whole ? (whole - q + WPS - 1) / WPS : 0;  // chunks q, q + WPS, ... below whole
@@ -629,19 +640,19 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
             for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
                 RowPiece<T, 8> v[UNROLL][4];
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) load_col_chunk_rows<T>(p + u * cstep, sr, 16, v[u]);
+                for (int u = 0; u < UNROLL; ++u) load_col_chunk_rows<T, LOAD>(p + u * cstep, sr, 16, v[u], policy);
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v[u]);
             }
 #pragma unroll 1
             for (; left > 0; --left, p += cstep) {
                 RowPiece<T, 8> v[4];
-                load_col_chunk_rows<T>(p, sr, 16, v);
+                load_col_chunk_rows<T, LOAD>(p, sr, 16, v, policy);
                 col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
             }
             if ((r & 15) && whole % WPS == q) {  // the partial last chunk, where this warp's walk stopped (p: row
                 RowPiece<T, 8> v[4];              // 16 * whole + 2t)
-                load_col_chunk_rows<T>(p, sr, (int)(r & 15) - 2 * t, v);
+                load_col_chunk_rows<T, LOAD>(p, sr, (int)(r & 15) - 2 * t, v, policy);
                 col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
             }
         } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (rare: one
@@ -688,7 +699,7 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
 }  // namespace
 
 template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL,
-          int MINB, bool ONE_ITEM>
+          int MINB, bool ONE_ITEM, int LOAD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
@@ -706,8 +717,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     if constexpr (ONE_ITEM) {  // one pass, no splits
         static_assert(SHORT_UNROLL == 0, "the one-item path walks 16-row chunks");
         if (WPS == 1 && (i64)blockIdx.x * GROUPS + group >= nstrips) return;  // (no barrier for WPS 1)
-        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL>(x, r, b, sa, sr, out, strips_per_i, nstrips,
-                                                                        red);
+        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL, LOAD>(x, r, b, sa, sr, out, strips_per_i,
+                                                                              nstrips, red);
         return;
     } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");

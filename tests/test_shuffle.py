@@ -291,7 +291,7 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         else:
             assert 1 <= ln.grid[0] <= cap
         assert ln.block == (sh.BLOCK, 1, 1)
-        assert re.search(rf", {p['minb']}(, (true|false)(, 1)?)?>$", ln.kernel), ln.kernel  # cols: ONE_ITEM, LOAD
+        assert re.search(rf", {p['minb']}(, (true|false))?(, 1)?>$", ln.kernel), ln.kernel  # cols: ONE_ITEM; LOAD
         if p.get("splits", 1) > 1:
             assert plan.workspace_floats > 0 and plan.counters > 0
         if p["kernel"] != "flat":
@@ -339,7 +339,7 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 
     for name in sh.kernel_names(in_dt, out_dt):
         ck = assert_compiles_clean("shuffle.cu", name, arch)
-        minb = int(re.search(r", (\d+)(, (true|false)(, 1)?)?>$", name).group(1))
+        minb = int(re.search(r", (\d+)(, (true|false))?(, 1)?>$", name).group(1))
         assert ck.registers is not None and ck.registers * sh.BLOCK * minb <= 65536, (name, ck.registers)
         assert "ld.global.nc.v4" in ck.ptx or "shuffle_cols" in name or "shuffle_rows" in name
 

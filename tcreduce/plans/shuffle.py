@@ -105,6 +105,9 @@ ROWS_BLOCK_MIN_CHUNKS = {2: 4 * BLOCK, 4: 4 * BLOCK}
 # chunks; keyed by bytes per element, a size not listed: a warp (tune_plans run 14, H100, 4 chunks per thread:
 # +2.0-3.9% over a warp per row at fp32 [131072, 1024], [65536, 2048], fp16 and bf16 [131072, 2048], [65536, 4096])
 ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
+# rows: rows of at least this many chunks load their whole chunks evict-first in L1 and L2 (kernels/shuffle.cu LOAD 1,
+# as COLS_EVICT_FIRST_MIN_ROWS), the others through ld.global.nc; keyed by bytes per element, a size not listed: never
+ROWS_EVICT_FIRST_MIN_CHUNKS: dict[int, int] = {}
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -128,7 +131,7 @@ def _halvings(start: int, stop: int) -> list[int]:
 
 
 def _load_arg(load: int) -> str:
-    """shuffle_cols' last template argument, LOAD, where it is not its default (0)."""
+    """shuffle_rows' and shuffle_cols' last template argument, LOAD, where it is not its default (0)."""
     return f", {load}" if load else ""
 
 
@@ -189,8 +192,9 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     else:
         splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(m * splits, (1 << 31) - 1) if ONE_PASS_ROWS else min(cap, m * splits))
+    load = int(aligned and chunks >= tuned(_THIS, "ROWS_EVICT_FIRST_MIN_CHUNKS", device).get(isz, 1 << 62))
     name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
-            f"{minb}>")
+            f"{minb}{_load_arg(load)}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), m, k, problem.ld, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="rows", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -321,9 +325,13 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     fu, fm = FLAT_TUNING[in_dtype]
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
+        rows_floors = (ROWS_EVICT_FIRST_MIN_CHUNKS,
+                       *(f.get("ROWS_EVICT_FIRST_MIN_CHUNKS", {}) for f in FAMILY_TUNING.values()))
+        rows_loads = (0, 1) if al and any(ITEMSIZE[in_dtype] in t for t in rows_floors) else (0,)
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
-                names.append(f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}>")
+                names += [f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}"
+                          f"{_load_arg(ld)}>" for ld in rows_loads]
         default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
         tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
         cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}

@@ -98,6 +98,10 @@ STREAM_SPLIT_FILL = True
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
+# tc_rows_stream: rows of at least this many chunks load their whole pieces evict-first in L1 and L2 under an L2
+# cache-hint policy (tcr::load16's MODE 3, as Triton's evict_first loads), the others through __ldcs (MODE 2); keyed by
+# bytes per element, a size not listed: never. The same values either way
+STREAM_EVICT_FIRST_MIN_CHUNKS: dict[int, int] = {}
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 # ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size: fp8 values are
 # converted to fp16 pairs in registers, so fp8 rows of 4 chunks with 2 in flight spilled 16 bytes at 4 blocks per SM
@@ -124,6 +128,10 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 # same sums. An element size absent, or tensorcore_chained (its C fragments stay live across the walk, which spills
 # at these blocks per SM): the general kernel
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
+# ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
+# and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
+# per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way
+COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
@@ -213,8 +221,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
                 work = spread_rows(work, problem.m, chunks, unroll, BLOCK // 32, STREAM_MAX_STEPS)
+        evict_first = chunks >= tuned(_THIS, "STREAM_EVICT_FIRST_MIN_CHUNKS", device).get(isz, 1 << 62)
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {unroll}, {chain}, {out_t}, "
-                f"{blocks_per_sm}, {cpr}, {rif}>")
+                f"{blocks_per_sm}, {cpr}, {rif}{', 3' if evict_first else ''}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                            dict(stream=True, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
                                 chunks_per_row=cpr, rows_in_flight=rif, chunk=chunk))
@@ -285,8 +294,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                     break
             else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
                 one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
+        evict_first = one_item and aligned and isz == 2 and problem.r >= tuned(
+            _THIS, "COLS_EVICT_FIRST_MIN_ROWS", device).get(isz, 1 << 62)
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
-                f"{unroll}, {minb}, {str(one_item).lower()}>")
+                f"{unroll}, {minb}, {str(one_item).lower()}{', 3' if evict_first else ''}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
                            COLS_STRIP,
                            dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
