@@ -414,10 +414,7 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
 // last block of the row adds them in s order from 0.0f.
 // CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
 // CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
-// LOAD: tcr::load16's mode for whole pieces (2: __ldcs; 3: evict-first in L1 and L2 under an L2 policy): the same
-// values, so the same sums.
-template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1,
-          int LOAD = 2>
+template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
@@ -429,11 +426,9 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
     const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
-    unsigned long long policy = 0ull;
-    if constexpr (LOAD == 3) policy = evict_first_policy();
     // the VEC elements of a row at column col (zero past c_end), raw: mma_vector16 makes them A fragments
     auto load_piece = [&](const T* __restrict__ xr, i64 col) -> uint4 {
-        if (col + VEC <= c_end) return load16<LOAD>(reinterpret_cast<const uint4*>(xr + col), policy);
+        if (col + VEC <= c_end) return load16<2>(reinterpret_cast<const uint4*>(xr + col));
         return load16_raw_masked<T>(xr + col, c_end - col);
     };
 

@@ -5,6 +5,7 @@ warnings or register spills, and tensor-core kernels contain mma/wmma instructio
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -101,6 +102,31 @@ ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half"
 def test_the_one_pass_flat_walk_compiles_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
                           use_cache=False)
+
+
+def _evict_first_instantiations() -> list[tuple[str, str]]:
+    """(source, kernel) of the hinted kernels the GPU test of evict-first loads plans on an H200 (EVICT_FIRST)."""
+    from test_emulate_gpu import EVICT_FIRST, patch_knobs
+
+    from tcreduce._layout import plan_layout
+    from tcreduce.formats import get_format
+
+    seen = set()
+    for method, module, knobs, dtype, shape, axis, _ in EVICT_FIRST:
+        problem = plan_layout(shape, [math.prod(shape[i + 1:]) for i in range(len(shape))], (axis % len(shape),),
+                              get_format(dtype).itemsize, 0).problem
+        with pytest.MonkeyPatch.context() as m:
+            patch_knobs(m, module, knobs)
+            seen |= {(ln.source, ln.kernel) for ln in registry.get(method, "sum").plan(
+                problem, dtype, "float32", KNOWN_GPUS["H200"]).launches}
+    return sorted(seen)
+
+
+@pytest.mark.parametrize("source,kernel", _evict_first_instantiations())
+def test_evict_first_loads_compile_clean(source, kernel):
+    """The hinted instantiations (no plan names them by default on every GPU): clean, and their loads carry the L2
+    cache-hint policy."""
+    assert_compiles_clean(source, kernel, "sm_90", needle="L2::cache_hint", use_cache=False)
 
 
 def test_editing_an_included_header_changes_the_cache_key(tmp_path, monkeypatch):

@@ -325,3 +325,63 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
                     check_sum(got, xv, axis, method="tensorcore")
     finally:
         get_plan.cache_clear()  # later tests plan with the committed tuning
+
+
+# Evict-first loads (the same values through another cache hint) in every kernel that takes them, each planned with its
+# knob on from the first row or chunk for every GPU family: (method, planner module, knob settings, dtype, shape, axis,
+# the kernel's last template argument). tc_cols' one-item walk needs a one-item tuning and one pass from the
+# first chunk (an H100 has none of its own); its partial last strip and a misaligned view walk without the hint.
+EVICT_FIRST = [
+    ("tensorcore", "tensorcore", dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0}, COLS_ONE_ITEM_TUNING={2: ((2, 3),)},
+                                      COLS_ONE_PASS_MIN_CHUNKS=0), dtype, shape, 0, ", 3>")
+    for dtype in ("float16", "bfloat16") for shape in ((96, 64 * 2200), (35, 64 * 2200 + 40))
+] + [
+    ("shuffle", "shuffle", dict(ROWS_EVICT_FIRST_MIN_CHUNKS={1: 0, 2: 0, 4: 0}), dtype, shape, -1, ", 1>")
+    for dtype in ("float16", "float32") for shape in ((4000, 72), (3000, 1024), (600, 8200), (5, 1 << 20), (40, 16))
+] + [
+    ("shuffle", "shuffle", dict(COLS_EVICT_FIRST_MIN_ROWS={1: 0, 2: 0, 4: 0}), dtype, shape, 0, ", 1>")
+    for dtype in ("float8_e4m3fn", "float32") for shape in ((129, 1 << 17), (64, 100_016), (1000, 4112))
+]
+
+
+def patch_knobs(monkeypatch, module: str, knobs: dict) -> None:
+    """Set a planner's knobs for every GPU family (its FAMILY_TUNING entries for them dropped)."""
+    import importlib
+
+    planner = importlib.import_module(f"tcreduce.plans.{module}")
+    for name, value in knobs.items():
+        monkeypatch.setattr(planner, name, value)
+    monkeypatch.setattr(planner, "FAMILY_TUNING", {family: {k: v for k, v in own.items() if k not in knobs}
+                                                   for family, own in planner.FAMILY_TUNING.items()})
+
+
+@pytest.mark.parametrize("method,module,knobs,dtype,shape,axis,suffix", EVICT_FIRST)
+def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shape, axis, suffix, rng, monkeypatch):
+    """Each kernel with evict-first loads names the hinted instantiation and gives the bits of the twin (which does
+    not see the hint) and a sum within the bound of the float64 one, into a NaN-poisoned output, twice."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import plan_layout
+    from tcreduce.testing import check_sum
+
+    patch_knobs(monkeypatch, module, knobs)
+    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
+    get_plan.cache_clear()
+    try:
+        device = current_device()[1]
+        isz = np.dtype(numpy_dtype(dtype)).itemsize
+        problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
+                              isz, 0).problem
+        assert get_plan(method, problem, dtype, "float32", device).launches[-1].kernel.endswith(suffix)
+        xh = random_input(rng, shape, dtype)
+        xd, kw = to_device(xh)
+        want = tcreduce.emulate.sum(xh, axis=axis, method=method, gpu=device)
+        for _ in range(2):
+            out = cupy.full(want.shape, np.nan, dtype=np.float32)
+            got = to_numpy(tcreduce.sum(xd, axis=axis, method=method, out=out, **kw))
+            assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32)), (shape, axis)
+        check_sum(got, xh, axis, method=method)
+    finally:
+        get_plan.cache_clear()  # later tests plan with the committed tuning

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tcreduce.plans._common import WorkSplit, cdiv, spread_rows
@@ -200,11 +201,13 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     assert kernel(128, 1 << 21)[0] == "tc_cols<__half, 256, 1, true, 1, float, 0, 2, 2, false>"
     assert kernel(16, 1 << 24)[0] == "tc_cols<__half, 256, 1, true, 1, float, 1, 1, 4, false>"
     # the H200: (2, 3) while 3 blocks per SM fill as well as 2, then (1, 4); fp8 (2, 4)
-    for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (128, "1, true, 1, float, 0, 2, 3, true>"),
-                    (256, "1, true, 1, float, 0, 1, 4, true>"), (1024, "1, true, 1, float, 0, 1, 4, true>"),
-                    (2048, "2, true, 1, float, 0, 1, 4, true>"),  # 2048 rows: a strip per 2 warps
+    # ... evict-first (the last template argument, 3) from 64 rows
+    for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (128, "1, true, 1, float, 0, 2, 3, true, 3>"),
+                    (256, "1, true, 1, float, 0, 1, 4, true, 3>"), (1024, "1, true, 1, float, 0, 1, 4, true, 3>"),
+                    (2048, "2, true, 1, float, 0, 1, 4, true, 3>"),  # 2048 rows: a strip per 2 warps
                     (16384, "8, true, 1, float, 0, 2, 2, false>")):  # 256 blocks, 8 warps: the general kernel
         assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
+    assert kernel(128, (1 << 21) + 8, align=2, device=h200)[0].endswith(", false, 1, float, 0, 2, 3, true>")
     assert kernel(128, 1 << 22, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})
     name, p, plan = kernel(128, 1 << 21)
@@ -224,3 +227,29 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
                  (16, 1 << 24)):  # columns of one chunk: the short path
         name, p, _ = kernel(r, b)
         assert name.endswith("false>") and not p["one_item"], (r, b, name)
+
+
+@pytest.mark.parametrize("family", ["H100", "H200"])
+def test_evict_first_knobs_change_only_the_load_hint(family, monkeypatch):
+    """Every case of the GPU test of evict-first loads (tests/test_emulate_gpu.py: EVICT_FIRST) plans the hinted kernel
+    on an H100 and an H200, and differs from the plan without the hint in the kernel's last template argument alone:
+    the same launch geometry and the same order parameters, so the twin's bits."""
+    from test_emulate_gpu import EVICT_FIRST, patch_knobs
+
+    from tcreduce import registry
+    from tcreduce._device import named_device
+    from tcreduce._layout import plan_layout
+    from tcreduce.formats import get_format
+
+    device = named_device(family)
+    for method, module, knobs, dtype, shape, axis, suffix in EVICT_FIRST:
+        problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
+                              get_format(dtype).itemsize, 0).problem
+        with monkeypatch.context() as m:
+            patch_knobs(m, module, {k: {} if "EVICT_FIRST" in k else v for k, v in knobs.items()})
+            plain = registry.get(method, "sum").plan(problem, dtype, "float32", device)
+            patch_knobs(m, module, knobs)
+            hinted = registry.get(method, "sum").plan(problem, dtype, "float32", device)
+        (ln,), (lp,) = hinted.launches, plain.launches
+        assert ln.kernel == lp.kernel[:-1] + suffix, (shape, ln.kernel, lp.kernel)
+        assert (ln.grid, ln.block, ln.args, hinted.params) == (lp.grid, lp.block, lp.args, plain.params), shape

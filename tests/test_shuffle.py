@@ -199,30 +199,51 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
         assert (p["unroll"], p["minb"]) == want and p["splits"] == 1, (r, p)
     split = sh.plan_shuffle(Cols(1, 1 << 24, 16, 0, 16), "float16", "float32", H200)
     assert param_dict(split)["splits"] > 1 and split.launches[0].kernel.endswith(", 8, 2, true, 2, false, 1>")
-    # fp32 has no tuning of its own: the one-item kernel at the module's defaults, plain loads
-    assert sh.plan_shuffle(many, "float32", "float32", H200).launches[0].kernel.endswith(", 8, 256, true, 2, true>")
+    # fp32 has no tuning of its own: the one-item kernel at the module's defaults (loads evict-first from 64 rows)
+    assert sh.plan_shuffle(many, "float32", "float32", H200).launches[0].kernel.endswith(
+        ", 8, 256, true, 2, true, 1>")
     monkeypatch.setattr(sh, "ONE_PASS_COLS", False)  # a resident grid strides over the strips: the general kernel
     assert sh.plan_shuffle(many, "float16", "float32", H200).launches[0].kernel.endswith(
         ", 8, 256, true, 2, false, 1>")
 
 
 def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
-    """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads 16-bit first-axis sums of 64 rows or more evict-first (LOAD 1, the
-    last template argument); fewer rows, float32, and every GPU without the tuning (an H100) keep ld.global.nc. The
-    loads carry the same values: the plan's order parameters do not change."""
-    floor = sh.FAMILY_TUNING["H200"]["COLS_EVICT_FIRST_MIN_ROWS"][2]
-    for dtype in ("float16", "bfloat16", "float32"):
+    """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads aligned first-axis sums of 64 rows or more (fp8: 128) evict-first
+    (LOAD 1, the last template argument); fewer rows, misaligned views and every GPU without the tuning (an H100)
+    keep ld.global.nc. The loads carry the same values: the plan's order parameters do not change."""
+    floors = sh.FAMILY_TUNING["H200"]["COLS_EVICT_FIRST_MIN_ROWS"]
+    assert floors == {2: 64, 4: 64, 1: 128}
+    for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
+        floor = floors[sh.ITEMSIZE[dtype]]
         for r in (floor // 2, floor - 1, floor, 4 * floor, 1 << 20):
             prob = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r)
             name = sh.plan_shuffle(prob, dtype, "float32", H200).launches[0].kernel
-            assert name.endswith(", 1>") == (dtype != "float32" and r >= floor), (dtype, r, name)
+            assert name.endswith(", 1>") == (r >= floor), (dtype, r, name)
             assert not sh.plan_shuffle(prob, dtype, "float32", H100).launches[0].kernel.endswith(", 1>")
+            misaligned = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r, sh.ITEMSIZE[dtype])
+            assert not sh.plan_shuffle(misaligned, dtype, "float32", H200).launches[0].kernel.endswith(", 1>")
     prob = Cols(1, 4 * floor, 1 << 16, 0, 1 << 16)
     hinted = sh.plan_shuffle(prob, "float16", "float32", H200)
     monkeypatch.setitem(sh.FAMILY_TUNING["H200"], "COLS_EVICT_FIRST_MIN_ROWS", {})
     plain = sh.plan_shuffle(prob, "float16", "float32", H200)
     assert hinted.launches[0].kernel == plain.launches[0].kernel[:-1] + ", 1>"
     assert param_dict(hinted) == param_dict(plain) and hinted.launches[0].args == plain.launches[0].args
+
+
+def test_rows_evict_first_loads_where_tuned():
+    """ROWS_EVICT_FIRST_MIN_CHUNKS: an H200 loads every aligned last-axis sum of fp16, bf16 and fp32 evict-first (LOAD
+    1, the last template argument), at every group size; fp8, misaligned rows and an H100 keep ld.global.nc; the same
+    launch otherwise."""
+    assert sh.FAMILY_TUNING["H200"]["ROWS_EVICT_FIRST_MIN_CHUNKS"] == {2: 0, 4: 0}
+    for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
+        for m, k in ((1 << 20, 16), (1 << 18, 64), (1 << 16, 1024), (1 << 14, 8192), (64, 1 << 20)):
+            hinted = sh.plan_shuffle(Rows(m, k, k), dtype, "float32", H200)
+            plain = sh.plan_shuffle(Rows(m, k, k), dtype, "float32", H100)
+            assert hinted.launches[0].kernel.endswith(", 1>") == (dtype != "float8_e4m3fn"), (dtype, k)
+            assert not plain.launches[0].kernel.endswith(", 1>")
+            assert not sh.plan_shuffle(Rows(m, k - 1, k - 1), dtype, "float32", H200).launches[0].kernel.endswith(
+                ", 1>")
+            assert param_dict(hinted) == param_dict(plain) and hinted.launches[0].args == plain.launches[0].args
 
 
 def test_cols_one_item_tuning_replays_the_same_bits(rng):

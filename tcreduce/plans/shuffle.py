@@ -80,7 +80,7 @@ COLS_CT_MANY = BLOCK
 # the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
 # bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
-# cols: first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
+# cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
 # by bytes per element, a size not listed: never. The same values either way. H200 below
 COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
@@ -90,9 +90,15 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # (session 13): fp8 (4, 4) 64 rows 3,643 -> 3,858, 128 4,008 -> 4,047; fp32 level with (8, 2) at every setting
 # (64-1024 rows: within -0.3..+0.8% at best), so it keeps (8, 2). Evict-first loads for 16-bit data from 64 rows
 # (session 16, tune_plans_cols_load_9e8727f.log, fp16 at (4, 4)): 64 rows 4,178 -> 4,233, 128 4,279 -> 4,381, 256
-# 4,353 -> 4,445, 1024 4,368 -> 4,420, 4096 4,411 -> 4,442; 32 rows 4,030 -> 3,909, hence the floor
+# 4,353 -> 4,445, 1024 4,368 -> 4,420, 4096 4,411 -> 4,442; 32 rows 4,030 -> 3,909, hence the floor. fp32 and fp8
+# (session 17, tune_plans_load_fp32_fp8.log and tune_plans_load_shuffle.log): fp32 32 rows 4,091 -> 4,100, 64 4,258 ->
+# 4,413, 128 4,328 -> 4,485, 256 4,420 -> 4,496, 1024 4,411 -> 4,458, 65536 4,291 -> 4,323; fp8 64 rows 3,738 -> 3,745,
+# 128 4,073 -> 4,119, 1024 4,169 -> 4,223. Rows, every chunk evict-first (same logs): fp32 rows of 64 4,153 -> 4,178,
+# 256 4,292 -> 4,294, 1024 4,383 -> 4,410, 2048 4,426 -> 4,433, 4096 4,368 -> 4,380, 32768 4,392 -> 4,409, 2^20
+# 4,250 -> 4,256; fp16 rows of 1024 4,314 -> 4,333, 32768 4,359 -> 4,369 (fp8 not measured)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
-                                                     "COLS_EVICT_FIRST_MIN_ROWS": {2: 64}}}
+                                                     "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
+                                                     "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 0, 4: 0}}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
@@ -248,7 +254,7 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
-            f"{minb}, {_bool(one_item)}{_load_arg(int(r >= evict_first_min))}>")
+            f"{minb}, {_bool(one_item)}{_load_arg(int(aligned and r >= evict_first_min))}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -337,7 +343,7 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
         isz = ITEMSIZE[in_dtype]
         floors = (COLS_EVICT_FIRST_MIN_ROWS, *(f.get("COLS_EVICT_FIRST_MIN_ROWS", {}) for f in FAMILY_TUNING.values()))
-        loads = (0, 1) if any(isz in t for t in floors) else (0,)
+        loads = (0, 1) if al and any(isz in t for t in floors) else (0,)
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
             for ld in loads:
                 names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "

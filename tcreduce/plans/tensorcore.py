@@ -98,10 +98,6 @@ STREAM_SPLIT_FILL = True
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
-# tc_rows_stream: rows of at least this many chunks load their whole pieces evict-first in L1 and L2 under an L2
-# cache-hint policy (tcr::load16's MODE 3, as Triton's evict_first loads), the others through __ldcs (MODE 2); keyed by
-# bytes per element, a size not listed: never. The same values either way
-STREAM_EVICT_FIRST_MIN_CHUNKS: dict[int, int] = {}
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
 # ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size: fp8 values are
 # converted to fp16 pairs in registers, so fp8 rows of 4 chunks with 2 in flight spilled 16 bytes at 4 blocks per SM
@@ -153,12 +149,14 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
 # 1024 3,432 -> 3,612; (2, 3) at 1024 rows, 1.3 waves of blocks: 3,503, hence the fill rule); tc_rows16 for 16-bit
 # rows of up to 16 elements too (above: run 54, session 14, 0.956 -> 1.000x shuffle; fp8 ones go through it on every
-# GPU)
+# GPU); tc_cols' one-item walk of 16-bit data loading evict-first from 64 rows (session 17, tune_plans_load_tc.log, GB/s:
+# fp16 64 rows 4,051 -> 4,067, 128 4,103 -> 4,252, 256 4,263 -> 4,394, 1024 4,253 -> 4,314, 4096 4,246 -> 4,288; bf16
+# 128 4,111 -> 4,264, 1024 4,240 -> 4,314)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS={2: True, 1: True}),
+                 ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
 }
 _THIS = sys.modules[__name__]
 
@@ -221,9 +219,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
                 work = spread_rows(work, problem.m, chunks, unroll, BLOCK // 32, STREAM_MAX_STEPS)
-        evict_first = chunks >= tuned(_THIS, "STREAM_EVICT_FIRST_MIN_CHUNKS", device).get(isz, 1 << 62)
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {unroll}, {chain}, {out_t}, "
-                f"{blocks_per_sm}, {cpr}, {rif}{', 3' if evict_first else ''}>")
+                f"{blocks_per_sm}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                            dict(stream=True, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
                                 chunks_per_row=cpr, rows_in_flight=rif, chunk=chunk))
