@@ -89,9 +89,8 @@ for _dt, _isz in _FORMATS:
         shuffle_plan, [dict(ROWS_BLOCK_MIN_CHUNKS=c) for c in ({2: 1024, 4: 1024}, {}, {1: 1024, 2: 1024, 4: 1024})],
         _dt, ((1 << 29) // _isz // _k, _k), -1, [(333, _k), (300, _k + 4), (3, _k + 40)], "shuffle")
 # rows of 512 chunks (2 per thread of a block): a block per row loses to a warp per row at 4 resident blocks per SM
-# (run 12); with more blocks per SM (fewer registers) more rows are in flight
-for _dt, _isz in (("float32", 4), ("float16", 2)):
-    _k = 2048 * 4 // _isz
+# (run 12); with more blocks per SM (fewer registers) more rows are in flight; and rows of 1024 chunks likewise
+for _dt, _isz, _k in (("float32", 4, 2048), ("float16", 2, 4096), ("float32", 4, 4096), ("float16", 2, 8192)):
     SWEEPS[f"shuffle_{_dt}_rows{_k}_minb"] = (
         shuffle_plan, [dict(BLOCKS_PER_SM={"rows": b, "cols": 2}, ROWS_BLOCK_MIN_CHUNKS=c)
                        for b, c in ((4, {2: 1024, 4: 1024}), (4, {2: 512, 4: 512}), (6, {2: 512, 4: 512}),
@@ -410,8 +409,9 @@ for _dt, _rs in (("float16", (64, 128, 256, 1024, 4096)), ("bfloat16", (128, 102
         SWEEPS[f"{_dt}_cols{_r}_load"] = (tc_plan, TC_COLS_LOADS, _dt, (_r, (1 << 28) // _r), 0,
                                           [(_r + 3, 36000 * 8), (_r, 34000 * 8 + 3), (_r - 5, 1000)])
 SHUFFLE_ROWS_LOADS = [committed(shuffle_plan, "ROWS_EVICT_FIRST_MIN_CHUNKS"),
-                      dict(ROWS_EVICT_FIRST_MIN_CHUNKS={1: 0, 2: 0, 4: 0})]
-for _dt, _isz, _ks in (("float32", 4, (64, 256, 1024, 2048, 4096, 32768, 1 << 20)), ("float16", 2, (1024, 32768))):
+                      dict(ROWS_EVICT_FIRST_MIN_CHUNKS={1: 0, 2: 0, 4: 0}), dict(ROWS_EVICT_FIRST_MIN_CHUNKS={})]
+for _dt, _isz, _ks in (("float32", 4, (16, 32, 64, 256, 1024, 2048, 4096, 32768, 1 << 20)),
+                       ("float16", 2, (16, 32, 64, 1024, 32768))):
     for _k in _ks:
         SWEEPS[f"shuffle_{_dt}_rows{_k}_load"] = (shuffle_plan, SHUFFLE_ROWS_LOADS, _dt, ((1 << 29) // _isz // _k, _k),
                                                   -1, [(3, _k), (37, _k), (5, _k + 4), (1000, 65)], "shuffle")
