@@ -385,3 +385,18 @@ def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shap
         check_sum(got, xh, axis, method=method)
     finally:
         get_plan.cache_clear()  # later tests plan with the committed tuning
+
+
+def test_gpu_shuffle_plentiful_long_rows_equal_emulator(rng):
+    """float32 rows of 1024 chunks, plentiful enough for groups of threads (an H200's plan: 128 threads per row, the
+    hinted loads; an H100's: a block per row): GPU == twin bit for bit with the device's own plan, within the bound."""
+    from tcreduce._device import current_device
+    from tcreduce.testing import check_sum
+
+    device = current_device()[1]
+    xh = random_input(rng, (17000, 4096), "float32")
+    xd, kw = to_device(xh)
+    got = to_numpy(tcreduce.sum(xd, axis=-1, method="shuffle", **kw))
+    want = tcreduce.emulate.sum(xh, axis=-1, method="shuffle", gpu=device)
+    assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32))
+    check_sum(got, xh, -1, method="shuffle")

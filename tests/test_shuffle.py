@@ -231,19 +231,34 @@ def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
 
 
 def test_rows_evict_first_loads_where_tuned():
-    """ROWS_EVICT_FIRST_MIN_CHUNKS: an H200 loads every aligned last-axis sum of fp16, bf16 and fp32 evict-first (LOAD
-    1, the last template argument), at every group size; fp8, misaligned rows and an H100 keep ld.global.nc; the same
-    launch otherwise."""
-    assert sh.FAMILY_TUNING["H200"]["ROWS_EVICT_FIRST_MIN_CHUNKS"] == {2: 0, 4: 0}
+    """ROWS_EVICT_FIRST_MIN_CHUNKS: an H200 loads aligned last-axis sums of fp16, bf16 and fp32 rows of 16 chunks or
+    more evict-first (LOAD 1, the last template argument), at every group size; shorter rows, fp8, misaligned rows and
+    an H100 keep ld.global.nc; the same launch otherwise (fp32 rows of 1024-2047 chunks aside, which an H200 gives
+    groups of threads: test_rows_of_1024_chunks_by_family)."""
+    assert sh.FAMILY_TUNING["H200"]["ROWS_EVICT_FIRST_MIN_CHUNKS"] == {2: 16, 4: 16}
     for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
-        for m, k in ((1 << 20, 16), (1 << 18, 64), (1 << 16, 1024), (1 << 14, 8192), (64, 1 << 20)):
+        vec = 16 // sh.ITEMSIZE[dtype]
+        for m, k in ((1 << 20, 16), (1 << 20, 32), (1 << 18, 64), (1 << 18, 128), (1 << 16, 1024), (1 << 14, 8192),
+                     (64, 1 << 20)):
             hinted = sh.plan_shuffle(Rows(m, k, k), dtype, "float32", H200)
             plain = sh.plan_shuffle(Rows(m, k, k), dtype, "float32", H100)
-            assert hinted.launches[0].kernel.endswith(", 1>") == (dtype != "float8_e4m3fn"), (dtype, k)
+            assert hinted.launches[0].kernel.endswith(", 1>") == (dtype != "float8_e4m3fn" and k >= 16 * vec), \
+                (dtype, k)
             assert not plain.launches[0].kernel.endswith(", 1>")
             assert not sh.plan_shuffle(Rows(m, k - 1, k - 1), dtype, "float32", H200).launches[0].kernel.endswith(
                 ", 1>")
             assert param_dict(hinted) == param_dict(plain) and hinted.launches[0].args == plain.launches[0].args
+
+
+def test_rows_of_1024_chunks_by_family():
+    """ROWS_BLOCK_MIN_CHUNKS: rows of 1024 chunks get a block each on an H100 (fp16, bf16, fp32) and, on an H200,
+    for 16-bit data only: plentiful fp32 rows of 4096 there go to groups of 128 threads (ROWS_GROUP_CHUNKS_PER_THREAD),
+    few of them still to blocks."""
+    assert sh.FAMILY_TUNING["H200"]["ROWS_BLOCK_MIN_CHUNKS"] == {2: 4 * sh.BLOCK}
+    for dtype, k in (("float32", 4096), ("float16", 8192), ("bfloat16", 8192)):
+        for dev, want in ((H100, sh.BLOCK), (H200, 128 if dtype == "float32" else sh.BLOCK)):
+            assert param_dict(sh.plan_shuffle(Rows(1 << 15, k, k), dtype, "float32", dev))["group"] == want
+        assert param_dict(sh.plan_shuffle(Rows(100, k, k), dtype, "float32", H200))["group"] == sh.BLOCK
 
 
 def test_cols_one_item_tuning_replays_the_same_bits(rng):

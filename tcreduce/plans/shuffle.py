@@ -95,10 +95,16 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # 4,413, 128 4,328 -> 4,485, 256 4,420 -> 4,496, 1024 4,411 -> 4,458, 65536 4,291 -> 4,323; fp8 64 rows 3,738 -> 3,745,
 # 128 4,073 -> 4,119, 1024 4,169 -> 4,223. Rows, every chunk evict-first (same logs): fp32 rows of 64 4,153 -> 4,178,
 # 256 4,292 -> 4,294, 1024 4,383 -> 4,410, 2048 4,426 -> 4,433, 4096 4,368 -> 4,380, 32768 4,392 -> 4,409, 2^20
-# 4,250 -> 4,256; fp16 rows of 1024 4,314 -> 4,333, 32768 4,359 -> 4,369 (fp8 not measured)
+# 4,250 -> 4,256; fp16 rows of 1024 4,314 -> 4,333, 32768 4,359 -> 4,369 (fp8 not measured); but rows of 4 chunks or
+# fewer lose (tune_plans_rows_short.log, no hint / hint / no hint: fp32 rows of 16 4,042 / 3,899 / 4,024, fp16 rows of
+# 16 3,833 / 3,692 / 3,837, of 32 3,993 / 3,928 / 3,999; fp32 rows of 32 level, of 64 4,149 / 4,196 / 4,159; fp16 rows
+# of 64 level), hence 16 chunks. fp32 rows of 1024 chunks (4096 elements) read faster in groups of 128 threads than a
+# block per row (same log: 4,448 against 4,379-4,380; a block per row at 6 blocks per SM 4,441-4,453, fp16 there
+# 2,470), so an H200 keeps the block per row for 16-bit rows only
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
-                                                     "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 0, 4: 0}}}
+                                                     "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
+                                                     "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK}}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps
@@ -176,7 +182,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     warps = BLOCK // 32
     if chunks <= 32:
         group = next_pow2(chunks)  # one pass of G lanes covers the row
-    elif chunks < ROWS_BLOCK_MIN_CHUNKS.get(isz, chunks + 1) and (
+    elif chunks < tuned(_THIS, "ROWS_BLOCK_MIN_CHUNKS", device).get(isz, chunks + 1) and (
             chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap):
         group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
         per_thread = ROWS_GROUP_CHUNKS_PER_THREAD.get(isz)
