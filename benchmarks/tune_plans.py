@@ -401,7 +401,8 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 1024, 4096, 1 << 16, 1 
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)] if _r <= 4096
             else [(_r + 3, 40), (_r, 67), (_r - 5, 8)], "shuffle")
 # ... the same evict-first loads (session 17) in tc_cols' one-item walk (16-bit data) and shuffle_rows, from the first
-# row or chunk, against the module values (none); the same values loaded, so the same sums (the bits checked).
+# row or chunk, against the module values (none; shuffle_rows: none again last, A/B/A, for the run's noise); the same
+# values loaded, so the same sums (the bits checked).
 # (tc_rows_stream with them read level with its __ldcs loads, -0.5..+0.3%, and was not kept: run of session 17)
 TC_COLS_LOADS = [committed(tc_plan, "COLS_EVICT_FIRST_MIN_ROWS"), dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0})]
 for _dt, _rs in (("float16", (64, 128, 256, 1024, 4096)), ("bfloat16", (128, 1024))):
