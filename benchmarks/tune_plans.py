@@ -14,11 +14,10 @@ geometry never change exactness; the bits check guards the plan/twin agreement, 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from perf_floor import make_input, timed  # noqa: E402
 import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
 import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
 import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
+from tcreduce.testing import patched_plans as patched  # noqa: E402
 
 
 def committed(module: Any, *names: str) -> dict:
@@ -487,30 +487,6 @@ for _dt, _isz, _ks in (("float16", 2, (8192, 32768, 65536)), ("float32", 4, (409
         SWEEPS[f"shuffle_{_dt}_rows{_k}_blocks"] = (shuffle_plan, SHUFFLE_ROW_BLOCKS, _dt,
                                                     ((1 << 29) // _isz // _k, _k), -1,
                                                     [(333, _k), (3, _k + 5), (70, 4 * _k)], "shuffle")
-
-
-@contextlib.contextmanager
-def patched(module: Any, setting: dict) -> Iterator[None]:
-    """The planner module's constants set to ``setting`` for every GPU family: the module-level values, with the
-    names dropped from the module's FAMILY_TUNING (plan caches cleared on entry and exit)."""
-    from tcreduce import _api
-
-    old = {k: getattr(module, k) for k in setting}
-    if hasattr(module, "FAMILY_TUNING"):
-        old["FAMILY_TUNING"] = module.FAMILY_TUNING
-        module.FAMILY_TUNING = {family: {k: v for k, v in own.items() if k not in setting}
-                                for family, own in module.FAMILY_TUNING.items()}
-    for k, v in setting.items():
-        setattr(module, k, v)
-    _api.get_plan.cache_clear()
-    _api._PREPARED.clear()
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(module, k, v)
-        _api.get_plan.cache_clear()
-        _api._PREPARED.clear()
 
 
 def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Generator,

@@ -6,13 +6,14 @@ that input, never a constant picked to pass. ``check_sum`` compares a GPU result
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
 __all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "format_adversarial_inputs",
            "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean",
-           "run_mma_probe", "MMA_PROBE_INDEX", "to_device"]
+           "run_mma_probe", "MMA_PROBE_INDEX", "to_device", "patched_plans"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -270,3 +271,28 @@ def run_mma_probe(fmt: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.n
     args = tuple(np.uint64(p.data.ptr) for p in (da, db, dc, dd)) + (np.int64(n),)
     fn((grid, 1, 1), (block, 1, 1), args, 0, cupy.cuda.get_current_stream(), False)
     return cupy.asnumpy(dd)
+
+
+@contextlib.contextmanager
+def patched_plans(module: Any, setting: dict) -> Iterator[None]:
+    """A planner module's (``tcreduce.plans.*``) constants set to ``setting`` for every GPU family: the module-level
+    values, with the names dropped from the module's FAMILY_TUNING; plan caches cleared on entry and exit, and every
+    constant restored on exit. Used by benchmarks/tune_plans.py and by tests that plan with other constants."""
+    from . import _api
+
+    old = {k: getattr(module, k) for k in setting}
+    if hasattr(module, "FAMILY_TUNING"):
+        old["FAMILY_TUNING"] = module.FAMILY_TUNING
+        module.FAMILY_TUNING = {family: {k: v for k, v in own.items() if k not in setting}
+                                for family, own in module.FAMILY_TUNING.items()}
+    for k, v in setting.items():
+        setattr(module, k, v)
+    _api.get_plan.cache_clear()
+    _api._PREPARED.clear()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
+        _api.get_plan.cache_clear()
+        _api._PREPARED.clear()

@@ -106,17 +106,19 @@ def test_the_one_pass_flat_walk_compiles_clean(kernel):
 
 def _evict_first_instantiations() -> list[tuple[str, str]]:
     """(source, kernel) of the hinted kernels the GPU test of evict-first loads plans on an H200 (EVICT_FIRST)."""
-    from test_emulate_gpu import EVICT_FIRST, patch_knobs
+    import importlib
+
+    from test_emulate_gpu import EVICT_FIRST
 
     from tcreduce._layout import plan_layout
     from tcreduce.formats import get_format
+    from tcreduce.testing import patched_plans
 
     seen = set()
     for method, module, knobs, dtype, shape, axis, _ in EVICT_FIRST:
         problem = plan_layout(shape, [math.prod(shape[i + 1:]) for i in range(len(shape))], (axis % len(shape),),
                               get_format(dtype).itemsize, 0).problem
-        with pytest.MonkeyPatch.context() as m:
-            patch_knobs(m, module, knobs)
+        with patched_plans(importlib.import_module(f"tcreduce.plans.{module}"), knobs):
             seen |= {(ln.source, ln.kernel) for ln in registry.get(method, "sum").plan(
                 problem, dtype, "float32", KNOWN_GPUS["H200"]).launches}
     return sorted(seen)

@@ -344,32 +344,20 @@ EVICT_FIRST = [
 ]
 
 
-def patch_knobs(monkeypatch, module: str, knobs: dict) -> None:
-    """Set a planner's knobs for every GPU family (its FAMILY_TUNING entries for them dropped)."""
-    import importlib
-
-    planner = importlib.import_module(f"tcreduce.plans.{module}")
-    for name, value in knobs.items():
-        monkeypatch.setattr(planner, name, value)
-    monkeypatch.setattr(planner, "FAMILY_TUNING", {family: {k: v for k, v in own.items() if k not in knobs}
-                                                   for family, own in planner.FAMILY_TUNING.items()})
-
-
 @pytest.mark.parametrize("method,module,knobs,dtype,shape,axis,suffix", EVICT_FIRST)
-def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shape, axis, suffix, rng, monkeypatch):
+def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shape, axis, suffix, rng):
     """Each kernel with evict-first loads names the hinted instantiation and gives the bits of the twin (which does
     not see the hint) and a sum within the bound of the float64 one, into a NaN-poisoned output, twice."""
+    import importlib
+
     import cupy
 
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
     from tcreduce._layout import plan_layout
-    from tcreduce.testing import check_sum
+    from tcreduce.testing import check_sum, patched_plans
 
-    patch_knobs(monkeypatch, module, knobs)
-    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
-    get_plan.cache_clear()
-    try:
+    with patched_plans(importlib.import_module(f"tcreduce.plans.{module}"), knobs):
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
         problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
@@ -383,8 +371,6 @@ def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shap
             got = to_numpy(tcreduce.sum(xd, axis=axis, method=method, out=out, **kw))
             assert np.array_equal(got.view(np.uint32), np.asarray(want).view(np.uint32)), (shape, axis)
         check_sum(got, xh, axis, method=method)
-    finally:
-        get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
 def test_gpu_shuffle_plentiful_long_rows_equal_emulator(rng):

@@ -230,25 +230,28 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
 
 
 @pytest.mark.parametrize("family", ["H100", "H200"])
-def test_evict_first_knobs_change_only_the_load_hint(family, monkeypatch):
+def test_evict_first_knobs_change_only_the_load_hint(family):
     """Every case of the GPU test of evict-first loads (tests/test_emulate_gpu.py: EVICT_FIRST) plans the hinted kernel
     on an H100 and an H200, and differs from the plan without the hint in the kernel's last template argument alone:
     the same launch geometry and the same order parameters, so the twin's bits."""
-    from test_emulate_gpu import EVICT_FIRST, patch_knobs
+    import importlib
+
+    from test_emulate_gpu import EVICT_FIRST
 
     from tcreduce import registry
     from tcreduce._device import named_device
     from tcreduce._layout import plan_layout
     from tcreduce.formats import get_format
+    from tcreduce.testing import patched_plans
 
     device = named_device(family)
     for method, module, knobs, dtype, shape, axis, suffix in EVICT_FIRST:
         problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
                               get_format(dtype).itemsize, 0).problem
-        with monkeypatch.context() as m:
-            patch_knobs(m, module, {k: {} if "EVICT_FIRST" in k else v for k, v in knobs.items()})
+        planner = importlib.import_module(f"tcreduce.plans.{module}")
+        with patched_plans(planner, {k: {} if "EVICT_FIRST" in k else v for k, v in knobs.items()}):
             plain = registry.get(method, "sum").plan(problem, dtype, "float32", device)
-            patch_knobs(m, module, knobs)
+        with patched_plans(planner, knobs):
             hinted = registry.get(method, "sum").plan(problem, dtype, "float32", device)
         (ln,), (lp,) = hinted.launches, plain.launches
         assert ln.kernel == lp.kernel[:-1] + suffix, (shape, ln.kernel, lp.kernel)
