@@ -36,6 +36,13 @@ def tuned(module: ModuleType, name: str, device: DeviceSpec) -> Any:
     return own[name] if name in own else getattr(module, name)
 
 
+def reaches_floor(module: ModuleType, name: str, device: DeviceSpec, itemsize: int, value: int) -> bool:
+    """Whether ``value`` is at least the floor that planner constant ``name`` (a dict keyed by bytes per element, read
+    through :func:`tuned`) sets for ``itemsize``; a size not listed never reaches one."""
+    floor = tuned(module, name, device).get(itemsize)
+    return floor is not None and value >= floor
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -43,7 +43,7 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import cdiv, choose_splits, ctype, next_pow2, tuned
+from ._common import cdiv, choose_splits, ctype, next_pow2, reaches_floor, tuned
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -204,7 +204,7 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     else:
         splits = choose_splits(m, chunks // (BLOCK * MIN_CHUNKS_PER_THREAD), cap)
         grid = max(1, min(m * splits, (1 << 31) - 1) if ONE_PASS_ROWS else min(cap, m * splits))
-    load = int(aligned and chunks >= tuned(_THIS, "ROWS_EVICT_FIRST_MIN_CHUNKS", device).get(isz, 1 << 62))
+    load = int(aligned and reaches_floor(_THIS, "ROWS_EVICT_FIRST_MIN_CHUNKS", device, isz, chunks))
     name = (f"shuffle_rows<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {group}, {_bool(aligned)}, "
             f"{minb}{_load_arg(load)}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
@@ -247,7 +247,6 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     # the strips and splits that fill the general kernel's blocks, through the one-item kernel when there are no
     # splits
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
-    evict_first_min = tuned(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device).get(isz, 1 << 62)
     ct, splits = strips_and_splits(device.sm_count * one_minb)
     if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
         unroll, minb = one_unroll, one_minb
@@ -259,8 +258,9 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     nj = BLOCK // max(ct, 32)
     strips = cdiv(ncv, ct)
     grid = max(1, strips * splits if ONE_PASS_COLS else min(cap, strips * splits))
+    load = int(aligned and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, r))
     name = (f"shuffle_cols<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {ct}, {_bool(aligned)}, "
-            f"{minb}, {_bool(one_item)}{_load_arg(int(aligned and r >= evict_first_min))}>")
+            f"{minb}, {_bool(one_item)}{_load_arg(load)}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), a, r, b, problem.sa, problem.sr, Buf("out"), Buf("ws"), Buf("counters"), splits))
     params = dict(kernel="cols", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
@@ -332,26 +332,26 @@ def chain_length(plan: Plan) -> int:
 
 def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     """Every kernel name expression the planner can produce for one dtype pair (for compile tests)."""
-    it, ot = ctype(in_dtype), ctype(out_dtype)
+    it, ot, isz = ctype(in_dtype), ctype(out_dtype), ITEMSIZE[in_dtype]
+
+    def anywhere(name: str) -> tuple:  # a constant's module value and every GPU family's own
+        return (getattr(_THIS, name), *(own[name] for own in FAMILY_TUNING.values() if name in own))
+
+    default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
+    cols_one_item = {default} | {t.get(isz, default) for t in anywhere("COLS_ONE_ITEM_TUNING")}
+    rows_hinted = any(isz in t for t in anywhere("ROWS_EVICT_FIRST_MIN_CHUNKS"))
+    cols_hinted = any(isz in t for t in anywhere("COLS_EVICT_FIRST_MIN_ROWS"))
     names = []
     fu, fm = FLAT_TUNING[in_dtype]
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
-        rows_floors = (ROWS_EVICT_FIRST_MIN_CHUNKS,
-                       *(f.get("ROWS_EVICT_FIRST_MIN_CHUNKS", {}) for f in FAMILY_TUNING.values()))
-        rows_loads = (0, 1) if al and any(ITEMSIZE[in_dtype] in t for t in rows_floors) else (0,)
+        rows_loads = (0, 1) if al and rows_hinted else (0,)
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
                 names += [f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}"
                           f"{_load_arg(ld)}>" for ld in rows_loads]
-        default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
-        tunings = (COLS_ONE_ITEM_TUNING, *(f.get("COLS_ONE_ITEM_TUNING", {}) for f in FAMILY_TUNING.values()))
-        cols_one_item = {default} | {t.get(ITEMSIZE[in_dtype], default) for t in tunings}
-        isz = ITEMSIZE[in_dtype]
-        floors = (COLS_EVICT_FIRST_MIN_ROWS, *(f.get("COLS_EVICT_FIRST_MIN_ROWS", {}) for f in FAMILY_TUNING.values()))
-        loads = (0, 1) if al and any(isz in t for t in floors) else (0,)
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
-            for ld in loads:
+            for ld in ((0, 1) if al and cols_hinted else (0,)):
                 names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
                              f"{BLOCKS_PER_SM['cols']}, false{_load_arg(ld)}>")
                 names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true{_load_arg(ld)}>"

@@ -25,7 +25,7 @@ from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
 from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
-                      split_work, spread_rows, stream_work, tuned, wave_efficiency)
+                      reaches_floor, split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -291,8 +291,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                     break
             else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
                 one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
-        evict_first = one_item and aligned and isz == 2 and problem.r >= tuned(
-            _THIS, "COLS_EVICT_FIRST_MIN_ROWS", device).get(isz, 1 << 62)
+        evict_first = (one_item and aligned and isz == 2
+                       and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
         name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
                 f"{unroll}, {minb}, {str(one_item).lower()}{', 3' if evict_first else ''}>")
         return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
