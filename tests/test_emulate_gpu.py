@@ -121,7 +121,7 @@ def test_gpu_spread_long_rows_equal_emulator(dtype, tuning, rng, monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("rounds", [1, 4, 16, 32])
-def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng, monkeypatch):
+def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng):
     """tc_flat over a one-pass grid (FLAT_ROUNDS patched for every family, with no minimum of waves; an H200 plans 32
     rounds from 3 waves on, an H100 measured 16): GPU == twin bit for bit, within the bound of the float64 sum, on
     sizes with one block, one group and two groups of block partials (a head and a tail on misaligned views), called
@@ -131,15 +131,9 @@ def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng, monkeypatch)
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum
+    from tcreduce.testing import check_sum, patched_plans
 
-    monkeypatch.setattr(tensorcore, "FLAT_ROUNDS", {1: rounds, 2: rounds})
-    monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {family: {k: v for k, v in own.items() if k != "FLAT_ROUNDS"}
-                                                      for family, own in tensorcore.FAMILY_TUNING.items()})
-    monkeypatch.setattr(tensorcore, "FLAT_ONE_PASS_MIN_WAVES", 0)
-    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
-    get_plan.cache_clear()
-    try:
+    with patched_plans(tensorcore, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS_MIN_WAVES=0)):
         device = current_device()[1]
         groups_seen = set()
         per_block = tensorcore.BLOCK * tensorcore.FLAT_UNROLL * rounds * (16 // np.dtype(numpy_dtype(dtype)).itemsize)
@@ -156,8 +150,6 @@ def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng, monkeypatch)
                     assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32)), (n, view, g, want)
                 check_sum(got[0], xh[view], None, method="tensorcore")
         assert {0, 1} <= groups_seen and max(groups_seen) >= 2, groups_seen  # one block, one group, several
-    finally:
-        get_plan.cache_clear()  # later tests plan with the committed walk
 
 
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
@@ -208,7 +200,7 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
 @pytest.mark.parametrize("dtype,unroll,one_pass", [
     *((dt, u, p) for dt in ("float16", "bfloat16") for u, p in ((4, True), (4, False), (8, False))),
     *((dt, u, p) for dt in ("float8_e4m3fn", "float8_e5m2") for u, p in ((4, True), (2, False)))])
-def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, monkeypatch):
+def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng):
     """tc_rows16 (rows of at most 16 elements, one load of 8 elements per lane and a shuffle of half of it per tile;
     patched on for every format and family, a one-pass or a resident grid): GPU == twin bit for bit and within the
     bound of the float64 sum, into a NaN-poisoned output, called twice, on whole and partial row tiles, rows of 16, 12
@@ -221,16 +213,10 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
     from tcreduce._layout import plan_layout
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum
+    from tcreduce.testing import check_sum, patched_plans
 
     tuning = dict(ROWS16_PAIRED_LOADS={2: True, 1: True}, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass)
-    for name, value in tuning.items():
-        monkeypatch.setattr(tensorcore, name, value)
-    monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
-        family: {k: v for k, v in own.items() if k not in tuning} for family, own in tensorcore.FAMILY_TUNING.items()})
-    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
-    get_plan.cache_clear()
-    try:
+    with patched_plans(tensorcore, tuning):
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
         cases = [((70001, 16), None, True),  # a partial last tile, many rounds of a resident grid
@@ -259,13 +245,11 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng, mo
                         (shape, view, out_dtype)
                 if out_dtype == "float32":
                     check_sum(got, xv, 1, method="tensorcore")
-    finally:
-        get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2)])
-def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch):
+def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):
     """tc_cols' one-item walk (COLS_ONE_ITEM_TUNING patched for every family, one pass from the first chunk): GPU ==
     twin bit for bit and within the bound of the float64 sum, into a NaN-poisoned output, on whole strips of whole
     chunks, a partial last chunk and strip, several outer indices, a misaligned view (the unaligned kernel), strips
@@ -279,17 +263,11 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
     from tcreduce.plans._common import SPLIT_TOLERANCE, wave_efficiency
-    from tcreduce.testing import check_sum
+    from tcreduce.testing import check_sum, patched_plans
 
     unroll, minb = tuning
-    monkeypatch.setattr(tensorcore, "COLS_ONE_ITEM_TUNING", {1: ((2 * unroll, minb),), 2: ((unroll, minb),)})
-    monkeypatch.setattr(tensorcore, "COLS_ONE_PASS_MIN_CHUNKS", 0)
-    monkeypatch.setattr(tensorcore, "FAMILY_TUNING", {
-        family: {k: v for k, v in own.items() if k not in ("COLS_ONE_ITEM_TUNING", "COLS_ONE_PASS_MIN_CHUNKS")}
-        for family, own in tensorcore.FAMILY_TUNING.items()})
-    monkeypatch.setattr(tcreduce._api, "_PREPARED", {})  # plans prepared here stay here
-    get_plan.cache_clear()
-    try:
+    with patched_plans(tensorcore, dict(COLS_ONE_ITEM_TUNING={1: ((2 * unroll, minb),), 2: ((unroll, minb),)},
+                                        COLS_ONE_PASS_MIN_CHUNKS=0)):
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
         strips = device.sm_count * 2 * 8 + 64  # 272 blocks of 8 strips: as full on 2, 3 or 4 blocks per SM
@@ -323,8 +301,6 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng, monkeypatch)
                         (shape, view, out_dtype)
                 if out_dtype == "float32":
                     check_sum(got, xv, axis, method="tensorcore")
-    finally:
-        get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
 # Evict-first loads (the same values through another cache hint) in every kernel that takes them, each planned with its
