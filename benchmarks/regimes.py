@@ -13,7 +13,10 @@ regimes, GB/s = bytes read / median time:
   not timed), then one call between CUDA events;
 - ``alternating``: back to back over two inputs in turn (each call reads other memory than the last);
 - ``back_to_back (again, k)``: the first regime repeated ``--rounds`` times after the others, in the same process
-  (does a method's speed move within one process?).
+  (does a method's speed move within one process?);
+- ``placement k`` (``--placements K``): back to back on K more inputs of the same shape, each allocated after a gap
+  of k * (2 MiB + 4 KiB + 256) bytes, so at other addresses and other physical pages (does a method's speed depend on
+  where its input lies?).
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
 (``dynamic=False``, as ``experiments.competitors`` compiles it) and, for first-axis cases, read_probe's ``col_walk`` in
@@ -94,6 +97,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
+    ap.add_argument("--placements", type=int, default=0)
     args = ap.parse_args()
     import cupy
     import torch
@@ -117,6 +121,12 @@ def main() -> None:
         x, t, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
         y, ty, _ = make_input(cupy.random.default_rng(2), shape, dtype, torch)
         twin = {id(x): t, id(y): ty}  # the torch view of each CuPy input
+        placed, gaps = [], []
+        for k in range(args.placements):
+            gaps.append(cupy.empty((k + 1) * ((2 << 20) + 4096 + 256), dtype=cupy.uint8))
+            xk, tk, _ = make_input(cupy.random.default_rng(3 + k), shape, dtype, torch)
+            placed.append(xk)
+            twin[id(xk)] = tk
         compiled = torch.compile(lambda a: torch.sum(a, dim=axis, dtype=torch.float32), dynamic=False)
         res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
         o = cupy.empty(res_shape, dtype=cupy.float32)
@@ -136,12 +146,14 @@ def main() -> None:
                     regimes["back_to_back_out"] = time_gpu(fn_out, [x], cfg).median_s
                 for k in range(args.rounds):
                     regimes[f"back_to_back (again, {k + 1})"] = time_gpu(fn, [x], cfg).median_s
+                for k, xk in enumerate(placed):
+                    regimes[f"placement {k + 1}"] = time_gpu(fn, [xk], cfg).median_s
             for regime, sec in regimes.items():
                 rows.append({"case": case, "method": name, "regime": regime, "us": round(sec * 1e6, 2),
                              "GBps": round(x.nbytes / sec / 1e9, 1)})
                 print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
-        del x, t, y, ty, twin
+        del x, t, y, ty, twin, placed, gaps
         cupy.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
     _write(out / "regimes.csv", rows, {**device_info(), **git_info(), "command": command_line()})
