@@ -7,6 +7,7 @@ zero. The GPU tests remain the authority on the hardware; this catches logic err
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -184,9 +185,16 @@ def input_bytes(owner, view, layout) -> tuple[bytes, int]:
     return owner.tobytes(), view_off + layout.base_offset * view.itemsize
 
 
+# inline PTX the CPU cannot run -> C++ that gives the same values: tcr::load16's evict-first mode (MODE 3) is a plain
+# load on the CPU, and its L2 policy a dummy (a hint only: the loaded values are the same)
+PTX_ON_THE_CPU = ((re.compile(r'asm volatile\("createpolicy\..*?\);', re.S), "pol = 0ull;"),
+                  (re.compile(r'asm volatile\("ld\.global\.L1::evict_first\.L2::cache_hint\.v4\.u32.*?\);', re.S),
+                   "r = *p; (void)policy;"))
+
+
 def prepare(folder: Path, kernels: dict[str, str]) -> str:
     """g++'s path (the test skips without one), with the shim's headers and ``kernels`` (file name in ``folder`` ->
-    kernels/ source, common.cuh inlined) written into ``folder``."""
+    kernels/ source, common.cuh inlined, PTX_ON_THE_CPU replaced) written into ``folder``."""
     from tcreduce._compile import load_source
 
     gxx = shutil.which("g++")
@@ -196,7 +204,11 @@ def prepare(folder: Path, kernels: dict[str, str]) -> str:
                        ("shim.h", SIMT_SHIM)):
         (folder / name).write_text(text)
     for name, source in kernels.items():
-        (folder / name).write_text(load_source(source))
+        text = load_source(source)
+        for ptx, cpu in PTX_ON_THE_CPU:
+            text, count = ptx.subn(cpu, text)
+            assert count == 1, f"{ptx.pattern} found {count} times in {source}: update tests/simt.py"
+        (folder / name).write_text(text)
     return gxx
 
 

@@ -126,7 +126,9 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
-# per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way
+# per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way. An H100 reads
+# level with the hint (session 18, tune_plans_load_cdb34bd.log, GB/s, no hint -> hint: fp16 64 rows 2,828 -> 2,831, 128
+# 2,855 -> 2,853, 256 2,905 -> 2,907, 1024 3,005 -> 3,013; bf16 128 2,855 -> 2,858), so only an H200 has it (below)
 COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 TENSORCORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates the whole sum
