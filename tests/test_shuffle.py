@@ -208,25 +208,24 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
 
 
 def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
-    """COLS_EVICT_FIRST_MIN_ROWS: an H100 and an H200 (the module value, measured on both) load aligned first-axis
-    sums of 64 rows or more (fp8: 128) evict-first (LOAD 1, the last template argument); fewer rows and misaligned
-    views keep ld.global.nc. The loads carry the same values: the plan's order parameters do not change."""
-    floors = sh.COLS_EVICT_FIRST_MIN_ROWS
+    """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads aligned first-axis sums of 64 rows or more (fp8: 128) evict-first
+    (LOAD 1, the last template argument); fewer rows, misaligned views and every GPU without the tuning (an H100)
+    keep ld.global.nc. The loads carry the same values: the plan's order parameters do not change."""
+    floors = sh.FAMILY_TUNING["H200"]["COLS_EVICT_FIRST_MIN_ROWS"]
     assert floors == {2: 64, 4: 64, 1: 128}
-    assert all("COLS_EVICT_FIRST_MIN_ROWS" not in own for own in sh.FAMILY_TUNING.values())
-    for dev in (H100, H200):
-        for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
-            floor = floors[sh.ITEMSIZE[dtype]]
-            for r in (floor // 2, floor - 1, floor, 4 * floor, 1 << 20):
-                prob = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r)
-                name = sh.plan_shuffle(prob, dtype, "float32", dev).launches[0].kernel
-                assert name.endswith(", 1>") == (r >= floor), (dev.name, dtype, r, name)
-                misaligned = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r, sh.ITEMSIZE[dtype])
-                assert not sh.plan_shuffle(misaligned, dtype, "float32", dev).launches[0].kernel.endswith(", 1>")
-    prob = Cols(1, 256, 1 << 16, 0, 1 << 16)
-    hinted = sh.plan_shuffle(prob, "float16", "float32", H100)
-    monkeypatch.setattr(sh, "COLS_EVICT_FIRST_MIN_ROWS", {})
-    plain = sh.plan_shuffle(prob, "float16", "float32", H100)
+    for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
+        floor = floors[sh.ITEMSIZE[dtype]]
+        for r in (floor // 2, floor - 1, floor, 4 * floor, 1 << 20):
+            prob = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r)
+            name = sh.plan_shuffle(prob, dtype, "float32", H200).launches[0].kernel
+            assert name.endswith(", 1>") == (r >= floor), (dtype, r, name)
+            assert not sh.plan_shuffle(prob, dtype, "float32", H100).launches[0].kernel.endswith(", 1>")
+            misaligned = Cols(1, r, (1 << 24) // r, 0, (1 << 24) // r, sh.ITEMSIZE[dtype])
+            assert not sh.plan_shuffle(misaligned, dtype, "float32", H200).launches[0].kernel.endswith(", 1>")
+    prob = Cols(1, 4 * floor, 1 << 16, 0, 1 << 16)
+    hinted = sh.plan_shuffle(prob, "float16", "float32", H200)
+    monkeypatch.setitem(sh.FAMILY_TUNING["H200"], "COLS_EVICT_FIRST_MIN_ROWS", {})
+    plain = sh.plan_shuffle(prob, "float16", "float32", H200)
     assert hinted.launches[0].kernel == plain.launches[0].kernel[:-1] + ", 1>"
     assert param_dict(hinted) == param_dict(plain) and hinted.launches[0].args == plain.launches[0].args
 
@@ -437,9 +436,9 @@ def test_row_groups_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, m
     _simt_cases_match_the_twin(ROW_GROUP_CASES, dtype, tmp_path, rng)
 
 
-# first-axis sums through the one-item kernel at 4 rows in flight (the H200's COLS_ONE_ITEM_TUNING): a last partial
-# round of 3 rows, a partial last chunk, a misaligned view (scalar loads), strips narrowed to a few chunks; the 64- and
-# 1000-row cases load evict-first (COLS_EVICT_FIRST_MIN_ROWS; a plain load in the shim)
+# first-axis sums through the one-item kernel at 4 rows in flight (the H200's COLS_ONE_ITEM_TUNING and evict-first
+# floors: the 64- and 1000-row cases load evict-first, a plain load in the shim): a last partial round of 3 rows, a
+# partial last chunk, a misaligned view (scalar loads), strips narrowed to a few chunks
 ONE_ITEM_CASES = [((19, 12003), 0, None, "float32"), ((16, 12000), 0, None, "float16"),
                   ((21, 12001), 0, lambda x: x[:, 1:], "float64"), ((1000, 400), 0, None, "float32"),
                   ((64, 2000), 0, None, "float16")]
@@ -449,6 +448,7 @@ ONE_ITEM_CASES = [((19, 12003), 0, None, "float32"), ((16, 12000), 0, None, "flo
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_one_item_columns_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, monkeypatch):
     monkeypatch.setattr(sh, "COLS_ONE_ITEM_TUNING", {2: (4, 4), 4: (4, 4)})
+    monkeypatch.setattr(sh, "COLS_EVICT_FIRST_MIN_ROWS", sh.FAMILY_TUNING["H200"]["COLS_EVICT_FIRST_MIN_ROWS"])
     for shape, axis, view, _ in ONE_ITEM_CASES:
         xh = view(_rand(rng, shape, dtype)) if view else _rand(rng, shape, dtype)
         plan = sh.plan_shuffle(Cols(1, xh.shape[0], xh.shape[1], 0, shape[1]), dtype, "float32", SIMT_DEVICE)

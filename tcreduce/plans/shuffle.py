@@ -82,11 +82,12 @@ COLS_CT_MANY = BLOCK
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 # cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
-# by bytes per element, a size not listed: never. The same values either way. H100 (session 18,
-# tune_plans_load_cdb34bd.log, 512 MiB, GB/s, no hint -> hint at the committed (8, 2)): fp16 64 rows 2,891 -> 2,900,
-# 128 2,957 -> 3,044, 256 2,927 -> 2,995, 1024 3,025 -> 3,062; fp32 64 2,946 -> 3,053, 128 3,006 -> 3,074, 256 3,053 ->
-# 3,086, 1024 3,040 -> 3,063; fp8 128 2,884 -> 2,912. The H200's floors too (measured there: below)
-COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {2: 64, 4: 64, 1: 128}
+# by bytes per element, a size not listed: never. The same values either way. H200 below. An H100 keeps plain loads:
+# its tune_plans sweep read the hint faster (session 18, tune_plans_load_cdb34bd.log, GB/s, at the committed (8, 2):
+# fp16 128 rows 2,957 -> 3,044, 256 2,927 -> 2,995, 1024 3,025 -> 3,062; fp32 64 2,946 -> 3,053, 128 3,006 -> 3,074),
+# but the segment study with the H200's floors (notes/data/2026-11-27-h100-s18, 26561a4) read `shuffle` slower than
+# without (fp16 128 rows 2,998 -> 2,882, 1024 3,022 -> 2,879; 256 +1.1%; fp32 -0.9..+0.3%)
+COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
 # +3-4% at 256, +5% at 1024 and 2048, +1-2% at 64, level at 32; (2, 8) and (4, 8) were bimodal (0.54-1.06x). Run 51
@@ -105,6 +106,7 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {2: 64, 4: 64, 1: 128}
 # block per row (same log: 4,448 against 4,379-4,380; a block per row at 6 blocks per SM 4,441-4,453, fp16 there
 # 2,470), so an H200 keeps the block per row for 16-bit rows only
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
+                                                     "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
                                                      "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK}}}
 _THIS = sys.modules[__name__]
