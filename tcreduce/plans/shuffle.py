@@ -83,10 +83,10 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 # cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
 # by bytes per element, a size not listed: never. The same values either way. H200 below. An H100 keeps plain loads:
-# its tune_plans sweep read the hint faster (session 18, tune_plans_load_cdb34bd.log, GB/s, at the committed (8, 2):
-# fp16 128 rows 2,957 -> 3,044, 256 2,927 -> 2,995, 1024 3,025 -> 3,062; fp32 64 2,946 -> 3,053, 128 3,006 -> 3,074),
-# but the segment study with the H200's floors (notes/data/2026-11-27-h100-s18, 26561a4) read `shuffle` slower than
-# without (fp16 128 rows 2,998 -> 2,882, 1024 3,022 -> 2,879; 256 +1.1%; fp32 -0.9..+0.3%)
+# its tune_plans sweep and ab_compare read the hint 1-3.5% faster (session 18, notes/data/2026-11-27-h100-s18: fp16
+# 128 rows 2,957 -> 3,044 GB/s, fp32 64 rows 2,946 -> 3,053), but two segment studies with the H200's floors (26561a4)
+# read `shuffle` level with the unhinted 130b71e run (fp16 128 rows 3,024 against 2,998) and, in one of the two, 4-5%
+# slower (fp16 128 rows 2,882, 1024 rows 2,879 against 3,022)
 COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # Per GPU family (tcreduce._device.gpu_family), measured there; read through plans._common.tuned. H200 (tune_plans
 # run 49, fp16 and bf16 first-axis sums of 512 MiB against (8, 2) in the same run): (4, 4) +4.5-4.8% at 128 rows,
