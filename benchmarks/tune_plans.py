@@ -470,6 +470,16 @@ STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEP
 for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
     SWEEPS[f"rows{_k}_stream_geometry"] = (tc_plan, STREAM_GEOMETRY, "float16", ((1 << 28) // _k, _k), -1,
                                            [(4099, 2104), (333, _k), (3, _k)])
+# tc_rows_stream on long rows with 8 chunks in flight per warp at 4 blocks per SM (NVRTC sm_90: 61 registers, no
+# spills), twice the bytes in flight of the committed 4 at the same occupancy, a combination the sweeps above never
+# tried; 8 at 3 blocks per SM is the H200's setting for rows of up to 32 chunks (the first setting here is the module
+# values for every row length, an H200's plan from 33 chunks on)
+STREAM_8X4 = [committed(tc_plan, "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_CHUNKS")]
+STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0) for u, b in ((8, 4), (8, 3), (6, 4))]
+for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 1 << 20),
+                ("bfloat16", 32768)):
+    SWEEPS[f"{_dt}_rows{_k}_stream_8x4"] = (tc_plan, STREAM_8X4, _dt, ((1 << 28) // _k, _k), -1,
+                                            [(3, _k), (37, _k), (5, _k + 256)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",
