@@ -416,8 +416,9 @@ for _dt, _isz, _ks in (("float32", 4, (16, 32, 64, 256, 1024, 2048, 4096, 32768,
     for _k in _ks:
         SWEEPS[f"shuffle_{_dt}_rows{_k}_load"] = (shuffle_plan, SHUFFLE_ROWS_LOADS, _dt, ((1 << 29) // _isz // _k, _k),
                                                   -1, [(3, _k), (37, _k), (5, _k + 4), (1000, 65)], "shuffle")
-WIDE_BLOCKS = [committed(tc_plan, "BLOCK", "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM")]
-WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m)
+# (STREAM_LONG_TUNING emptied: each setting's chunks in flight and blocks per SM hold for the long rows too)
+WIDE_BLOCKS = [committed(tc_plan, "BLOCK", "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_TUNING")]
+WIDE_BLOCKS += [dict(BLOCK=b, STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=m, STREAM_LONG_TUNING=())
                 for b, u, m in ((512, 2, 4), (512, 2, 3), (512, 4, 2), (256, 2, 6), (256, 8, 3))]
 for _k in (8192, 32768, 65536):
     SWEEPS[f"rows{_k}_wide_blocks"] = (tc_plan, WIDE_BLOCKS, "float16", ((1 << 29) // 2 // _k, _k), -1,
@@ -477,7 +478,7 @@ for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
 STREAM_8X4 = [committed(tc_plan, "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_CHUNKS")]
 STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0) for u, b in ((8, 4), (8, 3), (6, 4))]
 for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 1 << 20),
-                ("bfloat16", 32768)):
+                ("bfloat16", 32768), ("float8_e4m3fn", 65536)):
     SWEEPS[f"{_dt}_rows{_k}_stream_8x4"] = (tc_plan, STREAM_8X4, _dt, ((1 << 28) // _k, _k), -1,
                                             [(3, _k), (37, _k), (5, _k + 256)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)

@@ -72,9 +72,11 @@ def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
     # tc_rows_stream: (chunks in flight, blocks per SM) in the kernel name and the plan
     ("float16", (1 << 16, 4096), -1, "tc_rows_stream<__half, 256, 4, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__half, 256, 2, 8, 1, float, 3, 0, 1>"),
-    # ... but rows of more than 32 chunks keep the H100's geometry there
+    # ... and rows of more than 32 chunks their own there (STREAM_LONG_TUNING: 8 in flight at 4 blocks per SM)
     ("float16", (1 << 10, 1 << 18), -1, "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>",
-     "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>"),
+     "tc_rows_stream<__half, 256, 8, 8, 1, float, 4, 0, 1>"),
+    ("bfloat16", (1 << 13, 1 << 15), -1, "tc_rows_stream<__nv_bfloat16, 256, 8, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__nv_bfloat16, 256, 8, 8, 1, float, 4, 0, 1>"),
     # float32 first-axis sums of few long strips: TMA with splits on an H100, the register loop without on an H200
     ("float32", (1 << 20, 128), 0, "tc32_cols_tma<", "tc32_cols<"),
     # rows of 2-4 chunks: chunks in flight on an H100; whole tiles on an H200, as many as fit in 3 KiB (at least one,

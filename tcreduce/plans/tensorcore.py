@@ -88,8 +88,9 @@ STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 # ... a GPU family's own values of those two hold for rows of up to STREAM_LONG_CHUNKS chunks (0: every row); longer
-# rows take the values above
+# rows take STREAM_LONG_TUNING, (chunks in flight, blocks per SM), where a family has one (empty: the values above)
 STREAM_LONG_CHUNKS = 0
+STREAM_LONG_TUNING: tuple[int, ...] = ()
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
 # (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): float16 [128, 2^21] 2,857 -> 2,957,
 # [256, 2^20] 2,919 -> 2,968; bfloat16 2,835 -> 2,935, 2,895 -> 2,935; at 300 rows (5 splits against 8) float16 2,935
@@ -153,9 +154,11 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # rows of up to 16 elements too (above: run 54, session 14, 0.956 -> 1.000x shuffle; fp8 ones go through it on every
 # GPU); tc_cols' one-item walk of 16-bit data loading evict-first from 64 rows (session 17, tune_plans_load_tc.log, GB/s:
 # fp16 64 rows 4,051 -> 4,067, 128 4,103 -> 4,252, 256 4,263 -> 4,394, 1024 4,253 -> 4,314, 4096 4,246 -> 4,288; bf16
-# 128 4,111 -> 4,264, 1024 4,240 -> 4,314)
+# 128 4,111 -> 4,264, 1024 4,240 -> 4,314); rows longer than 32 chunks with 8 chunks in flight at 4 blocks per SM
+# (session 18, tune_plans_stream_8x4_826f7ac.log, GB/s against 4 at 4: fp16 rows of 16384 4,503 -> 4,506, 32768
+# 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
-    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32,
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
                  ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
@@ -211,7 +214,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
         if 0 < tuned(_THIS, "STREAM_LONG_CHUNKS", device) < chunks:
-            unroll, blocks_per_sm = STREAM_UNROLL, STREAM_BLOCKS_PER_SM
+            unroll, blocks_per_sm = tuned(_THIS, "STREAM_LONG_TUNING", device) or (STREAM_UNROLL, STREAM_BLOCKS_PER_SM)
         else:
             unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
         work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
