@@ -7,7 +7,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 130b71e92979, 2026-11-27T13:48:56+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 37d6b7e, 2026-11-27T21:58:18+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit fc5d847, 2026-11-27T23:07:00+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
 """
@@ -113,7 +113,7 @@ DEVICE_TABLES = {
         ('bfloat16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'shuffle', 14: 'shuffle', 15: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
