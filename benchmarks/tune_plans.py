@@ -474,7 +474,7 @@ for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
 # tc_rows_stream on long rows with 8 chunks in flight per warp at 4 blocks per SM (NVRTC sm_90: 61 registers, no
 # spills), twice the bytes in flight of the committed 4 at the same occupancy, a combination the sweeps above never
 # tried; 8 at 3 blocks per SM is the H200's setting for rows of up to 32 chunks (the first setting here is the module
-# values for every row length, an H200's plan from 33 chunks on)
+# values for every row length, an H200's plan from 33 chunks on before session 18, which adopted 8 x 4 there)
 STREAM_8X4 = [committed(tc_plan, "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_CHUNKS")]
 STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0) for u, b in ((8, 4), (8, 3), (6, 4))]
 for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 1 << 20),

@@ -156,7 +156,8 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # fp16 64 rows 4,051 -> 4,067, 128 4,103 -> 4,252, 256 4,263 -> 4,394, 1024 4,253 -> 4,314, 4096 4,246 -> 4,288; bf16
 # 128 4,111 -> 4,264, 1024 4,240 -> 4,314); rows longer than 32 chunks with 8 chunks in flight at 4 blocks per SM
 # (session 18, tune_plans_stream_8x4_826f7ac.log, GB/s against 4 at 4: fp16 rows of 16384 4,503 -> 4,506, 32768
-# 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514)
+# 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514; fp8 65536 4,253 -> 4,302,
+# tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
