@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["random_input", "adversarial_inputs", "adversarial_inputs_f32", "format_adversarial_inputs",
            "mixed_sign_inputs", "poisoned", "check_sum", "to_numpy", "bound_for", "assert_compiles_clean",
-           "run_mma_probe", "MMA_PROBE_INDEX", "to_device", "patched_plans"]
+           "run_mma_probe", "MMA_PROBE_INDEX", "to_device", "patched_plans", "contiguous_problem"]
 
 
 def random_input(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: str = "float16",
@@ -296,3 +296,15 @@ def patched_plans(module: Any, setting: dict) -> Iterator[None]:
             setattr(module, k, v)
         _api.get_plan.cache_clear()
         _api._PREPARED.clear()
+
+
+def contiguous_problem(shape: tuple[int, ...], axis: int, dtype: str) -> Any:
+    """The canonical problem (tcreduce._layout) of a C-contiguous, 16-byte aligned ``shape`` array of ``dtype``
+    reduced over ``axis``: what the planners see for such an input, without making one."""
+    import math
+
+    from ._layout import plan_layout
+    from .formats import get_format
+
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    return plan_layout(shape, strides, (axis % len(shape),), get_format(dtype).itemsize, 0).problem

@@ -5,7 +5,6 @@ warnings or register spills, and tensor-core kernels contain mma/wmma instructio
 from __future__ import annotations
 
 import itertools
-import math
 
 import pytest
 
@@ -110,14 +109,11 @@ def _evict_first_instantiations() -> list[tuple[str, str]]:
 
     from test_emulate_gpu import EVICT_FIRST
 
-    from tcreduce._layout import plan_layout
-    from tcreduce.formats import get_format
-    from tcreduce.testing import patched_plans
+    from tcreduce.testing import contiguous_problem, patched_plans
 
     seen = set()
     for method, module, knobs, dtype, shape, axis, _ in EVICT_FIRST:
-        problem = plan_layout(shape, [math.prod(shape[i + 1:]) for i in range(len(shape))], (axis % len(shape),),
-                              get_format(dtype).itemsize, 0).problem
+        problem = contiguous_problem(shape, axis, dtype)
         with patched_plans(importlib.import_module(f"tcreduce.plans.{module}"), knobs):
             seen |= {(ln.source, ln.kernel) for ln in registry.get(method, "sum").plan(
                 problem, dtype, "float32", KNOWN_GPUS["H200"]).launches}

@@ -330,14 +330,11 @@ def test_gpu_evict_first_loads_equal_emulator(method, module, knobs, dtype, shap
 
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
-    from tcreduce._layout import plan_layout
-    from tcreduce.testing import check_sum, patched_plans
+    from tcreduce.testing import check_sum, contiguous_problem, patched_plans
 
     with patched_plans(importlib.import_module(f"tcreduce.plans.{module}"), knobs):
         device = current_device()[1]
-        isz = np.dtype(numpy_dtype(dtype)).itemsize
-        problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
-                              isz, 0).problem
+        problem = contiguous_problem(shape, axis, dtype)
         assert get_plan(method, problem, dtype, "float32", device).launches[-1].kernel.endswith(suffix)
         xh = random_input(rng, shape, dtype)
         xd, kw = to_device(xh)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from tcreduce.plans._common import WorkSplit, cdiv, spread_rows
@@ -242,14 +241,11 @@ def test_evict_first_knobs_change_only_the_load_hint(family):
 
     from tcreduce import registry
     from tcreduce._device import named_device
-    from tcreduce._layout import plan_layout
-    from tcreduce.formats import get_format
-    from tcreduce.testing import patched_plans
+    from tcreduce.testing import contiguous_problem, patched_plans
 
     device = named_device(family)
     for method, module, knobs, dtype, shape, axis, suffix in EVICT_FIRST:
-        problem = plan_layout(shape, [int(np.prod(shape[i + 1:])) for i in range(len(shape))], (axis % len(shape),),
-                              get_format(dtype).itemsize, 0).problem
+        problem = contiguous_problem(shape, axis, dtype)
         planner = importlib.import_module(f"tcreduce.plans.{module}")
         with patched_plans(planner, {k: {} if "EVICT_FIRST" in k else v for k, v in knobs.items()}):
             plain = registry.get(method, "sum").plan(problem, dtype, "float32", device)
