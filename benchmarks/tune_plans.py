@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_floor import make_input, timed  # noqa: E402
 
+import tcreduce.plans._common as plan_common  # noqa: E402
 import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
 import tcreduce.plans.tensorcore as tc_plan  # noqa: E402
 import tcreduce.plans.tensorcore_fp32 as tc32_plan  # noqa: E402
@@ -105,6 +106,23 @@ for _dt, _isz in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
             shuffle_plan, [dict(ROWS_GROUP_CHUNKS_PER_THREAD=c) for c in ({2: 4, 4: 4}, {}, {2: 2, 4: 2},
                                                                           {2: 8, 4: 8})],
             _dt, ((1 << 29) // _isz // _k, _k), -1, [(300, _k), (257, _k + 20), (3, _k)], "shuffle")
+# rows of 4-16 chunks (a group of G <= 32 lanes per row): 2 or 4 chunks per lane (ROWS_SHORT_CHUNKS_PER_LANE: a
+# narrower group, fewer shuffle levels per row) and rows in flight per thread (UNROLL); the default first
+for _dt, _isz, _k in (("float16", 2, 64), ("float16", 2, 128), ("bfloat16", 2, 64), ("float32", 4, 64),
+                      ("float16", 2, 32)):
+    SWEEPS[f"shuffle_{_dt}_short_rows{_k}"] = (
+        shuffle_plan, [dict(ROWS_SHORT_CHUNKS_PER_LANE={2: c, 4: c} if c > 1 else {}, UNROLL=u)
+                       for c, u in ((1, 4), (2, 4), (4, 4), (2, 8), (2, 2), (1, 8))],
+        _dt, ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (333, _k - 3), (70001, _k)], "shuffle")
+# splits of the reduced axis (choose_splits, every planner): the fewest splits within SPLIT_TOLERANCE of the best wave
+# efficiency (5%: fp16 [2^20, 256] first-axis sums take 4 strips x 63 splits = 252 of an H200's 264 block slots) or
+# a tighter fill (66 splits: all 264); the default first. Another order of additions: the bits check follows the plan
+for _dt, _isz, _n, _method in (("float16", 2, 1 << 20, "tensorcore"), ("float16", 2, 1 << 20, "shuffle"),
+                               ("float16", 2, 1 << 18, "tensorcore"), ("float16", 2, 32768, "tensorcore"),
+                               ("float32", 4, 1 << 20, "shuffle"), ("float32", 4, 1 << 18, "shuffle")):
+    SWEEPS[f"{_method}_{_dt}_cols{_n}_split_tolerance"] = (
+        plan_common, [dict(SPLIT_TOLERANCE=t) for t in (0.05, 0.02, 0.0)], _dt, (_n, (1 << 29) // _isz // _n), 0,
+        [(1 << 16, 64), (4099, 40), (20000, 16)], _method)
 # fp8 short rows and columns: raw fp8 in flight, twice fp16's tiles or chunks (FP8_IN_FLIGHT) or as many
 for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16", (1 << 25, 16), -1),
                              ("e4m3_cols1024", (1024, 1 << 19), 0), ("e4m3_cols32", (32, 1 << 24), 0)):
@@ -477,8 +495,8 @@ for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
 # values for every row length, an H200's plan from 33 chunks on before session 18, which adopted 8 x 4 there)
 STREAM_8X4 = [committed(tc_plan, "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_CHUNKS")]
 STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0) for u, b in ((8, 4), (8, 3), (6, 4))]
-for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 1 << 20),
-                ("bfloat16", 32768), ("float8_e4m3fn", 65536)):
+for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 131072),
+                ("float16", 262144), ("float16", 1 << 20), ("bfloat16", 32768), ("float8_e4m3fn", 65536)):
     SWEEPS[f"{_dt}_rows{_k}_stream_8x4"] = (tc_plan, STREAM_8X4, _dt, ((1 << 28) // _k, _k), -1,
                                             [(3, _k), (37, _k), (5, _k + 256)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
