@@ -8,7 +8,8 @@ and an empty CuPy kernel launch (the launch floor).
 GPU mode: everything runs on one non-blocking CuPy stream (torch through an ExternalStream on it). Per sample,
 ``--calls`` back-to-back calls are bracketed by two CUDA events; ``us_per_call`` is the median over ``--reps``
 samples of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost
-and the GPU's work), ``host_us`` the host time spent issuing them. Cases marked "[no graph replay]" launch the
+and the GPU's work), ``host_us`` the host time spent issuing them; every case is timed once per ``--rounds`` round,
+the cases interleaved, and the row reports the median round with the lowest and highest. Cases marked "[no graph replay]" launch the
 kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
 before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
 "graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch).
@@ -192,12 +193,21 @@ def _round_robin(s, args, n: int) -> list[dict]:
 
 
 def _time_cases(stream, cases: list, args, n: int) -> list[dict]:
-    """One row per (label, fn): us per call and host us per call, timed with events on ``stream``."""
+    """One row per (label, fn): us per call and host us per call, timed with events on ``stream``, in ``--rounds``
+    interleaved rounds (every case once per round, in order): the host's speed moves within a process (session 19,
+    H100: the same case read 9.7 and 12.3 us per call minutes apart), so cases are compared within rounds. Reports the
+    median over rounds of each round's median, and the lowest and highest round."""
+    per_round: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in cases}
+    for _ in range(args.rounds):
+        for label, fn in cases:
+            per = 100 if "100 calls" in label else 1
+            gpu_us, host_us = _time(stream, fn, args.calls // per, args.reps)
+            per_round[label].append((gpu_us / per, host_us / per))
     rows = []
-    for label, fn in cases:
-        per = 100 if "100 calls" in label else 1
-        gpu_us, host_us = _time(stream, fn, args.calls // per, args.reps)
-        rows.append(dict(case=label, us_per_call=gpu_us / per, host_us=host_us / per, n=n, dtype=args.dtype))
+    for label, _ in cases:
+        gpu = [g for g, _ in per_round[label]]
+        rows.append(dict(case=label, us_per_call=statistics.median(gpu), us_min=min(gpu), us_max=max(gpu),
+                         host_us=statistics.median(h for _, h in per_round[label]), n=n, dtype=args.dtype))
     return rows
 
 
@@ -302,6 +312,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds over the cases (GPU mode)")
     ap.add_argument("--pool", type=int, default=0,
                     help="also time calls round-robin over this many buffers (the throughput study's walk)")
     ap.add_argument("--cpu", action="store_true", help="no GPU: the Python cost with fake launches")
@@ -313,16 +324,19 @@ def main() -> None:
     meta = {"mode": "cpu (fake GPU)" if args.cpu else "gpu", "device": device_info() if not args.cpu else {},
             "commit": git_info().get("commit"), "command": " ".join(sys.argv)}
     print(json.dumps(meta))
-    print(f"{'case':45s} {'us/call':>9s} {'host us':>9s}")
+    nan = float("nan")
+    print(f"{'case':45s} {'us/call':>9s} {'min':>7s} {'max':>7s} {'host us':>9s}")
     for row in rows:
         us = row.get("us_per_call")
-        print(f"{row['case']:45s} {us if us is not None else float('nan'):9.2f} {row['host_us']:9.2f}")
+        print(f"{row['case']:45s} {us if us is not None else nan:9.2f} {row.get('us_min', nan):7.2f} "
+              f"{row.get('us_max', nan):7.2f} {row['host_us']:9.2f}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         with open(out / "call_overhead.csv", "w", newline="") as f:
             f.write("# " + json.dumps(meta, default=str) + "\n")
-            w = csv.DictWriter(f, fieldnames=["case", "us_per_call", "host_us", "n", "dtype"], extrasaction="ignore")
+            w = csv.DictWriter(f, fieldnames=["case", "us_per_call", "us_min", "us_max", "host_us", "n", "dtype"],
+                               extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
 

@@ -106,14 +106,6 @@ for _dt, _isz in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
             shuffle_plan, [dict(ROWS_GROUP_CHUNKS_PER_THREAD=c) for c in ({2: 4, 4: 4}, {}, {2: 2, 4: 2},
                                                                           {2: 8, 4: 8})],
             _dt, ((1 << 29) // _isz // _k, _k), -1, [(300, _k), (257, _k + 20), (3, _k)], "shuffle")
-# rows of 4-16 chunks (a group of G <= 32 lanes per row): 2 or 4 chunks per lane (ROWS_SHORT_CHUNKS_PER_LANE: a
-# narrower group, fewer shuffle levels per row) and rows in flight per thread (UNROLL); the default first
-for _dt, _isz, _k in (("float16", 2, 64), ("float16", 2, 128), ("bfloat16", 2, 64), ("float32", 4, 64),
-                      ("float16", 2, 32)):
-    SWEEPS[f"shuffle_{_dt}_short_rows{_k}"] = (
-        shuffle_plan, [dict(ROWS_SHORT_CHUNKS_PER_LANE={2: c, 4: c} if c > 1 else {}, UNROLL=u)
-                       for c, u in ((1, 4), (2, 4), (4, 4), (2, 8), (2, 2), (1, 8))],
-        _dt, ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (333, _k - 3), (70001, _k)], "shuffle")
 # splits of the reduced axis (choose_splits, every planner): the fewest splits within SPLIT_TOLERANCE of the best wave
 # efficiency (5%: fp16 [2^20, 256] first-axis sums take 4 strips x 63 splits = 252 of an H200's 264 block slots) or
 # a tighter fill (66 splits: all 264); the default first. Another order of additions: the bits check follows the plan

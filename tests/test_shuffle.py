@@ -129,17 +129,6 @@ def test_rows_group_covers_short_rows(dtype, k, group):
     assert p["grid"] == _cdiv(1 << 20, p["unroll"] * (sh.BLOCK // group))
 
 
-@pytest.mark.parametrize("per_lane", [2, 4])
-@pytest.mark.parametrize("dtype,k", [("float16", 64), ("float16", 17), ("float32", 64), ("float16", 8)])
-def test_rows_short_chunks_per_lane_narrow_the_group(dtype, k, per_lane, monkeypatch):
-    base = param_dict(sh.plan_shuffle(Rows(1 << 20, k, k), dtype, "float32", H100))
-    monkeypatch.setattr(sh, "ROWS_SHORT_CHUNKS_PER_LANE", {2: per_lane, 4: per_lane})
-    p = param_dict(sh.plan_shuffle(Rows(1 << 20, k, k), dtype, "float32", H100))
-    assert p["group"] == max(1, base["group"] // per_lane) and p["splits"] == 1
-    assert _cdiv(p["chunks"], p["group"]) <= per_lane  # each lane walks at most per_lane chunks of its row
-    assert p["grid"] == _cdiv(1 << 20, p["unroll"] * (sh.BLOCK // p["group"]))
-
-
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_rows_few_long_rows_are_split(dtype):
     cap = H100.sm_count * sh.BLOCKS_PER_SM["rows"]
@@ -445,23 +434,6 @@ def test_row_groups_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, m
         groups.add(p["group"])
     assert groups >= {64, 128} if dtype == "float32" else 64 in groups
     _simt_cases_match_the_twin(ROW_GROUP_CASES, dtype, tmp_path, rng)
-
-
-# short rows with 2 chunks per lane (ROWS_SHORT_CHUNKS_PER_LANE): a lane walks chunks l and l + G of its row, the last
-# one partial or absent (17 and 33 elements, a misaligned view), rows past the last one in the last block
-SHORT_LANE_CASES = [((3000, 64), -1, None, "float32"), ((301, 17), -1, None, "float32"),
-                    ((257, 34), -1, lambda x: x[:, 1:], "float16"), ((40, 128), -1, None, "float64")]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_short_rows_two_chunks_per_lane_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, monkeypatch):
-    monkeypatch.setattr(sh, "ROWS_SHORT_CHUNKS_PER_LANE", {2: 2, 4: 2})
-    for shape, _, view, _ in SHORT_LANE_CASES:
-        xh = view(_rand(rng, shape, dtype)) if view else _rand(rng, shape, dtype)
-        p = param_dict(sh.plan_shuffle(Rows(xh.shape[0], xh.shape[1], shape[1]), dtype, "float32", SIMT_DEVICE))
-        assert p["chunks"] > p["group"]  # some lane walks two chunks
-    _simt_cases_match_the_twin(SHORT_LANE_CASES, dtype, tmp_path, rng)
 
 
 # first-axis sums through the one-item kernel at 4 rows in flight (the H200's COLS_ONE_ITEM_TUNING and evict-first

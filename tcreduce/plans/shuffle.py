@@ -124,10 +124,6 @@ ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
 # rows: rows of at least this many chunks load their whole chunks evict-first in L1 and L2 (kernels/shuffle.cu LOAD 1,
 # as COLS_EVICT_FIRST_MIN_ROWS), the others through ld.global.nc; keyed by bytes per element, a size not listed: never
 ROWS_EVICT_FIRST_MIN_CHUNKS: dict[int, int] = {}
-# rows of at most 32 chunks (a group of G <= 32 lanes per row): chunks per lane (a power of two), keyed by bytes per
-# element (a size not listed: 1, G = next_pow2(chunks)); more per lane means a narrower group and fewer shuffle levels
-# per row for the same loads (the kernel's lane loop walks chunks l, l + G, ...; its documented order for any G)
-ROWS_SHORT_CHUNKS_PER_LANE: dict[int, int] = {}
 ONE_PASS_ROWS = True  # rows: a grid over every row (G == BLOCK: every row split), no grid stride (same sums)
 ONE_PASS_COLS = True  # cols: a grid over every (strip, split) work item, likewise
 MIN_CHUNKS_PER_THREAD = 2 * UNROLL  # a split of a long row gives every thread at least this many chunks
@@ -189,8 +185,10 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
     cap = device.sm_count * minb
     warps = BLOCK // 32
     if chunks <= 32:
-        per_lane = tuned(_THIS, "ROWS_SHORT_CHUNKS_PER_LANE", device).get(isz, 1)
-        group = max(1, next_pow2(chunks) >> (per_lane.bit_length() - 1))  # G lanes, per_lane (a power of 2) each
+        # one pass of G lanes covers the row (session 19, H100: G / 2 or G / 4 lanes walking 2 or 4 chunks each, the
+        # same loads, read 1-8% slower on fp16, bf16 and fp32 rows of 4-16 chunks; likely because a warp's load then
+        # covers half of each of twice as many rows)
+        group = next_pow2(chunks)
     elif chunks < tuned(_THIS, "ROWS_BLOCK_MIN_CHUNKS", device).get(isz, chunks + 1) and (
             chunks <= 2 * BLOCK or cdiv(m, UNROLL * warps) >= cap):
         group = 32  # a warp per row: rows too short to give a block's threads 2 chunks each, or rows plentiful
