@@ -296,33 +296,29 @@ def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, m
 
 @pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
 @pytest.mark.parametrize("rounds", [1, 4, 32])
-def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng, monkeypatch):
+def test_flat_one_pass_sums_are_within_the_bound(dtype, rounds, rng):
     """The twin of the one-pass walk (a GPU test checks GPU == twin) on one block, one group and several groups of
     block partials, misaligned too: within the plan's a-priori bound of the exact sum (tcreduce.bounds)."""
     from tcreduce._api import get_plan
-    from tcreduce.testing import check_sum, random_input
+    from tcreduce.testing import check_sum, patched_plans, random_input
 
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", {1: rounds, 2: rounds})
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ONE_PASS_MIN_WAVES", 0)
-    get_plan.cache_clear()
-    try:
+    with patched_plans(tensorcore_plans, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS_MIN_WAVES=0)):
         for n in (77, 40_000, (1 << 20) + 4099):
             plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", KNOWN_GPUS["H100"])
             assert param_dict(plan)["rounds"] == rounds
             x = random_input(rng, (n,), dtype)
             for view in (x, x[3:]):
                 check_sum(tcreduce.emulate.sum(view, method="tensorcore"), view, None, method="tensorcore")
-    finally:
-        get_plan.cache_clear()
 
 
-def test_an_h100_keeps_the_resident_grid_for_full_sums():
-    """The module's walk (an H100's; FLAT_ROUNDS is set for an H200 only): the resident grid-stride plan, named as
+def test_the_module_walk_is_the_resident_grid_for_full_sums():
+    """The module's walk (GPUs without a FLAT_ROUNDS of their own, the A100): the resident grid-stride plan, named as
     before."""
     assert tensorcore_plans.FLAT_ROUNDS == {}
-    plan = plan_tensorcore(Flat(1 << 20, 0), "float16", "float32", KNOWN_GPUS["H100"])
+    plan = plan_tensorcore(Flat(1 << 28, 0), "float16", "float32", KNOWN_GPUS["A100"])
     assert "rounds" not in param_dict(plan) and plan.launches[0].kernel == "tc_flat<__half, 256, 2, 1, float, 2, 6>"
     assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]
+
 
 
 FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]

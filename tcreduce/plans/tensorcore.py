@@ -4,7 +4,8 @@ against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registe
 additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
-last block combines the block partials. Last-axis sums: row tiles of 16 rows per warp group, columns split across
+last block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid
+of blocks of a fixed number of rounds, their partials combined in two levels. Last-axis sums: row tiles of 16 rows per warp group, columns split across
 warps and, for few long rows, across blocks (the last block of a tile combines; rows of at most 16 elements may take
 tc_rows16, one load of 8 elements per lane, where ROWS16_PAIRED_LOADS has their format); rows of at least
 STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way.
@@ -39,9 +40,9 @@ FLAT_UNROLL = 2
 # the plan). Tune_plans run 45 (H200, session 11, *_flat_rounds_*): 1-4 rounds read 0.56-0.93x the resident grid (each
 # short block pays its partial's store, fence and counter), 16 rounds 1.024x at 2^30 fp16 but 1.003x at 2^28. Set for
 # an H200 (FAMILY_TUNING). An H100 gains too (run 48, fp16, GB/s against the resident grid: 16 rounds 3,041 / 3,028 at
-# 2^28, 3,101 / 3,073 at 2^29, 3,147 / 3,091 at 2^30; the throughput study at ffc4c5b: fp16 2^30 0.985 of the read
-# kernel against 0.966), but stays off until the H100's accuracy, trade-off and ladder studies, which sum fp16 and bf16
-# arrays of 2^27-2^30, are re-run with it (notes/performance.md)
+# 2^28, 3,101 / 3,073 at 2^29, 3,147 / 3,091 at 2^30; 8 rounds 3,054 / 3,122 / 3,160, the best; the throughput study at
+# ffc4c5b with 16: fp16 2^30 0.985 of the read kernel against 0.966, but 2^27, at 3.1 waves, 0.954 -> 0.945): set for an
+# H100 at 8 rounds from 4 waves (FAMILY_TUNING, session 19, with its studies re-run); other GPUs keep the resident grid
 FLAT_ROUNDS: dict[int, int] = {}
 # ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid). Run 46
 # (H200, GB/s against the resident grid in the same run): 32 rounds (256 KiB blocks) fp16 2^26 (0.8 waves) 3,746 /
@@ -159,6 +160,7 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514; fp8 65536 4,253 -> 4,302,
 # tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
+    "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
@@ -196,7 +198,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         nvec = (problem.n - head) // vec
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
         grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * rounds)) if rounds else 0
-        if grid < FLAT_ONE_PASS_MIN_WAVES * device.sm_count * FLAT_ROUNDS_BLOCKS_PER_SM:
+        if grid < tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device) * device.sm_count * FLAT_ROUNDS_BLOCKS_PER_SM:
             rounds = 0
         if rounds:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             groups = cdiv(grid, BLOCK) if grid > 1 else 0
