@@ -3,7 +3,7 @@ rounded), the fastest eligible method measured in the committed sweeps. GENERATE
 do not edit; re-run the sweep (python -m experiments throughput segments), then the script.
 
 Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
-  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit c0d887d, 2026-11-27T00:53:18+00:00
+  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 2e7ad14, 2026-11-28T01:08:11+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 130b71e92979, 2026-11-27T13:48:56+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
@@ -31,12 +31,12 @@ TABLE = {
         20: 'tensorcore',
     },
     ('bfloat16', 'full'): {
-        10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'shuffle',
-        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
+        14: 'shuffle', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'shuffle',
         22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
-        30: 'wmma',
+        30: 'tensorcore',
     },
     ('bfloat16', 'rows'): {
         4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
@@ -53,9 +53,9 @@ TABLE = {
         20: 'tensorcore',
     },
     ('float16', 'full'): {
-        10: 'tensorcore', 11: 'shuffle', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'tensorcore', 15: 'wmma', 16: 'shuffle', 17: 'tensorcore',
-        18: 'kahan', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore_kahan', 15: 'tensorcore_kahan', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'kahan', 19: 'shuffle', 20: 'shuffle', 21: 'kahan',
         22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
@@ -75,10 +75,10 @@ TABLE = {
         20: 'shuffle',
     },
     ('float32', 'full'): {
-        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-        18: 'kahan', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-        22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
+        10: 'kahan', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'shuffle', 19: 'tensorcore', 20: 'kahan', 21: 'shuffle',
+        22: 'shuffle', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
         26: 'shuffle', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
@@ -90,17 +90,17 @@ TABLE = {
         20: 'tensorcore',
     },
     ('float8_e4m3fn', 'full'): {
-        10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
         14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
-        22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+        18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+        22: 'tensorcore', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
     ('float8_e5m2', 'full'): {
         10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'shuffle', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+        14: 'tensorcore', 15: 'shuffle', 16: 'shuffle', 17: 'tensorcore',
+        18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
         22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
@@ -197,13 +197,13 @@ DEVICE_TABLES = {
 
 # Swept points where a method auto may not choose (EXCLUDED) was more than 2% faster than its pick.
 NOTES = (
-    'bfloat16 full n=1024: tensorcore_chained 11.6 us, tensorcore 11.9 us (+2.1%)',
-    'bfloat16 full n=16384: exact 11.8 us, tensorcore 12.2 us (+3.3%)',
-    'float16 full n=262144: exact 10.3 us, kahan 14.8 us (+42.6%)',
-    'float32 full n=524288: tensorcore_tf32 9.0 us, tensorcore 9.2 us (+2.0%)',
-    'float8_e4m3fn full n=262144: tensorcore_chained 12.5 us, tensorcore 16.8 us (+34.5%)',
-    'float8_e4m3fn full n=2097152: tensorcore_chained 16.8 us, tensorcore 17.2 us (+2.2%)',
-    'float8_e5m2 full n=16777216: tensorcore_chained 12.7 us, tensorcore 13.0 us (+2.0%)',
+    'float32 full n=1024: tensorcore_tf32 11.0 us, kahan 11.2 us (+2.3%)',
+    'float32 full n=65536: tensorcore_tf32 14.9 us, tensorcore 16.0 us (+7.6%)',
+    'float32 full n=131072: exact 10.9 us, tensorcore 11.2 us (+2.6%)',
+    'float32 full n=262144: tensorcore_tf32 10.8 us, shuffle 11.0 us (+2.4%)',
+    'float8_e5m2 full n=16384: tensorcore_chained 11.7 us, tensorcore 12.1 us (+3.9%)',
+    'float8_e5m2 full n=262144: tensorcore_chained 14.6 us, tensorcore 15.0 us (+2.6%)',
+    'float8_e5m2 full n=8388608: tensorcore_chained 14.4 us, tensorcore 15.3 us (+5.9%)',
 )
 DEVICE_NOTES = {
     'H200': (
