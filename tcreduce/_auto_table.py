@@ -6,7 +6,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 2e7ad14, 2026-11-28T01:08:11+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 130b71e92979, 2026-11-27T13:48:56+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit 7494f66d7a58, 2026-11-27T03:18:21+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 8bb367a, 2026-11-28T01:17:14+00:00
   segments.csv: NVIDIA H200 (132 SMs), commit fc5d847, 2026-11-27T23:07:00+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
@@ -118,10 +118,10 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('bfloat16', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'wmma', 17: 'tensorcore',
-            18: 'wmma', 19: 'shuffle', 20: 'wmma', 21: 'tensorcore',
-            22: 'shuffle', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
+            10: 'tensorcore', 11: 'wmma', 12: 'shuffle', 13: 'wmma',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'wmma', 21: 'tensorcore',
+            22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -140,10 +140,10 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('float16', 'full'): {
-            10: 'tensorcore_kahan', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
-            14: 'tensorcore_kahan', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'kahan', 21: 'tensorcore',
-            22: 'tensorcore_kahan', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
+            10: 'tensorcore_kahan', 11: 'tensorcore', 12: 'tensorcore_kahan', 13: 'kahan',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'kahan', 17: 'tensorcore',
+            18: 'shuffle', 19: 'kahan', 20: 'tensorcore_kahan', 21: 'kahan',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -162,10 +162,10 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float32', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'kahan', 17: 'tensorcore',
-            18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'shuffle',
-            22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'kahan', 17: 'kahan',
+            18: 'shuffle', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
             30: 'shuffle',
         },
@@ -177,18 +177,18 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float8_e4m3fn', 'full'): {
-            10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
             18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'shuffle',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
         ('float8_e5m2', 'full'): {
             10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'tensorcore',
-            22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -207,14 +207,13 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'bfloat16 full n=2048: exact 12.3 us, tensorcore 12.7 us (+2.9%)',
-        'bfloat16 full n=1048576: tensorcore_chained 11.6 us, wmma 12.1 us (+4.3%)',
-        'float16 full n=262144: exact 9.7 us, tensorcore 10.0 us (+2.2%)',
-        'float32 full n=32768: tensorcore_tf32 8.8 us, tensorcore 9.0 us (+2.1%)',
-        'float32 full n=4194304: tensorcore_tf32 9.4 us, kahan 9.7 us (+2.5%)',
-        'float8_e4m3fn full n=2048: tensorcore_chained 16.8 us, tensorcore 17.4 us (+3.2%)',
-        'float8_e4m3fn full n=8192: tensorcore_chained 11.9 us, tensorcore 12.2 us (+2.6%)',
-        'float8_e4m3fn full n=32768: tensorcore_chained 12.0 us, tensorcore 12.7 us (+5.9%)',
-        'float8_e4m3fn full n=65536: tensorcore_chained 12.2 us, tensorcore 12.4 us (+2.1%)',
+        'bfloat16 full n=65536: tensorcore_chained 10.5 us, tensorcore 10.7 us (+2.0%)',
+        'bfloat16 full n=131072: tensorcore_chained 10.8 us, tensorcore 11.0 us (+2.2%)',
+        'float32 full n=16384: exact 14.7 us, tensorcore 15.3 us (+3.5%)',
+        'float32 full n=524288: exact 10.7 us, shuffle 14.3 us (+33.3%)',
+        'float8_e4m3fn full n=33554432: tensorcore_chained 13.5 us, shuffle 15.2 us (+12.1%)',
+        'float8_e5m2 full n=131072: tensorcore_chained 11.0 us, tensorcore 11.3 us (+3.0%)',
+        'float8_e5m2 full n=262144: tensorcore_chained 14.5 us, tensorcore 15.0 us (+3.6%)',
+        'float8_e5m2 full n=8388608: tensorcore_chained 10.7 us, tensorcore 11.7 us (+8.9%)',
     ),
 }

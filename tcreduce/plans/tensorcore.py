@@ -158,7 +158,9 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 128 4,111 -> 4,264, 1024 4,240 -> 4,314); rows longer than 32 chunks with 8 chunks in flight at 4 blocks per SM
 # (session 18, tune_plans_stream_8x4_826f7ac.log, GB/s against 4 at 4: fp16 rows of 16384 4,503 -> 4,506, 32768
 # 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514; fp8 65536 4,253 -> 4,302,
-# tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained)
+# tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained; rows of
+# 512-1024 chunks too, session 19, tune_split_tolerance_8x4_8bb367a.log: fp16 rows of 131072 4,364 -> 4,388, 262144
+# 4,380 -> 4,394)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
