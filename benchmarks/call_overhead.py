@@ -6,18 +6,17 @@ and an empty CuPy kernel launch (the launch floor).
     python3 benchmarks/call_overhead.py --cpu      # no GPU: the Python cost with fake launches (tcreduce.fake_gpu)
 
 GPU mode: everything runs on one non-blocking CuPy stream (torch through an ExternalStream on it). Per sample,
-``--calls`` back-to-back calls are bracketed by two CUDA events; ``us_per_call`` is the median over ``--reps``
-samples of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost
-and the GPU's work), ``host_us`` the host time spent issuing them; every case is timed once per ``--rounds`` round,
-the cases interleaved, and the row reports the median round with the lowest and highest. Cases marked "[no graph replay]" launch the
-kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
+``--calls`` back-to-back calls are bracketed by two CUDA events; ``us_per_call`` is the median over ``--reps`` samples
+of the event time divided by the calls (what a stream of calls costs: the larger of the host's issue cost and the GPU's
+work), ``host_us`` the host time spent issuing them; every case is timed once per ``--rounds`` round, the cases
+interleaved, and the row reports the median round with the lowest and highest. Cases marked "[no graph replay]" launch
+the kernels at every call (tcreduce's replay of small calls switched off for that handle or launcher: what a call cost
 before it; tcreduce._launch). "graph replay (1 call)": one handle call captured by the caller per ``graph.launch``;
-"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch).
-``--pool N``: the same calls
-round-robin over N buffers, every address new to the graph replay (the throughput study's walk). Several
-``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at:
-``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against ``torch.sum`` (target: the handle's host
-cost <= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
+"graph replay (100 calls)": 100 captured calls per launch, per call (the GPU's cost without host dispatch). ``--pool
+N``: the same calls round-robin over N buffers, every address new to the graph replay (the throughput study's walk).
+Several ``--n``: one set of rows per size (where the GPU's work, not the host, sets the pace). The number to look at:
+``us_per_call`` of ``reducer(x, out=out)`` and ``tcreduce.sum(x)`` against ``torch.sum`` (target: the handle's host cost
+<= 5 us). Writes call_overhead.csv (with a metadata line) to --out.
 
 CPU mode: host microseconds per call with the kernels and allocations faked (what tcreduce's Python costs before
 CuPy's launch), and what CuPy's argument conversion costs for 5 pre-converted arguments (``CIntptr``, what tcreduce

@@ -92,8 +92,8 @@ def test_tc_rows16_compiles_clean(kernel):
                           use_cache=False)
 
 
-# tc_flat's one-pass walk at other rounds than the plans' (an H200 plans 32, an H100 8; GPU tests and tune_plans patch
-# these in), fp8 included (no GPU plans it in one pass)
+# tc_flat's one-pass walk at an H100's 8 rounds and at rounds no plan launches (GPU tests and tune_plans patch them
+# in; an H200 plans 32), fp8 included (no GPU plans it in one pass)
 ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3")
                  for r in (1, 4, 8, 16)]
 

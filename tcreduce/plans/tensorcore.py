@@ -5,10 +5,11 @@ additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
 last block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid
-of blocks of a fixed number of rounds, their partials combined in two levels. Last-axis sums: row tiles of 16 rows per warp group, columns split across
-warps and, for few long rows, across blocks (the last block of a tile combines; rows of at most 16 elements may take
-tc_rows16, one load of 8 elements per lane, where ROWS16_PAIRED_LOADS has their format); rows of at least
-STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner loop), split the same way.
+of blocks of a fixed number of rounds, their partials combined in two levels. Last-axis sums: row tiles of 16 rows
+per warp group, columns split across warps and, for few long rows, across blocks (the last block of a tile combines;
+rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane, where ROWS16_PAIRED_LOADS has their
+format); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner
+loop), split the same way.
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way.
 
@@ -47,7 +48,8 @@ FLAT_ROUNDS: dict[int, int] = {}
 # ... and only where that grid has at least this many waves of resident blocks (fewer: the resident grid). Run 46
 # (H200, GB/s against the resident grid in the same run): 32 rounds (256 KiB blocks) fp16 2^26 (0.8 waves) 3,746 /
 # 3,729, 2^27 (1.6) 4,026 / 4,101, 2^28 (3.1) 4,387 / 4,339, 2^29 4,539 / 4,475, 2^30 4,620 / 4,555; bf16 2^28 4,385
-# / 4,326, 2^30 4,622 / 4,556; fp8 2^29 4,255 / 4,233, 2^31 4,560 / 4,544; 2^25: every one-pass walk below
+# / 4,326, 2^30 4,622 / 4,556; fp8 2^29 4,255 / 4,233, 2^31 4,560 / 4,544; 2^25: every one-pass walk below. An H100
+# takes 4 (FAMILY_TUNING: at 8 rounds, fp16 2^26 is 3.1 waves, where one pass read 1.2% below the resident grid)
 FLAT_ONE_PASS_MIN_WAVES = 3
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
@@ -158,9 +160,9 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 128 4,111 -> 4,264, 1024 4,240 -> 4,314); rows longer than 32 chunks with 8 chunks in flight at 4 blocks per SM
 # (session 18, tune_plans_stream_8x4_826f7ac.log, GB/s against 4 at 4: fp16 rows of 16384 4,503 -> 4,506, 32768
 # 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514; fp8 65536 4,253 -> 4,302,
-# tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained; rows of
-# 512-1024 chunks too, session 19, tune_split_tolerance_8x4_8bb367a.log: fp16 rows of 131072 4,364 -> 4,388, 262144
-# 4,380 -> 4,394)
+# tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained;
+# rows of 512-1024 chunks too, session 19, tune_split_tolerance_8x4_8bb367a.log: fp16 rows of 131072 4,364 -> 4,388,
+# 262144 4,380 -> 4,394)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
