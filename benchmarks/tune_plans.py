@@ -526,8 +526,7 @@ def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
     """(source, name expression) of every launch the sweeps ``names`` make on ``device`` (each setting, the large
     shape and the check shapes, contiguous and 16-byte aligned as the sweep allocates them)."""
     from tcreduce._api import get_plan
-    from tcreduce._layout import normalize_axes, plan_layout
-    from tcreduce.formats import get_format
+    from tcreduce.testing import contiguous_problem
 
     found = set()
     for name in names:
@@ -536,9 +535,7 @@ def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
         for setting in settings:
             with patched(module, setting):
                 for shp in [shape, *check_shapes]:
-                    strides = [int(np.prod(shp[i + 1:])) for i in range(len(shp))]
-                    problem = plan_layout(shp, strides, normalize_axes(axis, len(shp)),
-                                          get_format(dtype).itemsize, 0).problem
+                    problem = contiguous_problem(shp, axis, dtype)
                     for ln in get_plan(method, problem, dtype, "float32", device).launches:
                         found.add((ln.source, ln.kernel))
     return found

@@ -298,13 +298,14 @@ def patched_plans(module: Any, setting: dict) -> Iterator[None]:
         _api._PREPARED.clear()
 
 
-def contiguous_problem(shape: tuple[int, ...], axis: int, dtype: str) -> Any:
+def contiguous_problem(shape: tuple[int, ...], axis: Any, dtype: str) -> Any:
     """The canonical problem (tcreduce._layout) of a C-contiguous, 16-byte aligned ``shape`` array of ``dtype``
-    reduced over ``axis``: what the planners see for such an input, without making one."""
+    reduced over ``axis`` (NumPy's rules: None for all axes, negative ones from the end): what the planners see for
+    such an input, without making one."""
     import math
 
-    from ._layout import plan_layout
+    from ._layout import normalize_axes, plan_layout
     from .formats import get_format
 
     strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-    return plan_layout(shape, strides, (axis % len(shape),), get_format(dtype).itemsize, 0).problem
+    return plan_layout(shape, strides, normalize_axes(axis, len(shape)), get_format(dtype).itemsize, 0).problem

@@ -320,7 +320,6 @@ def test_the_module_walk_is_the_resident_grid_for_full_sums():
     assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]
 
 
-
 FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]
 ROW_LENGTHS = [1, 15, 16, 17, 33, 255, 256, 257, 1024, 1025, 1032]
 
