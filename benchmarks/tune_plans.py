@@ -452,6 +452,18 @@ for _dt, _n in (*(("float16", 1 << _e) for _e in range(25, 31)), ("bfloat16", 1 
                 ("float8_e4m3fn", 1 << 29), ("float8_e4m3fn", 1 << 31)):
     SWEEPS[f"{_dt}_flat_rounds_2p{_n.bit_length() - 1}"] = (
         tc_plan, FLAT_ROUNDS_SETTINGS, _dt, (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)])
+# ... and shuffle_flat and tc32_flat (fp32 full sums) over the same one-pass walk (session 20), the committed setting
+# first, then the resident grid and 4-32 rounds with no minimum of waves
+for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):
+    SWEEPS[f"shuffle_fp32_flat_rounds_2p{_n.bit_length() - 1}"] = (
+        shuffle_plan, [committed(shuffle_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
+        + [dict(FLAT_ROUNDS={4: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 4, 8, 16, 32)],
+        "float32", (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)], "shuffle")
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_flat_rounds_2p{_n.bit_length() - 1}"] = (
+            tc32_plan, [committed(tc32_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
+            + [dict(FLAT_ROUNDS={_method: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 4, 8, 16, 32)],
+            "float32", (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)], _method)
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on

@@ -126,6 +126,30 @@ __device__ __forceinline__ float combine_partials(const float* p, i64 count, i64
     return block_fold<BLOCK>(acc, smem);
 }
 
+// A grid's block partials p[b] = ws[b] (written by thread 0 of block b) combined into one value by the last block to
+// arrive: combine_partials over all gridDim.x of them (counters[0]). TWO_LEVEL (the one-pass grids of full sums, whose
+// grids run to many thousand blocks): the last block of each group of BLOCK consecutive blocks combine_partials its
+// group's partials (thread t: 0.0f + p[t]) into ws[gridDim.x + group] (counters[group]), and the last group to finish
+// combine_partials the groups' totals (counters[groups]). Every thread of every block calls it; it returns true in
+// the one block holding the result (*total, valid in thread 0). Counters: 1, or groups + 1 (TWO_LEVEL).
+template <int BLOCK, bool TWO_LEVEL>
+__device__ __forceinline__ bool combine_grid(float* ws, unsigned* counters, float* smem, float* total) {
+    if constexpr (!TWO_LEVEL) {
+        if (!arrive_last(counters, gridDim.x)) return false;
+        *total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
+        return true;
+    } else {
+        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
+        if (!arrive_last(counters + group, members)) return false;
+        const float group_total = combine_partials<BLOCK>(ws + (i64)group * BLOCK, members, 1, smem);
+        if (threadIdx.x == 0) ws[gridDim.x + group] = group_total;
+        if (!arrive_last(counters + groups, groups)) return false;
+        *total = combine_partials<BLOCK>(ws + gridDim.x, groups, 1, smem);
+        return true;
+    }
+}
+
 // ------------------------------------------------------------------------------------------ streaming loads
 // An L2 access policy that marks lines evict-first (createpolicy: what Triton emits for eviction_policy="evict_first"),
 // for load16's MODE 3; a thread makes it once.

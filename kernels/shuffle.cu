@@ -143,10 +143,11 @@ __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&
 using namespace shuffle_detail;
 
 // =====================================================================================================================
-// shuffle_flat<T, OutT, BLOCK, UNROLL, ALIGNED, MINB>: full sum of n contiguous elements x[0..n).
+// shuffle_flat<T, OutT, BLOCK, UNROLL, ALIGNED, MINB, ROUNDS = 0>: full sum of n contiguous elements x[0..n).
 //
 // Variant: seed 003 v5 (vector loads, warp shuffle, one smem hop) made single-pass and deterministic (v6 without its
-// float atomic: last-block-done), with reduce7's grid-stride "many elements per thread".
+// float atomic: last-block-done), with reduce7's grid-stride "many elements per thread"; ROUNDS > 0: a one-pass grid
+// of short blocks instead (the walk of Triton's and inductor's kernels, as tc_flat's ROUNDS).
 //
 // Order of additions (Tg = gridDim.x * BLOCK threads, thread g = blockIdx.x * BLOCK + threadIdx.x):
 //   head = 0 if ALIGNED, else min(n, ((16 - (address of x) % 16) % 16) / sizeof(T)) elements before the first
@@ -156,15 +157,20 @@ using namespace shuffle_detail;
 //   x[head + nv*VEC], ..., x[n-1], one at a time in increasing order. Then every thread adds its chunks
 //   v = g, g + Tg, g + 2*Tg, ... (v < nv) in increasing v, each chunk's VEC elements in increasing order, into the
 //   same acc (UNROLL chunks of one thread are loaded together: v = it*Tg*UNROLL + u*Tg + g, u = 0..UNROLL-1).
+//   ROUNDS > 0: block b owns chunks [b*P, min((b+1)*P, nv)), P = BLOCK*UNROLL*ROUNDS, and its thread t adds chunks
+//   b*P + t, b*P + t + BLOCK, b*P + t + 2*BLOCK, ... of that range in increasing order instead (loaded UNROLL at a
+//   time: b*P + it*BLOCK*UNROLL + u*BLOCK + t).
 //   Per block: tcr::block_fold<BLOCK>(acc) (warp_fold in each warp, lane 0 of warp w -> smem[w], warp 0 folds
 //   smem[0..32) with 0.0f past the last warp).
 //   Across blocks: if gridDim.x == 1 the block's value is the result. Else block b writes ws[b]; the last block to
 //   arrive (counters[0]) computes tcr::combine_partials<BLOCK>(ws, gridDim.x): thread i adds ws[i], ws[i + BLOCK],
-//   ... to +0.0f in increasing index, then block_fold. That value is the result.
+//   ... to +0.0f in increasing index, then block_fold. That value is the result. ROUNDS > 0: in two levels
+//   (tcr::combine_grid's TWO_LEVEL): each group of BLOCK consecutive blocks' partials, then the groups' totals.
 //   out[0] = from_float<OutT>(result).
-// Workspace: gridDim.x floats when gridDim.x > 1; counters: 1.
+// Workspace: gridDim.x floats when gridDim.x > 1 (ROUNDS > 0: plus one per group); counters: 1 (ROUNDS > 0: groups
+// + 1).
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB>
+template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out,
                                                       float* __restrict__ ws, unsigned* __restrict__ counters) {
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
@@ -176,15 +182,18 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
         head = (i64)(((16u - (unsigned)(((unsigned long long)x) & 15ull)) & 15u) / (unsigned)sizeof(T));
         if (head > n) head = n;
     }
-    const i64 nv = (n - head) / N;
-    const uint4* __restrict__ xv = reinterpret_cast<const uint4*>(x + head);
-    const i64 threads = (i64)gridDim.x * BLOCK;
-    const i64 g = (i64)blockIdx.x * BLOCK + threadIdx.x;
+    const i64 nv_all = (n - head) / N;
+    // ROUNDS > 0: this block's range of chunks, walked as a grid of one block (threads = BLOCK, g = threadIdx.x)
+    const i64 first = ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS : 0;
+    const i64 nv = ROUNDS > 0 ? min((i64)BLOCK * UNROLL * ROUNDS, nv_all - first) : nv_all;
+    const uint4* __restrict__ xv = reinterpret_cast<const uint4*>(x + head) + first;
+    const i64 threads = ROUNDS > 0 ? (i64)BLOCK : (i64)gridDim.x * BLOCK;
+    const i64 g = ROUNDS > 0 ? (i64)threadIdx.x : (i64)blockIdx.x * BLOCK + threadIdx.x;
 
     float acc = 0.0f;
-    if (g == 0) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
         for (i64 e = 0; e < head; ++e) acc += tcr::bits_to_float<T>(load_bits(x + e));
-        for (i64 e = head + nv * N; e < n; ++e) acc += tcr::bits_to_float<T>(load_bits(x + e));
+        for (i64 e = head + nv_all * N; e < n; ++e) acc += tcr::bits_to_float<T>(load_bits(x + e));
     }
     const i64 step = threads * UNROLL;
     i64 base = 0;
@@ -195,7 +204,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
     }
-    {  // the last partial round (chunks past nv are absent)
+    if (base < nv) {  // the last partial round (chunks past nv are absent)
         uint4 v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -212,9 +221,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
         return;
     }
     if (threadIdx.x == 0) ws[blockIdx.x] = s;
-    if (tcr::arrive_last(counters, gridDim.x)) {
-        s = tcr::combine_partials<BLOCK>(ws, (i64)gridDim.x, 1, smem);
-        if (threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
+    if (tcr::combine_grid<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &s) && threadIdx.x == 0) {
+        out[0] = tcr::from_float<OutT>(s);
     }
 }
 

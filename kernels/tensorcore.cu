@@ -142,9 +142,8 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 //     u*BLOCK + t] (zero past the block's end), the warp's mmas in the same (it, u[, fragment]) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
-//     ROUNDS > 0: in two levels instead, so that no block adds more than one partial per thread: the last block of
-//     each group of BLOCK consecutive blocks sums its group's partials (combine_partials: thread t adds p[t] to
-//     0.0f, then block_fold) into ws[grid + group], and the last group to finish combines those (combine_partials).
+//     ROUNDS > 0: in two levels instead (combine_grid's TWO_LEVEL, common.cuh), so that no block adds more than one
+//     partial per thread: each group of BLOCK consecutive blocks' partials, then the groups' totals.
 // Workspace: grid floats (ROUNDS > 0: grid + groups); counters: 1 (ROUNDS > 0: groups + 1).
 template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
@@ -192,22 +191,9 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
         return;
     }
     if (threadIdx.x == 0) ws[blockIdx.x] = block_total;
-    if constexpr (ROUNDS == 0) {
-        if (arrive_last(counters, gridDim.x)) {
-            const float total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
-            if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
-        }
-    } else {
-        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
-        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
-        if (arrive_last(counters + group, members)) {
-            const float group_total = combine_partials<BLOCK>(ws + (i64)group * BLOCK, members, 1, smem);
-            if (threadIdx.x == 0) ws[gridDim.x + group] = group_total;
-            if (arrive_last(counters + groups, groups)) {
-                const float total = combine_partials<BLOCK>(ws + gridDim.x, groups, 1, smem);
-                if (threadIdx.x == 0) out[0] = from_float<OutT>(total);
-            }
-        }
+    float total;
+    if (combine_grid<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &total) && threadIdx.x == 0) {
+        out[0] = from_float<OutT>(total);
     }
 }
 

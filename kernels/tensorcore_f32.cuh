@@ -121,6 +121,30 @@ __device__ __forceinline__ F2 combine_partials2(const float* p, i64 count, float
     return block_combine2<BLOCK>(warp_fold2(acc), smem);
 }
 
+// common.cuh's combine_grid on pairs: block b's pair at (ws[2b], ws[2b + 1]); TWO_LEVEL: group totals at
+// ws[2 (gridDim.x + group)] and after it, each group of BLOCK blocks' pairs combine_partials2'd, then the groups'.
+// Returns true in the block holding the result (*total, valid in thread 0). Counters: 1, or groups + 1 (TWO_LEVEL).
+template <int BLOCK, bool TWO_LEVEL>
+__device__ __forceinline__ bool combine_grid2(float* ws, unsigned* counters, float* smem, F2* total) {
+    if constexpr (!TWO_LEVEL) {
+        if (!tcr::arrive_last(counters, gridDim.x)) return false;
+        *total = combine_partials2<BLOCK>(ws, gridDim.x, smem);
+        return true;
+    } else {
+        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
+        if (!tcr::arrive_last(counters + group, members)) return false;
+        const F2 group_total = combine_partials2<BLOCK>(ws + 2 * (i64)group * BLOCK, members, smem);
+        if (threadIdx.x == 0) {
+            ws[2 * ((i64)gridDim.x + group)] = group_total.s;
+            ws[2 * ((i64)gridDim.x + group) + 1] = group_total.e;
+        }
+        if (!tcr::arrive_last(counters + groups, groups)) return false;
+        *total = combine_partials2<BLOCK>(ws + 2 * (i64)gridDim.x, groups, smem);
+        return true;
+    }
+}
+
 // ------------------------------------------------------------------------------------------------ geometries
 // The tiled kernel sums 16 segments at once, one per mma row. A geometry says where segment r (0..15) of a tile
 // starts, whether it exists, its element stride and where its sum goes.
@@ -169,9 +193,14 @@ __device__ __forceinline__ void load4(const float* __restrict__ p, bool ok, i64 
 //  2. Vectors w[0..nvec) after the head: thread tid (of T = grid * BLOCK) loads, in iteration it and unroll slot u,
 //     w[it*T*UNROLL + u*T + tid] (zero past the end); the warp runs steps s = 0 .. UNROLL/2 - 1 of the iteration on
 //     slots 2s and 2s + 1. Every warp runs whole iterations while 32 * (its warp index) + it*T*UNROLL < nvec.
+//     ROUNDS > 0 (a one-pass grid of short blocks, as tc_flat's ROUNDS): block b owns vectors [b*P, min((b+1)*P,
+//     nvec)), P = BLOCK*UNROLL*ROUNDS, and thread t of it loads w[b*P + it*BLOCK*UNROLL + u*BLOCK + t] (zero past
+//     the block's end), the steps in the same order.
 //  3. Lane pair = add2(row_lo, row_hi); warp_fold_rows2 sums the 8 quads; the warp pairs are block_combine2'd; the
-//     block pairs (ws[2b], ws[2b + 1]) are combined by the last block (combine_partials2); out = value2.
-template <class FMT, int BLOCK, int UNROLL, typename OutT, int LOAD, int MINB>
+//     block pairs (ws[2b], ws[2b + 1]) are combined by the last block (combine_partials2); out = value2. ROUNDS > 0:
+//     in two levels (combine_grid2's TWO_LEVEL): each group of BLOCK consecutive blocks' pairs, then the groups'.
+// Workspace: 2 grid floats (ROUNDS > 0: 2 (grid + groups)); counters: 1 (ROUNDS > 0: groups + 1).
+template <class FMT, int BLOCK, int UNROLL, typename OutT, int LOAD, int MINB, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float* __restrict__ ws,
           unsigned* counters) {
@@ -185,8 +214,8 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
     const i64 nvec = (n - head) >> 2;
     const i64 tail = n - head - (nvec << 2);
     const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x + head);
-    const i64 nthreads = (i64)gridDim.x * BLOCK;
-    const i64 tid = (i64)blockIdx.x * BLOCK + threadIdx.x;
+    const i64 step = ROUNDS > 0 ? (i64)BLOCK : (i64)gridDim.x * BLOCK;  // between a thread's unroll slots
+    const i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
 
     typename FMT::Acc acc;
     if (blockIdx.x == 0 && threadIdx.x < 32 && head + tail > 0) {  // warp-uniform
@@ -200,13 +229,14 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
     }
     // warp-uniform loop bounds: every lane of a warp runs the same mmas (mma.sync needs the whole warp). The whole
     // iterations (every load of the warp in range) run unmasked; then at most one partial iteration, masked.
-    i64 warp_base = tid - lane;
-    const i64 iter_step = nthreads * UNROLL;
-    for (; warp_base + 31 + (UNROLL - 1) * nthreads < nvec; warp_base += iter_step) {
+    i64 warp_base = (ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS : (i64)blockIdx.x * BLOCK)
+                    + (threadIdx.x - lane);
+    const i64 iter_step = step * UNROLL;
+    for (; warp_base + 31 + (UNROLL - 1) * step < end; warp_base += iter_step) {
         const uint4* __restrict__ p = v + warp_base + lane;
         uint4 q[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) q[u] = load16<LOAD>(p + (i64)u * nthreads);
+        for (int u = 0; u < UNROLL; ++u) q[u] = load16<LOAD>(p + (i64)u * step);
 #pragma unroll
         for (int s = 0; s < UNROLL / 2; ++s) {
             float e[8];
@@ -214,12 +244,12 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
             FMT::step(acc, e);
         }
     }
-    if (warp_base < nvec) {
+    if (warp_base < end) {
         uint4 q[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const i64 i = warp_base + lane + (i64)u * nthreads;
-            q[u] = i < nvec ? load16<LOAD>(v + i) : make_uint4(0u, 0u, 0u, 0u);
+            const i64 i = warp_base + lane + (i64)u * step;
+            q[u] = i < end ? load16<LOAD>(v + i) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int s = 0; s < UNROLL / 2; ++s) {
@@ -235,9 +265,9 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
         return;
     }
     if (threadIdx.x == 0) { ws[2 * blockIdx.x] = block_total.s; ws[2 * blockIdx.x + 1] = block_total.e; }
-    if (arrive_last(counters, gridDim.x)) {
-        const F2 total = tcr32::combine_partials2<BLOCK>(ws, gridDim.x, smem);
-        if (threadIdx.x == 0) out[0] = from_float<OutT>(tcr32::value2(total));
+    F2 total;
+    if (tcr32::combine_grid2<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &total) && threadIdx.x == 0) {
+        out[0] = from_float<OutT>(tcr32::value2(total));
     }
 }
 

@@ -281,14 +281,21 @@ def _f32_combination(plan: Plan) -> tuple[int, int]:
     """(K, L) of a float32 tensor-core plan (tcreduce/plans/tensorcore_fp32.py): K the most steps of any warp (each
     adds one row sum into every row accumulator), L the pair additions (add2) after them on the way to an output
     (kernels/tensorcore_f32.cuh): flat: row_lo + row_hi, warp_fold_rows2 (3), block_combine2 (5), and with several
-    blocks the serial partials, warp_fold2 (5) and block_combine2 (5); stream: row_lo + row_hi, warp_fold_rows2, the
-    group's warps and the splits; rows/cols: the group's warps and the splits (one warp or one split: none)."""
+    blocks the serial partials, warp_fold2 (5) and block_combine2 (5) (a one-pass grid: a group's, then the groups'
+    totals); stream: row_lo + row_hi, warp_fold_rows2, the group's warps and the splits; rows/cols: the group's warps
+    and the splits (one warp or one split: none)."""
     p = param_dict(plan)
     k = p["steps"]
     group = p.get("wpt", 1) if p.get("wpt", 1) > 1 else 0
     splits = p.get("splits", 1) if p.get("splits", 1) > 1 else 0
     if p["form"] == "flat":
-        ell = 1 + 3 + 5 + (_cdiv(p["grid"], p["block"]) + 5 + 5 if p["grid"] > 1 else 0)
+        if p["grid"] == 1:
+            partials = 0
+        elif p.get("rounds", 0):  # a one-pass grid: a group's pairs (one per thread), then the groups' totals
+            partials = (1 + 5 + 5) + (_cdiv(_cdiv(p["grid"], p["block"]), p["block"]) + 5 + 5)
+        else:
+            partials = _cdiv(p["grid"], p["block"]) + 5 + 5
+        ell = 1 + 3 + 5 + partials
     elif p["form"] == "stream":
         ell = 1 + 3 + group + splits
     else:

@@ -233,44 +233,53 @@ def _block_combine2(warp_totals: list) -> tuple:
 
 def flat(plan: Plan, memory: np.ndarray, start: int, new_format) -> np.float32:
     """tc32_flat on memory[start : start + n] (a float32 array whose element 0 is 16-byte aligned, so that the
-    problem's alignment is (4 * start) % 16)."""
+    problem's alignment is (4 * start) % 16); a plan with rounds walks its one-pass grid (block b: vectors [b P,
+    (b + 1) P), P = BLOCK UNROLL ROUNDS) and combines the block pairs in two levels."""
     p = param_dict(plan)
-    n, block, grid, unroll = plan.problem.n, p["block"], p["grid"], p["unroll"]
+    n, block, grid, unroll, rounds = plan.problem.n, p["block"], p["grid"], p["unroll"], p.get("rounds", 0)
     misalign = (4 * start) % 16
     head = min(((16 - misalign) % 16) // 4, n)
     nvec = (n - head) // 4
     tail = n - head - 4 * nvec
     x = memory[start:start + n]
-    vec = lambda i: list(x[head + 4 * i: head + 4 * i + 4]) if i < nvec else [f(0)] * 4  # noqa: E731
     threads = grid * block
+    stride = block if rounds else threads  # between a thread's unroll slots
     block_totals = []
     for b in range(grid):
+        end = min((b + 1) * block * unroll * rounds, nvec) if rounds else nvec
+        vec = lambda i: list(x[head + 4 * i: head + 4 * i + 4]) if i < end else [f(0)] * 4  # noqa: E731
         warp_totals = []
         for w in range(block // 32):
             fmt = new_format()
-            tid0 = b * block + 32 * w
             if b == 0 and w == 0 and head + tail > 0:
                 extras = list(x[:head]) + list(x[n - tail:]) if tail else list(x[:head])
                 fmt.step([[extras[8 * lane + i] if 8 * lane + i < len(extras) else f(0) for i in range(8)]
                           for lane in range(32)])
-            base = tid0
-            while base < nvec:  # whole iterations and the last partial one run the same steps
-                q = [[vec(base + lane + u * threads) for lane in range(32)] for u in range(unroll)]
+            base = (b * block * unroll * rounds if rounds else b * block) + 32 * w
+            while base < end:  # whole iterations and the last partial one run the same steps
+                q = [[vec(base + lane + u * stride) for lane in range(32)] for u in range(unroll)]
                 for s in range(unroll // 2):
                     fmt.step([q[2 * s][lane] + q[2 * s + 1][lane] for lane in range(32)])
-                base += threads * unroll
+                base += stride * unroll
             warp_totals.append(_warp_pair(fmt))
         block_totals.append(_block_combine2(warp_totals))
     if grid == 1:
         return value2(block_totals[0])
+    if rounds:  # each group of `block` consecutive pairs, then the groups' totals
+        block_totals = [_combine_partials2(block_totals[g0:g0 + block], block) for g0 in range(0, grid, block)]
+    return value2(_combine_partials2(block_totals, block))
+
+
+def _combine_partials2(pairs: list, block: int) -> tuple:
+    """combine_partials2: thread i add2s pairs i, i + block, ... to (0, 0) in order, warp_fold2, block_combine2."""
     threads_acc = []
     for i in range(block):
         acc = (f(0), f(0))
-        for j in range(i, grid, block):
-            acc = add2(acc, block_totals[j])
+        for j in range(i, len(pairs), block):
+            acc = add2(acc, pairs[j])
         threads_acc.append(acc)
     warps = [butterfly(threads_acc[32 * w:32 * w + 32], (16, 8, 4, 2, 1))[0] for w in range(block // 32)]
-    return value2(_block_combine2(warps))
+    return _block_combine2(warps)
 
 
 def _split_range(length: int, chunk: int, splits: int, split: int) -> tuple[int, int, int]:

@@ -98,10 +98,23 @@ ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half"
                  for r in (1, 4, 8, 16)]
 
 
+# ... and shuffle_flat's and tc32_flat's (fp32 full sums; GPU tests patch in 1-32 rounds)
+ONE_PASS_FLAT_FP32 = ([("shuffle.cu", f"shuffle_flat<{t}, float, 256, {u}, {a}, {m}, {r}>", None)
+                       for t, u, m in (("float", 8, 4), ("__half", 2, 8)) for a in ("true", "false") for r in (1, 8, 32)]
+                      + [(src, f"tc32_flat<{policy}, 256, {u}, float, 2, 4, {r}>", "mma.sync.aligned")
+                         for src, policy, u in (("tensorcore_fp32.cu", "tcr32::Split", 4),
+                                                ("tensorcore_tf32.cu", "tcr32::Tf32", 8)) for r in (1, 8, 32)])
+
+
 @pytest.mark.parametrize("kernel", ONE_PASS_FLAT)
 def test_the_one_pass_flat_walk_compiles_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
                           use_cache=False)
+
+
+@pytest.mark.parametrize("source,kernel,needle", ONE_PASS_FLAT_FP32)
+def test_the_one_pass_flat_walks_of_shuffle_and_fp32_compile_clean(source, kernel, needle):
+    assert_compiles_clean(source, kernel, "sm_90", needle=needle, use_cache=False)
 
 
 def _evict_first_instantiations() -> list[tuple[str, str]]:

@@ -119,6 +119,55 @@ def test_gpu_spread_long_rows_equal_emulator(dtype, tuning, rng, monkeypatch):
         get_plan.cache_clear()  # later tests plan with the committed tuning
 
 
+def _one_pass_flat_tuning(method: str, rounds: int) -> tuple:
+    """(planner module, the setting that makes every full sum of ``method`` walk a one-pass grid of ``rounds`` rounds,
+    vectors a block owns per round) for shuffle_flat and tc32_flat."""
+    from tcreduce.plans import shuffle, tensorcore_fp32
+
+    if method == "shuffle":
+        return (shuffle, dict(FLAT_ROUNDS={1: rounds, 2: rounds, 4: rounds}, FLAT_ONE_PASS_MIN_WAVES=0),
+                lambda dtype: shuffle.BLOCK * shuffle.FLAT_TUNING[dtype][0])
+    return (tensorcore_fp32, dict(FLAT_ROUNDS={m: rounds for m in tensorcore_fp32.FLAT_UNROLL},
+                                  FLAT_ONE_PASS_MIN_WAVES=0),
+            lambda dtype: tensorcore_fp32.BLOCK * tensorcore_fp32.FLAT_UNROLL[method])
+
+
+@pytest.mark.parametrize("method,dtype", [("shuffle", "float32"), ("shuffle", "float16"), ("tensorcore", "float32"),
+                                          ("tensorcore_tf32", "float32")])
+@pytest.mark.parametrize("rounds", [1, 4, 8, 16, 32])
+def test_gpu_one_pass_flat_walks_of_fp32_and_shuffle_equal_emulator(method, dtype, rounds, rng):
+    """shuffle_flat and tc32_flat over a one-pass grid (FLAT_ROUNDS patched for every family, no minimum of waves):
+    GPU == twin bit for bit and within the bound, on one block, one group and (at 1 and 4 rounds) two groups of block
+    partials, aligned and misaligned (a head and a tail), called twice (the counters reset themselves)."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+    from tcreduce.testing import check_sum, patched_plans
+
+    module, setting, per_round = _one_pass_flat_tuning(method, rounds)
+    vec = 16 // np.dtype(numpy_dtype(dtype)).itemsize
+    block = module.BLOCK
+    two_groups = (block + 1) * per_round(dtype) * rounds * vec + 5
+    sizes = [77, 40_000, (1 << 20) + 4099] + ([two_groups] if rounds <= 4 else [])
+    with patched_plans(module, setting):
+        device = current_device()[1]
+        groups_seen = set()
+        for n in sizes:
+            p = param_dict(get_plan(method, Flat(n, 0), dtype, "float32", device))
+            assert p["rounds"] == rounds
+            groups_seen.add(-(-p["grid"] // block) if p["grid"] > 1 else 0)
+            xh = random_input(rng, (n,), dtype)
+            for view in (slice(None), slice(3, None)):
+                xd, kw = to_device(xh)
+                got = [to_numpy(tcreduce.sum(xd[view], method=method, **kw)) for _ in range(2)]
+                want = tcreduce.emulate.sum(xh[view], method=method, gpu=device)
+                for g in got:
+                    assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32)), (n, view, g, want)
+                check_sum(got[0], xh[view], None, method=method)
+        assert groups_seen >= ({0, 1, 2} if rounds <= 4 else {0, 1})
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("rounds", [1, 4, 8, 16, 32])
 def test_gpu_one_pass_flat_walk_equals_emulator(dtype, rounds, rng):

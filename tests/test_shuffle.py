@@ -457,6 +457,33 @@ def test_one_item_columns_match_their_order_comment_on_the_cpu(dtype, tmp_path, 
     _simt_cases_match_the_twin(ONE_ITEM_CASES, dtype, tmp_path, rng)
 
 
+# full sums over a one-pass grid (FLAT_ROUNDS, one round of 1 chunk per thread, no minimum of waves, so that 256
+# thread blocks of 1 KiB make groups cheaply): one block; several blocks in one group; a head and a tail; two groups of
+# block partials (257 and 258 blocks), the last block's range partly filled
+ONE_PASS_FLAT_CASES = [((1000,), None, None, "float32"), ((40000,), None, None, "float32"),
+                       ((40011,), None, lambda x: x[3:], "float16"), ((263_000,), None, None, "float32"),
+                       ((526_501,), None, lambda x: x[1:], "float64")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_one_pass_full_sums_match_their_order_comment_on_the_cpu(dtype, tmp_path, rng, monkeypatch):
+    monkeypatch.setattr(sh, "FLAT_ROUNDS", {2: 1, 4: 1})
+    monkeypatch.setattr(sh, "FLAT_ONE_PASS_MIN_WAVES", 0)
+    monkeypatch.setattr(sh, "FLAT_TUNING", dict(sh.FLAT_TUNING, float16=(1, 8), float32=(1, 4)))
+    groups = set()
+    for shape, _, view, _ in ONE_PASS_FLAT_CASES:
+        xh = view(_rand(rng, shape, dtype)) if view else _rand(rng, shape, dtype)
+        plan = sh.plan_shuffle(Flat(xh.shape[0], 0), dtype, "float32", SIMT_DEVICE)
+        p = param_dict(plan)
+        assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
+        g = -(-p["grid"] // sh.BLOCK) if p["grid"] > 1 else 0
+        assert (plan.workspace_floats, plan.counters) == ((p["grid"] + g, g + 1) if g else (0, 0))
+        groups.add(g)
+    assert groups >= {0, 1, 2}
+    _simt_cases_match_the_twin(ONE_PASS_FLAT_CASES, dtype, tmp_path, rng)
+
+
 def _simt_cases_match_the_twin(cases: list, dtype: str, tmp_path: Any, rng: np.random.Generator) -> None:
     """Runs shuffle.cu's code on the CPU (tests/simt.py) for every case and compares the bits with the twin."""
     import subprocess

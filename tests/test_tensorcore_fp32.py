@@ -135,6 +135,31 @@ def test_twin_equals_literal_replay(case, rng):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
 
 
+@pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
+@pytest.mark.parametrize("n,start", [(1000, 0), (20000, 1), (70001, 3)])
+def test_one_pass_flat_twin_equals_literal_replay(method, n, start, rng, monkeypatch):
+    """tc32_flat over a one-pass grid (FLAT_ROUNDS = 1 and BLOCK = 64 patched in, no minimum of waves, so that short
+    blocks make groups cheaply): one block; 20 blocks in one group with a head and a tail; 69 blocks in two groups."""
+    from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
+    from tcreduce.plans import tensorcore_fp32 as tc32
+
+    monkeypatch.setattr(tc32, "FLAT_ROUNDS", {method: 1})
+    monkeypatch.setattr(tc32, "FLAT_ONE_PASS_MIN_WAVES", 0)
+    monkeypatch.setattr(tc32, "BLOCK", 64)
+    x = values(rng, (n + start,))
+    layout, _ = host_layout(x[start:], None)
+    plan = tcreduce.registry.get(method).plan(layout.problem, "float32", "float32", ONE_SM)
+    p = param_dict(plan)
+    groups = -(-p["grid"] // 64) if p["grid"] > 1 else 0
+    assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
+    assert (plan.workspace_floats, plan.counters) == ((2 * (p["grid"] + groups), groups + 1) if groups else (0, 0))
+    new_format, twin = ((literal.LiteralSplit, emulate_tensorcore_fp32) if method == METHOD
+                        else (literal.LiteralTf32, emulate_tensorcore_tf32))
+    want = literal.flat(plan, x, start, new_format)
+    got = np.asarray(twin(plan, np.asarray(x[start:]), "H100"), F32).reshape(-1)
+    assert got[0].view(np.uint32) == F32(want).view(np.uint32), (n, start, got, want)
+
+
 # tc32_rows4: on the 1-SM test GPU 32 resident warps, so 128 rows or more take it; ROWS4_MIN_K set to 64 here so that
 # rows of one chunk are replayed too; (shape, view)
 ROWS4_CASES = {"one chunk": ((128, 64), None), "a partial last chunk, a partial last tile": ((130, 100), None),

@@ -120,7 +120,7 @@ def _kahan_flat(plan: Plan, data: np.ndarray) -> np.ndarray:
 
 
 def _tc_kahan_flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
-    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan)
+    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan)[:11]  # resident grid
     step = threads * unroll
     body = np.concatenate([np.asarray(data[head:head + 8 * nvec], np.float16).reshape(nvec, 8),
                            np.zeros((1, 8), np.float16)])

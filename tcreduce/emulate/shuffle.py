@@ -9,20 +9,14 @@ import numpy as np
 
 from .._plan import Plan, param_dict
 from ..plans._common import cdiv as _cdiv
-from .folds import block_fold, fold, serial_sum
+from .folds import block_fold, combine_grid, fold, serial_sum
 
 __all__ = ["emulate", "replay"]
-
-
 
 
 def _xor_fold(v: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
     """The xor butterfly over offsets width/2 .. 1 along ``axis`` (every lane ends with lane 0's value)."""
     return fold(np.moveaxis(np.asarray(v, np.float32), axis, -1)) if width > 1 else np.moveaxis(v, axis, -1)[..., 0]
-
-
-def _block_fold(v: np.ndarray, block: int) -> np.ndarray:
-    return block_fold(v)
 
 
 def _serial_partials(p: np.ndarray, block: int) -> np.ndarray:
@@ -37,22 +31,28 @@ def replay(plan: Plan, elems: np.ndarray) -> np.ndarray:
     xf = np.asarray(elems, dtype=np.float32)
     vec, block = p["vec"], p["block"]
     if p["kernel"] == "flat":
-        n, head, nv, grid = xf.shape[0], p["head"], p["nv"], p["grid"]
+        n, head, nv, grid, rounds = xf.shape[0], p["head"], p["nv"], p["grid"], p.get("rounds", 0)
         threads = grid * block
         acc = np.zeros(threads, np.float32)
         a0 = np.float32(0.0)
         for e in list(range(head)) + list(range(head + nv * vec, n)):
             a0 = np.float32(a0 + xf[e])
         acc[0] = a0
-        rounds = _cdiv(nv, threads)
-        ch = np.zeros((rounds * threads, vec), np.float32)
-        ch[:nv] = xf[head:head + nv * vec].reshape(nv, vec)
-        ch = ch.reshape(rounds, threads, vec)
-        for t in range(rounds):
+        if rounds:  # block b's thread t: chunks b P + t, b P + t + BLOCK, ... of its range, P = BLOCK UNROLL ROUNDS
+            per_thread = rounds * p["unroll"]
+            ch = np.zeros((grid * per_thread * block, vec), np.float32)
+            ch[:nv] = xf[head:head + nv * vec].reshape(nv, vec)
+            ch = ch.reshape(grid, per_thread, block, vec).transpose(1, 0, 2, 3).reshape(per_thread, threads, vec)
+        else:  # thread g: chunks g, g + T, g + 2T, ...
+            per_thread = _cdiv(nv, threads)
+            ch = np.zeros((per_thread * threads, vec), np.float32)
+            ch[:nv] = xf[head:head + nv * vec].reshape(nv, vec)
+            ch = ch.reshape(per_thread, threads, vec)
+        for t in range(per_thread):
             for e in range(vec):
                 acc = acc + ch[t, :, e]
-        blocks = _block_fold(acc.reshape(grid, block), block)
-        return blocks[:1] if grid == 1 else _serial_partials(blocks[None, :], block)
+        blocks = block_fold(acc.reshape(grid, block))
+        return blocks[:1] if grid == 1 else combine_grid(blocks, block, two_level=bool(rounds)).reshape(1)
     if p["kernel"] == "rows":
         m, k = xf.shape
         chunks, g, splits = p["chunks"], p["group"], p["splits"]
@@ -75,7 +75,7 @@ def replay(plan: Plan, elems: np.ndarray) -> np.ndarray:
         for t in range(rounds):
             for e in range(vec):
                 acc = acc + pad[:, t, :, :, e]
-        per_split = _block_fold(acc, g)  # (m, splits): warp folds, then the group's first warp folds their totals
+        per_split = block_fold(acc)  # (m, splits): warp folds, then the group's first warp folds their totals
         return per_split[:, 0] if splits == 1 else _serial_partials(per_split, block)
     # cols
     a, r, b = xf.shape

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._layout import Cols, Flat, Rows
 from .._plan import Plan, param_dict
-from .folds import block_combine, block_fold, fold, serial_sum
+from .folds import block_combine, combine_grid, fold, serial_sum
 from .mma_model import fused_rowsum
 
 __all__ = ["emulate_tensorcore"]
@@ -61,9 +61,11 @@ def _fragment_rows(lanes: np.ndarray) -> np.ndarray:
 
 
 class FlatGrid(NamedTuple):
-    """The grid-stride geometry of a flat tensor-core plan (tc_flat, tc_kahan_flat, tc32_flat): ``nvec`` vectors of
-    ``vec`` elements after a ``head``, a ``tail`` after them; ``threads`` = grid * block, ``w`` the warp indices and
-    ``iters`` each warp's loop trips (a trip covers ``threads * unroll`` vectors)."""
+    """The walk of a flat tensor-core plan (tc_flat, tc_kahan_flat, tc32_flat): ``nvec`` vectors of ``vec`` elements
+    after a ``head``, a ``tail`` after them; ``threads`` = grid * block, ``w`` the warp indices. Warp w's lane l loads,
+    in loop trip ``it`` (of ``iters[w]``) and unroll slot u, vector ``base[w] + it * step + u * stride + l``, zero at
+    or past ``end[w]``: the resident grid-stride walk (every warp to nvec), or with ``rounds`` (a one-pass grid) the
+    vectors [b P, (b + 1) P) of the warp's block b, P = block * unroll * rounds."""
 
     n: int
     head: int
@@ -76,33 +78,38 @@ class FlatGrid(NamedTuple):
     warps: int
     w: np.ndarray
     iters: np.ndarray
+    base: np.ndarray
+    end: np.ndarray
+    step: int
+    stride: int
 
 
 def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
     """:class:`FlatGrid` of a flat plan whose vectors hold ``vec`` elements (8 halves; 4 floats for tc32_flat)."""
     p = param_dict(plan)
     n, head, nvec, block, grid, unroll = plan.problem.n, p["head"], p["nvec"], p["block"], p["grid"], p["unroll"]
+    rounds = p.get("rounds", 0)
     threads = grid * block
     warps = threads // 32
     w = np.arange(warps)
-    iters = np.where(32 * w < nvec, -(-(nvec - 32 * w) // (threads * unroll)), 0)  # loop trips of each warp
-    return FlatGrid(n, head, nvec, n - head - vec * nvec, block, grid, unroll, threads, warps, w, iters)
+    if rounds:  # a one-pass grid: block b owns vectors [b P, (b + 1) P), its warps stride by the block
+        span, b = block * unroll * rounds, w // (block // 32)  # b: each warp's block
+        base = b * span + 32 * (w % (block // 32))
+        end = np.minimum((b + 1) * span, nvec)
+        stride = block
+    else:
+        base, end, stride = 32 * w, np.full(warps, nvec), threads
+    iters = np.where(base < end, -(-(end - base) // (stride * unroll)), 0)  # loop trips of each warp
+    return FlatGrid(n, head, nvec, n - head - vec * nvec, block, grid, unroll, threads, warps, w, iters, base, end,
+                    stride * unroll, stride)
 
 
 def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     p = param_dict(plan)
     vec = p["vec"]  # a lane's 16-byte load: vec // 8 A fragments (fp8: 2)
-    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec)
-    rounds = p.get("rounds", 0)
-    if rounds:  # a one-pass grid: block b owns vectors [b P, (b + 1) P), its warps stride by the block
-        span, b = block * unroll * rounds, w // (block // 32)  # b: each warp's block
-        base = b * span + 32 * (w % (block // 32))  # each warp's first vector
-        end = np.minimum((b + 1) * span, nvec)
-        iters = np.where(base < end, -(-(end - base) // (block * unroll)), 0)
-        step, stride = block * unroll, block
-    else:
-        base, end = 32 * w, np.full(warps, nvec)
-        step, stride = threads * unroll, threads
+    walk = flat_grid(plan, vec)
+    n, head, nvec, tail, block, grid, unroll, warps, w, iters = (walk.n, walk.head, walk.nvec, walk.tail, walk.block,
+                                                                 walk.grid, walk.unroll, walk.warps, walk.w, walk.iters)
     mmas = iters * unroll
     chain = _Chain((warps, 16), p["chain"], model)
     if head + tail:
@@ -115,8 +122,8 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     lane = np.arange(32)
     for m in range(int(mmas.max(initial=0))):
         it, u = divmod(m, unroll)
-        idx = base[:, None] + it * step + u * stride + lane  # [warps, 32] vector indices
-        idx = np.where(idx < end[:, None], idx, nvec)  # past the end (of the block's range): the zero row
+        idx = walk.base[:, None] + it * walk.step + u * walk.stride + lane  # [warps, 32] vector indices
+        idx = np.where(idx < walk.end[:, None], idx, nvec)  # past the end (of the block's range): the zero row
         for f in range(0, vec, 8):  # the load's A fragments in order
             chain.mma(_fragment_rows(body[idx][..., f:f + 8]), (m < mmas)[:, None])
     acc = chain.finish()
@@ -125,13 +132,7 @@ def _flat(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
     block_total = block_combine(warp_total.reshape(grid, block // 32))
     if grid == 1:
         return block_total.reshape(1)
-    if rounds:  # two levels: each group of `block` partials (thread t: 0.0 + p[t]), then the groups' totals
-        groups = -(-grid // block)
-        padded = np.zeros(groups * block, np.float32)
-        padded[:grid] = block_total
-        block_total = block_fold(serial_sum(padded.reshape(groups, block), block))
-    partial = serial_sum(block_total, block)  # thread i: p[i] + p[i + T] + ...
-    return block_fold(partial).reshape(1)
+    return combine_grid(block_total, block, two_level=bool(p.get("rounds", 0))).reshape(1)
 
 
 def _segments(values: np.ndarray, chunk: int, mma_rows: Callable[[np.ndarray], list[np.ndarray]], accumulators: int,

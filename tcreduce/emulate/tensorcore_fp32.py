@@ -213,8 +213,10 @@ def _warp_pair(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _flat(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray:
-    n, head, nvec, tail, block, grid, unroll, threads, warps, w, iters = flat_grid(plan, vec=4)
-    steps = iters * (unroll // 2)
+    walk = flat_grid(plan, vec=4)
+    n, head, nvec, tail, block, grid, unroll, warps, w = (walk.n, walk.head, walk.nvec, walk.tail, walk.block,
+                                                          walk.grid, walk.unroll, walk.warps, walk.w)
+    steps = walk.iters * (unroll // 2)
     fmt = new_format((warps,))
     if head + tail:
         extras = np.zeros((warps, 32, 8), F32)
@@ -224,17 +226,29 @@ def _flat(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray
     lane = np.arange(32)
     for st in range(int(steps.max(initial=0))):
         it, j = divmod(st, unroll // 2)
-        idx = it * threads * unroll + 2 * j * threads + 32 * w[:, None] + lane  # [warps, 32] first vector
-        first = body[np.where(idx < nvec, idx, nvec)]
-        second = body[np.where(idx + threads < nvec, idx + threads, nvec)]
+        idx = walk.base[:, None] + it * walk.step + 2 * j * walk.stride + lane  # [warps, 32] first vector
+        end = walk.end[:, None]
+        first = body[np.where(idx < end, idx, nvec)]
+        second = body[np.where(idx + walk.stride < end, idx + walk.stride, nvec)]
         fmt.step(np.concatenate([first, second], axis=-1), st < steps)
     ws, we = _warp_pair(*fmt.rows())
     bs, be = block_combine2(ws.reshape(grid, block // 32), we.reshape(grid, block // 32))
-    if grid > 1:  # combine_partials2: serial pairs per thread, warp_fold2, block_combine2
-        ts, te = serial2(bs[None, :], be[None, :], block)
-        fs, fe = fold2(ts.reshape(1, block // 32, 32), te.reshape(1, block // 32, 32))
-        bs, be = block_combine2(fs, fe)
+    if grid > 1:  # combine_grid2: combine_partials2 (or each group's, then the groups' totals: one-pass grids)
+        if param_dict(plan).get("rounds", 0):
+            groups = -(-grid // block)
+            gs, ge = (np.zeros(groups * block, F32) for _ in range(2))
+            gs[:grid], ge[:grid] = bs, be
+            bs, be = _combine_partials2(gs.reshape(groups, block), ge.reshape(groups, block), block)
+        bs, be = _combine_partials2(bs[None, :], be[None, :], block)
     return value2(bs, be).reshape(-1)[:1]
+
+
+def _combine_partials2(s: np.ndarray, e: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """tcr32::combine_partials2 of each row of pairs [..., count]: serial pairs per thread of ``block``, warp_fold2,
+    block_combine2 (returns [...])."""
+    ts, te = serial2(s, e, block)
+    shape = s.shape[:-1] + (block // 32, 32)
+    return block_combine2(*fold2(ts.reshape(shape), te.reshape(shape)))
 
 
 def _chunked(items: np.ndarray, chunk: int, splits: int, wpt: int, lanes_of: Callable[[np.ndarray], np.ndarray],

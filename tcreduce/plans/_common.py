@@ -12,8 +12,8 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "choose_splits", "rebalance_splits", "choose_group",
-           "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "grid_groups", "choose_splits",
+           "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
@@ -172,3 +172,21 @@ def one_pass(work: WorkSplit, tiles: int, warps_per_block: int, tiles_per_warp: 
 def full_grid(work_items: int, items_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> int:
     """Blocks for a grid-stride kernel: enough to fill the GPU, no more than there is work for."""
     return max(1, min(math.ceil(work_items / items_per_block), device.sm_count * blocks_per_sm))
+
+
+def flat_one_pass_grid(vectors: int, per_round: int, rounds: int, min_waves: float, device: DeviceSpec,
+                       blocks_per_sm: int) -> int:
+    """Blocks of a full sum's one-pass walk (tc_flat, tc32_flat, shuffle_flat with ROUNDS > 0: block b owns
+    ``rounds`` rounds of ``per_round`` 16-byte vectors), or 0, the resident grid-stride walk, when ``rounds`` is 0 or
+    that grid has fewer than ``min_waves`` waves of ``blocks_per_sm`` resident blocks per SM (few short blocks lose to
+    a resident grid: notes/performance.md, sessions 11 and 19)."""
+    if not rounds:
+        return 0
+    grid = max(1, cdiv(vectors, per_round * rounds))
+    return grid if grid >= min_waves * device.sm_count * blocks_per_sm else 0
+
+
+def grid_groups(grid: int, block: int) -> int:
+    """Groups of ``block`` consecutive block partials a one-pass grid combines in two levels (combine_grid's
+    TWO_LEVEL, kernels/common.cuh): each group's total, then the groups' (0 for a grid of one block)."""
+    return cdiv(grid, block) if grid > 1 else 0

@@ -43,7 +43,7 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import cdiv, choose_splits, ctype, next_pow2, reaches_floor, tuned
+from ._common import cdiv, choose_splits, ctype, flat_one_pass_grid, grid_groups, next_pow2, reaches_floor, tuned
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -62,6 +62,12 @@ BLOCKS_PER_SM = {"rows": 4, "cols": 2}
 # 3982 GB/s).
 FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8_e4m3fn": (2, 8),
                "float8_e5m2": (2, 8)}  # bf16 and fp8: fp16's (same bytes per chunk), not swept separately yet
+# Full sums over a one-pass grid of short blocks (shuffle_flat ROUNDS > 0: block b owns FLAT_ROUNDS rounds of BLOCK x
+# UNROLL chunks, its partial combined in two levels; the walk of Triton's and inductor's kernels, as tc_flat's
+# FLAT_ROUNDS), keyed by bytes per element; a size not listed, or a grid of fewer than FLAT_ONE_PASS_MIN_WAVES waves
+# of FLAT_TUNING's resident blocks: the resident grid. Another order of additions (the twin follows the plan)
+FLAT_ROUNDS: dict[int, int] = {}
+FLAT_ONE_PASS_MIN_WAVES = 3
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
 COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
@@ -166,13 +172,20 @@ def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec)
     head = 0 if aligned else min(problem.n, ((16 - problem.align) % 16) // ITEMSIZE[in_dtype])
     nv = (problem.n - head) // vec
     tail = problem.n - head - nv * vec
-    grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll)))
-    name = f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}>"
+    rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(ITEMSIZE[in_dtype], 0)
+    grid = flat_one_pass_grid(nv, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device), device,
+                              minb)
+    extra: dict[str, Any] = dict(rounds=rounds) if grid else {}
+    if not grid:
+        grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll)))
+    groups = grid_groups(grid, BLOCK) if extra else 0
+    name = (f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}"
+            f"{f', {rounds}' if extra else ''}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
     params = dict(kernel="flat", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
-                  head=head, nv=nv, tail=tail)
-    return launch, (grid if grid > 1 else 0), (1 if grid > 1 else 0), params
+                  head=head, nv=nv, tail=tail, **extra)
+    return launch, (grid + groups if grid > 1 else 0), (groups + 1 if grid > 1 else 0), params
 
 
 def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
@@ -313,9 +326,13 @@ def chain_length(plan: Plan) -> int:
     fold = 5 + _log2(p["block"] // 32)
     prob = plan.problem
     if p["kernel"] == "flat":
-        threads = p["grid"] * p["block"]
-        length = p["head"] + p["tail"] + p["vec"] * cdiv(p["nv"], threads) + fold
-        if p["grid"] > 1:
+        rounds = p.get("rounds", 0)
+        per_thread = (min(rounds * p["unroll"], cdiv(p["nv"], p["block"])) if rounds  # chunks of a thread's block
+                      else cdiv(p["nv"], p["grid"] * p["block"]))
+        length = p["head"] + p["tail"] + p["vec"] * per_thread + fold
+        if p["grid"] > 1 and rounds:  # a group's partials (one per thread), then the groups' totals
+            length += 1 + fold + cdiv(grid_groups(p["grid"], p["block"]), p["block"]) + fold
+        elif p["grid"] > 1:
             length += cdiv(p["grid"], p["block"]) + fold
         return length
     if p["kernel"] == "rows":
@@ -350,8 +367,10 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     cols_hinted = any(isz in t for t in anywhere("COLS_EVICT_FIRST_MIN_ROWS"))
     names = []
     fu, fm = FLAT_TUNING[in_dtype]
+    flat_rounds = sorted({r for t in anywhere("FLAT_ROUNDS") for size, r in t.items() if size == isz and r})
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
+        names += [f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}, {r}>" for r in flat_rounds]
         rows_loads = (0, 1) if al and rows_hinted else (0,)
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):

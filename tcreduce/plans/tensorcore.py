@@ -26,8 +26,9 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, full_grid, is_aligned, one_pass, rebalance_splits,
-                      reaches_floor, split_work, spread_rows, stream_work, tuned, wave_efficiency)
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_one_pass_grid, full_grid, grid_groups, is_aligned,
+                      one_pass, reaches_floor, rebalance_splits, split_work, spread_rows, stream_work, tuned,
+                      wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -201,11 +202,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
-        grid = max(1, cdiv(nvec, BLOCK * FLAT_UNROLL * rounds)) if rounds else 0
-        if grid < tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device) * device.sm_count * FLAT_ROUNDS_BLOCKS_PER_SM:
-            rounds = 0
-        if rounds:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
-            groups = cdiv(grid, BLOCK) if grid > 1 else 0
+        grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
+                                  device, FLAT_ROUNDS_BLOCKS_PER_SM)
+        if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
+            groups = grid_groups(grid, BLOCK)
             tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
         else:
             grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0

@@ -42,8 +42,8 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
-from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, full_grid, is_aligned, one_pass,
-                      rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
+from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flat_one_pass_grid, full_grid, grid_groups,
+                      is_aligned, one_pass, rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -56,6 +56,12 @@ BLOCK = 256
 FLAT_UNROLL = {"tensorcore": 4, "tensorcore_tf32": 8}
 FLAT_BLOCKS_PER_SM = 4  # tc32_flat: __launch_bounds__(256, 4), up to 64 registers
 FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
+# tc32_flat over a one-pass grid of short blocks (ROUNDS > 0: block b owns FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL
+# vectors, its pair combined in two levels; tc_flat's FLAT_ROUNDS), per method; a method not listed, or a grid of
+# fewer than FLAT_ONE_PASS_MIN_WAVES waves of FLAT_BLOCKS_PER_SM resident blocks: the resident grid. Another order of
+# additions (the twin follows the plan)
+FLAT_ROUNDS: dict[str, int] = {}
+FLAT_ONE_PASS_MIN_WAVES = 3
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
 #                   against 2,305 with 4 at 3 blocks: benchmarks/tune_plans.py, notes/performance.md)
 TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (k <= 16)
@@ -345,16 +351,23 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         nvec = (problem.n - head) // 4
         tail = problem.n - head - 4 * nvec
         unroll = FLAT_UNROLL[fmt.method]
-        grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
-        threads = grid * BLOCK
-        steps = cdiv(nvec, threads * unroll) * (unroll // 2) + (1 if head + tail else 0)
-        name = f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}>"
+        rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(fmt.method, 0)
+        grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
+                                  device, FLAT_BLOCKS_PER_SM)
+        if grid:  # a warp's trips: at most its block's rounds
+            trips, groups, extra = min(rounds, cdiv(nvec, BLOCK * unroll)), grid_groups(grid, BLOCK), dict(rounds=rounds)
+        else:
+            grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
+            trips, groups, extra = cdiv(nvec, grid * BLOCK * unroll), 0, {}
+        steps = trips * (unroll // 2) + (1 if head + tail else 0)
+        name = (f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}"
+                f"{f', {rounds}' if extra else ''}>")
         launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         params = dict(form="flat", block=BLOCK, unroll=unroll, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
-                      nvec=nvec, tail=tail, steps=steps)
-        return Plan(**common, launches=(launch,), workspace_floats=2 * grid if grid > 1 else 0,
-                    counters=1 if grid > 1 else 0, params=tuple(sorted(params.items())))
+                      nvec=nvec, tail=tail, steps=steps, **extra)
+        return Plan(**common, launches=(launch,), workspace_floats=2 * (grid + groups) if grid > 1 else 0,
+                    counters=groups + 1 if grid > 1 else 0, params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
         if _takes_rows4(fmt, problem, device):
             return _plan_rows4(common, fmt, out_t, problem, device)
