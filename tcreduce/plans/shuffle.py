@@ -65,7 +65,10 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 # Full sums over a one-pass grid of short blocks (shuffle_flat ROUNDS > 0: block b owns FLAT_ROUNDS rounds of BLOCK x
 # UNROLL chunks, its partial combined in two levels; the walk of Triton's and inductor's kernels, as tc_flat's
 # FLAT_ROUNDS), keyed by bytes per element; a size not listed, or a grid of fewer than FLAT_ONE_PASS_MIN_WAVES waves
-# of FLAT_TUNING's resident blocks: the resident grid. Another order of additions (the twin follows the plan)
+# of FLAT_TUNING's resident blocks: the resident grid. Another order of additions (the twin follows the plan). H200
+# (session 20, tune_plans shuffle_fp32_flat_rounds_*, GB/s, resident grid / 4 / 8 / 16 rounds): fp32 2^30 4,629 /
+# 4,670 / 4,668 / 4,667, 2^28 4,517 / 4,533 / 4,534 / 4,530, 2^27 4,405 / 4,390 / 4,382 / 4,297, 2^26 4,215 / 4,129 /
+# 4,068 / 4,168: 8 rounds from 6 waves (2^28: 7.8 waves) in FAMILY_TUNING
 FLAT_ROUNDS: dict[int, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
@@ -114,7 +117,8 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
-                                                     "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK}}}
+                                                     "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK},
+                                                     "FLAT_ROUNDS": {4: 8}, "FLAT_ONE_PASS_MIN_WAVES": 6}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
 # enough for a warp each; keyed by bytes per element, a size not listed: only rows too few to fill the GPU with warps

@@ -59,7 +59,11 @@ FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 # tc32_flat over a one-pass grid of short blocks (ROUNDS > 0: block b owns FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL
 # vectors, its pair combined in two levels; tc_flat's FLAT_ROUNDS), per method; a method not listed, or a grid of
 # fewer than FLAT_ONE_PASS_MIN_WAVES waves of FLAT_BLOCKS_PER_SM resident blocks: the resident grid. Another order of
-# additions (the twin follows the plan)
+# additions (the twin follows the plan). H200 (session 20, tune_plans fp32_flat_rounds_* and tf32_flat_rounds_*, GB/s,
+# resident grid / 8 / 16 / 32 rounds): the split 2^30 4,567 / 4,572 / 4,612 / 4,623, 2^28 4,444 / 4,331 / 4,383 /
+# 4,431, 2^27 4,304 / 4,110 / 4,220 / 4,271 (4 rounds 6-10% slower: the split's short blocks are instruction-bound);
+# tf32 2^30 4,613 / 4,660 / 4,659 / 4,620, 2^28 4,499 / 4,514 / 4,479 / 4,497: 32 and 8 rounds from 6 waves
+# (FAMILY_TUNING: the split from 2^29, tf32 from 2^28)
 FLAT_ROUNDS: dict[str, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
@@ -167,7 +171,8 @@ ITEMSIZE = 4
 # [2^17, 2^10] 3,155 -> 3,377, [2^20, 2^7] 2,928 -> 3,142; tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4
 # blocks per SM: [2^18, 512] 4,088 -> 4,259
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
-    "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4),
+    "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4,
+                 FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6),
 }
 _THIS = sys.modules[__name__]
 
