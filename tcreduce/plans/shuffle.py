@@ -68,7 +68,9 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 # of FLAT_TUNING's resident blocks: the resident grid. Another order of additions (the twin follows the plan). H200
 # (session 20, tune_plans shuffle_fp32_flat_rounds_*, GB/s, resident grid / 4 / 8 / 16 rounds): fp32 2^30 4,629 /
 # 4,670 / 4,668 / 4,667, 2^28 4,517 / 4,533 / 4,534 / 4,530, 2^27 4,405 / 4,390 / 4,382 / 4,297, 2^26 4,215 / 4,129 /
-# 4,068 / 4,168: 8 rounds from 6 waves (2^28: 7.8 waves) in FAMILY_TUNING
+# 4,068 / 4,168: 8 rounds from 6 waves (2^28: 7.8 waves) in FAMILY_TUNING. H100 (same sweep, resident grid / 4 / 8
+# rounds): 2^30 3,091 / 3,164 / 3,135, 2^28 3,065 / 3,104 / 3,079, 2^27 3,006 / 3,036 / 3,012, 2^26 2,937 / 2,909 /
+# 2,830 (Triton 3,150 at 2^30): 4 rounds from 6 waves (2^27: 7.8 waves)
 FLAT_ROUNDS: dict[int, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
@@ -114,7 +116,8 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # of 64 level), hence 16 chunks. fp32 rows of 1024 chunks (4096 elements) read faster in groups of 128 threads than a
 # block per row (same log: 4,448 against 4,379-4,380; a block per row at 6 blocks per SM 4,441-4,453, fp16 there
 # 2,470), so an H200 keeps the block per row for 16-bit rows only
-FAMILY_TUNING: dict[str, dict[str, Any]] = {"H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
+FAMILY_TUNING: dict[str, dict[str, Any]] = {"H100": {"FLAT_ROUNDS": {4: 4}, "FLAT_ONE_PASS_MIN_WAVES": 6},
+                                            "H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
                                                      "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK},

@@ -63,7 +63,9 @@ FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 # resident grid / 8 / 16 / 32 rounds): the split 2^30 4,567 / 4,572 / 4,612 / 4,623, 2^28 4,444 / 4,331 / 4,383 /
 # 4,431, 2^27 4,304 / 4,110 / 4,220 / 4,271 (4 rounds 6-10% slower: the split's short blocks are instruction-bound);
 # tf32 2^30 4,613 / 4,660 / 4,659 / 4,620, 2^28 4,499 / 4,514 / 4,479 / 4,497: 32 and 8 rounds from 6 waves
-# (FAMILY_TUNING: the split from 2^29, tf32 from 2^28)
+# (FAMILY_TUNING: the split from 2^29, tf32 from 2^28). H100 (same sweeps, resident grid / 4 / 8 rounds): the split
+# 2^30 3,071 / 3,170 / 3,164, 2^28 3,025 / 3,090 / 3,075, 2^27 2,997 / 3,001 / 2,990; tf32 2^30 3,073 / 3,166 / 3,141,
+# 2^28 3,029 / 3,105 / 3,074 (Triton 3,150 at 2^30): 4 rounds from 12 waves (the split from 2^27, tf32 from 2^28)
 FLAT_ROUNDS: dict[str, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
@@ -171,6 +173,7 @@ ITEMSIZE = 4
 # [2^17, 2^10] 3,155 -> 3,377, [2^20, 2^7] 2,928 -> 3,142; tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4
 # blocks per SM: [2^18, 512] 4,088 -> 4,259
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
+    "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
     "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4,
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6),
 }
