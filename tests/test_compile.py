@@ -100,7 +100,8 @@ ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half"
 
 # ... and shuffle_flat's and tc32_flat's (fp32 full sums; GPU tests patch in 1-32 rounds)
 ONE_PASS_FLAT_FP32 = ([("shuffle.cu", f"shuffle_flat<{t}, float, 256, {u}, {a}, {m}, {r}>", None)
-                       for t, u, m in (("float", 8, 4), ("__half", 2, 8)) for a in ("true", "false") for r in (1, 8, 32)]
+                       for t, u, m in (("float", 8, 4), ("__half", 2, 8)) for a in ("true", "false")
+                       for r in (1, 8, 32)]
                       + [(src, f"tc32_flat<{policy}, 256, {u}, float, 2, 4, {r}>", "mma.sync.aligned")
                          for src, policy, u in (("tensorcore_fp32.cu", "tcr32::Split", 4),
                                                 ("tensorcore_tf32.cu", "tcr32::Tf32", 8)) for r in (1, 8, 32)])

@@ -180,26 +180,29 @@ def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100
             assert grid >= waves * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
 
 
-@pytest.mark.parametrize("method,n,h200_rounds", [
-    ("shuffle", 1 << 30, 8), ("shuffle", 1 << 28, 8), ("shuffle", (1 << 27) + 5, 0), ("tensorcore", 1 << 30, 32),
-    ("tensorcore", 1 << 29, 32), ("tensorcore", 1 << 28, 0), ("tensorcore_tf32", 1 << 28, 8),
-    ("tensorcore_tf32", 1 << 27, 0)])
-def test_large_fp32_full_sums_walk_in_one_pass_on_an_h200_from_6_waves(method, n, h200_rounds):
-    """shuffle_flat and tc32_flat on an H200: fp32 arrays that give the one-pass grid at least 6 waves of 528 resident
-    blocks (FLAT_ONE_PASS_MIN_WAVES) go in one pass (shuffle and tf32: 8 rounds, from 2^28; the split: 32, from
-    2^29); smaller ones, and every fp32 full sum on an H100 and an A100, on the resident grid."""
+@pytest.mark.parametrize("method,n,h100_rounds,h200_rounds", [
+    ("shuffle", 1 << 30, 4, 8), ("shuffle", 1 << 28, 4, 8), ("shuffle", (1 << 27) + 5, 4, 0),
+    ("shuffle", 1 << 26, 0, 0), ("tensorcore", 1 << 30, 4, 32), ("tensorcore", 1 << 29, 4, 32),
+    ("tensorcore", 1 << 28, 4, 0), ("tensorcore", 1 << 26, 0, 0), ("tensorcore_tf32", 1 << 28, 4, 8),
+    ("tensorcore_tf32", 1 << 27, 0, 0)])
+def test_large_fp32_full_sums_walk_in_one_pass_from_a_few_waves(method, n, h100_rounds, h200_rounds):
+    """shuffle_flat and tc32_flat: fp32 arrays that give the one-pass grid enough waves of 528 resident blocks
+    (FLAT_ONE_PASS_MIN_WAVES) go in one pass: on an H200 from 6 waves (shuffle and tf32: 8 rounds, from 2^28; the
+    split: 32, from 2^29), on an H100 in 4 rounds from 6 waves (shuffle, from 2^27) or 12 (the split from 2^27, tf32
+    from 2^28); smaller ones, and every fp32 full sum on an A100, on the resident grid."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
 
-    for family, rounds in (("H100", 0), ("A100", 0), ("H200", h200_rounds)):
+    waves = {"H100": 6 if method == "shuffle" else 12, "H200": 6}
+    for family, rounds in (("H100", h100_rounds), ("A100", 0), ("H200", h200_rounds)):
         plan = get_plan(method, Flat(n, 0), "float32", "float32", named_device(family))
         p = param_dict(plan)
         assert p.get("rounds", 0) == rounds, family
         assert plan.launches[0].kernel.endswith(f", 4, {rounds}>" if rounds else ", 4>"), (family, plan.launches[0])
         groups = -(-p["grid"] // 256) if rounds else 0
-        assert p["grid"] >= 6 * 132 * 4 if rounds else p["grid"] <= 4 * named_device(family).sm_count
+        assert p["grid"] >= waves[family] * 132 * 4 if rounds else p["grid"] <= 4 * named_device(family).sm_count
         floats = 2 if method != "shuffle" else 1  # the split and tf32 keep an (s, e) pair per block
         assert (plan.workspace_floats, plan.counters) == (floats * (p["grid"] + groups), groups + 1)
 

@@ -77,9 +77,10 @@ def test_unknown_problem_is_refused():
 @pytest.mark.parametrize("dev", [H100, A100], ids=["H100", "A100"])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_flat_grid_fills_the_device(dev, dtype):
+    """The resident grid-stride walk (arrays too small for a one-pass walk on the GPU's FLAT_ROUNDS, if any)."""
     unroll, minb = sh.FLAT_TUNING[dtype]
     cap = dev.sm_count * minb
-    big = sh.plan_shuffle(Flat(1 << 28), dtype, "float32", dev)
+    big = sh.plan_shuffle(Flat(1 << 26), dtype, "float32", dev)
     p = param_dict(big)
     assert p["grid"] == cap and big.launches[0].grid == (cap, 1, 1)
     assert big.workspace_floats == cap and big.counters == 1
@@ -324,10 +325,13 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         elif p["kernel"] == "cols":  # one pass over the (strip, split) items (ONE_PASS_COLS)
             items = p["strips"] * p["splits"]
             assert ln.grid[0] == max(1, items) if sh.ONE_PASS_COLS else 1 <= ln.grid[0] <= cap
+        elif p.get("rounds"):  # a one-pass full sum: every block its rounds of BLOCK * unroll chunks
+            assert ln.grid[0] == max(1, _cdiv(p["nv"], sh.BLOCK * p["unroll"] * p["rounds"])) and ln.grid[0] > cap
+            assert plan.counters == _cdiv(ln.grid[0], sh.BLOCK) + 1
         else:
             assert 1 <= ln.grid[0] <= cap
         assert ln.block == (sh.BLOCK, 1, 1)
-        assert re.search(rf", {p['minb']}(, (true|false))?(, 1)?>$", ln.kernel), ln.kernel  # cols: ONE_ITEM; LOAD
+        assert _minb(ln.kernel) == p["minb"], ln.kernel
         if p.get("splits", 1) > 1:
             assert plan.workspace_floats > 0 and plan.counters > 0
         if p["kernel"] != "flat":
@@ -336,6 +340,13 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         assert 1 <= length <= prob.length + 64  # never worse than one running sum plus the folds
         if prob.length >= 1 << 20 and prob.outputs == 1:
             assert length * 64 < prob.length  # a big full sum is spread over many short chains
+
+
+def _minb(kernel: str) -> int:
+    """The MINB template argument of a shuffle kernel name: the last but cols' ONE_ITEM and LOAD, rows' LOAD and
+    flat's ROUNDS."""
+    pattern = r", (\d+)(, \d+)?>$" if kernel.startswith("shuffle_flat") else r", (\d+)(, (true|false))?(, 1)?>$"
+    return int(re.search(pattern, kernel).group(1))
 
 
 # ============================================================================================== CPU: replay and bound
@@ -375,7 +386,7 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
 
     for name in sh.kernel_names(in_dt, out_dt):
         ck = assert_compiles_clean("shuffle.cu", name, arch)
-        minb = int(re.search(r", (\d+)(, (true|false))?(, 1)?>$", name).group(1))
+        minb = _minb(name)
         assert ck.registers is not None and ck.registers * sh.BLOCK * minb <= 65536, (name, ck.registers)
         assert "ld.global.nc.v4" in ck.ptx or "shuffle_cols" in name or "shuffle_rows" in name
 

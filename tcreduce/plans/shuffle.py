@@ -11,7 +11,9 @@ they use).
   4 floats), ``unroll`` chunks in flight per thread, up to ``minb`` blocks of ``BLOCK`` threads per SM
   (``FLAT_TUNING[dtype] = (unroll, minb)``; never more blocks than there are ``BLOCK * unroll`` chunks). A
   misaligned start (a view ``x[1:]``) is handled by a scalar head before the first 16-byte boundary; the last block
-  to finish combines the block partials.
+  to finish combines the block partials. Large arrays on a GPU with ``FLAT_ROUNDS`` for their element size (fp32 on
+  an H100 or H200) go in one pass instead: block b walks its own ``FLAT_ROUNDS`` rounds of ``BLOCK * unroll`` chunks
+  and exits, the partials combined in two levels (groups of ``BLOCK`` blocks, then the groups).
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): ``shuffle_rows`` with a group of ``G`` lanes per row: rows of
   at most 32 chunks get ``G = next_pow2(chunks)`` (a segmented shuffle, no shared memory); rows of up to
   ``2 * BLOCK`` chunks, or longer rows when there are enough of them to fill the GPU, get a warp (``G = 32``);
@@ -299,10 +301,10 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
 def plan_shuffle(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec) -> Plan:
     """The launch plan of method "shuffle" for a canonical problem on ``device`` (see the module docstring).
 
-    ``params`` (see :func:`~tcreduce._plan.param_dict`): kernel ("flat", "rows", "cols"), block (threads), unroll,
-    vec (elements per 16-byte chunk), minb (blocks per SM compiled for), aligned (16-byte loads legal), grid
-    (blocks); flat: head, nv (whole chunks), tail (elements); rows: group (threads per row: 1-32, 64-128 or
-    BLOCK), splits, chunks (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups
+    ``params`` (see :func:`~tcreduce._plan.param_dict`): kernel ("flat", "rows", "cols"), block (threads), unroll, vec
+    (elements per 16-byte chunk), minb (blocks per SM compiled for), aligned (16-byte loads legal), grid (blocks); flat:
+    head, nv (whole chunks), tail (elements), rounds (one-pass walks only); rows: group (threads per row: 1-32, 64-128
+    or BLOCK), splits, chunks (per row); cols: ct (column chunks per strip), jt (j lanes per block), nj (j groups
     combined through shared memory), splits, strips, cvecs (column chunks per row of the output)."""
     if in_dtype not in ITEMSIZE:
         raise UnsupportedDtype(f"method 'shuffle' sums {', '.join(ITEMSIZE)} input, not {in_dtype}")

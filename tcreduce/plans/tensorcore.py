@@ -3,13 +3,13 @@ against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registe
 ``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows16, tc_rows_stream, tc_cols, whose comments pin the order of
 additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
-What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose
-last block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid
-of blocks of a fixed number of rounds, their partials combined in two levels. Last-axis sums: row tiles of 16 rows
-per warp group, columns split across warps and, for few long rows, across blocks (the last block of a tile combines;
-rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane, where ROWS16_PAIRED_LOADS has their
-format); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp group instead (tc_flat's inner
-loop), split the same way.
+What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose last
+block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid of
+blocks of a fixed number of rounds, their partials combined in two levels (float32: tensorcore_fp32.py, the same walk).
+Last-axis sums: row tiles of 16 rows per warp group, columns split across warps and, for few long rows, across blocks
+(the last block of a tile combines; rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane,
+where ROWS16_PAIRED_LOADS has their format); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
+group instead (tc_flat's inner loop), split the same way.
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way.
 

@@ -7,9 +7,10 @@ pin the order of additions); emulator twin: ``tcreduce/emulate/tensorcore_fp32.p
 
 What it launches: one kernel per call.
 
-- Full sums (:class:`~tcreduce._layout.Flat`): ``tc32_flat``, a grid-stride kernel, 8 16-byte vectors in flight per
-  lane (4 steps of 2), 4 blocks of 256 threads per SM; a misaligned start or a tail goes through one extra step of
-  warp 0; the last block combines the block partials.
+- Full sums (:class:`~tcreduce._layout.Flat`): ``tc32_flat``, a grid-stride kernel, ``FLAT_UNROLL`` 16-byte vectors
+  in flight per lane (steps of 2), 4 blocks of 256 threads per SM; a misaligned start or a tail goes through one extra
+  step of warp 0; the last block combines the block partials. Large arrays on an H100 or H200 (``FLAT_ROUNDS``) go in
+  one pass of blocks of a fixed number of rounds instead, their partials combined in two levels.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): rows whose starts are all 16-byte aligned go 4 per warp
   (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (per method) elements and are many (a 4-row
   tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
@@ -43,7 +44,8 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
 from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flat_one_pass_grid, full_grid, grid_groups,
-                      is_aligned, one_pass, rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
+                      is_aligned, one_pass, rebalance_splits, split_work, spread_rows, stream_work, tuned,
+                      wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -341,10 +343,10 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
 
     ``params`` (:func:`~tcreduce._plan.param_dict`): form ("flat", "rows", "cols", "stream", "rows4"), block, grid,
     unroll (flat: 16-byte vectors in flight per lane; others: chunks in flight), steps (the most steps any warp runs,
-    the head/tail step included; per column for cols); flat: minb, head, nvec, tail; others: wpt (warps per tile,
-    row or column strip), splits, chunks (per segment: 16 elements, 256 when streaming, 64 in rows4); rows: vector
-    (16-byte loads), short; cols: aligned (16-byte loads), short, short_unroll (adjacent strips in flight, 0 off the
-    short path)."""
+    the head/tail step included; per column for cols); flat: minb, head, nvec, tail, rounds (one pass only); others: wpt
+    (warps per tile, row or column strip), splits, chunks (per segment: 16 elements, 256 when streaming, 64 in rows4);
+    rows: vector (16-byte loads), short; cols: aligned (16-byte loads), short, short_unroll (adjacent strips in flight,
+    0 off the short path)."""
     if in_dtype != "float32":
         raise UnsupportedDtype(f"method {fmt.method!r} plans float32 input here, not {in_dtype}")
     if out_dtype not in ("float16", "float32", "float64"):
@@ -363,7 +365,8 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_BLOCKS_PER_SM)
         if grid:  # a warp's trips: at most its block's rounds
-            trips, groups, extra = min(rounds, cdiv(nvec, BLOCK * unroll)), grid_groups(grid, BLOCK), dict(rounds=rounds)
+            trips, groups = min(rounds, cdiv(nvec, BLOCK * unroll)), grid_groups(grid, BLOCK)
+            extra: dict[str, Any] = dict(rounds=rounds)
         else:
             grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
             trips, groups, extra = cdiv(nvec, grid * BLOCK * unroll), 0, {}
