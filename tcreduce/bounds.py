@@ -64,6 +64,7 @@ import numpy as np
 from ._layout import Flat, Rows, host_layout
 from ._plan import DeviceSpec, Plan, param_dict
 from .plans._common import cdiv as _cdiv
+from .plans._common import combine_grid_additions
 from .plans._common import ceil_log2 as _log2
 
 __all__ = ["error_bound", "error_bound_factor", "library_bound_factor", "Depth", "STRUCTURES", "FACTORS", "U_RN",
@@ -121,12 +122,7 @@ def _tensorcore_depth(plan: Plan) -> Depth:
         # are exact), then the partials: serial + warp_fold (5) + block_combine; a one-pass grid (rounds) combines
         # them in two levels: a group's (one partial per thread), then the groups' totals
         combine = _log2(p["block"] // 32)
-        if p["grid"] == 1:
-            partials = 0
-        elif rounds:
-            partials = (1 + 5 + combine) + (_cdiv(_cdiv(p["grid"], p["block"]), p["block"]) + 5 + combine)
-        else:
-            partials = _cdiv(p["grid"], p["block"]) + 5 + combine
+        partials = combine_grid_additions(p["grid"], p["block"], bool(rounds), 5 + combine)
         d_rn = flushes + 1 + 3 + combine + partials
         return Depth(d_mma * _mma_blocks(plan.device.name), d_rn)
     fold = 0
@@ -288,14 +284,8 @@ def _f32_combination(plan: Plan) -> tuple[int, int]:
     k = p["steps"]
     group = p.get("wpt", 1) if p.get("wpt", 1) > 1 else 0
     splits = p.get("splits", 1) if p.get("splits", 1) > 1 else 0
-    if p["form"] == "flat":
-        if p["grid"] == 1:
-            partials = 0
-        elif p.get("rounds", 0):  # a one-pass grid: a group's pairs (one per thread), then the groups' totals
-            partials = (1 + 5 + 5) + (_cdiv(_cdiv(p["grid"], p["block"]), p["block"]) + 5 + 5)
-        else:
-            partials = _cdiv(p["grid"], p["block"]) + 5 + 5
-        ell = 1 + 3 + 5 + partials
+    if p["form"] == "flat":  # the block pairs: combine_partials2 ends in warp_fold2 (5) and block_combine2 (5)
+        ell = 1 + 3 + 5 + combine_grid_additions(p["grid"], p["block"], bool(p.get("rounds", 0)), 5 + 5)
     elif p["form"] == "stream":
         ell = 1 + 3 + group + splits
     else:

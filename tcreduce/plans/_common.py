@@ -12,7 +12,8 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "grid_groups", "choose_splits",
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "grid_groups",
+           "combine_grid_additions", "choose_splits",
            "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
@@ -190,3 +191,15 @@ def grid_groups(grid: int, block: int) -> int:
     """Groups of ``block`` consecutive block partials a one-pass grid combines in two levels (combine_grid's
     TWO_LEVEL, kernels/common.cuh): each group's total, then the groups' (0 for a grid of one block)."""
     return cdiv(grid, block) if grid > 1 else 0
+
+
+def combine_grid_additions(grid: int, block: int, two_level: bool, fold: int) -> int:
+    """The longest chain of additions a block partial goes through in combine_grid / combine_grid2
+    (kernels/common.cuh, kernels/tensorcore_f32.cuh), ``fold`` the additions of the block fold that ends each
+    combine_partials: its serial sum of cdiv(grid, block) partials per thread, then the fold; in two levels, a group's
+    (one partial per thread), then the groups' totals the same way. 0 for a grid of one block (no combination)."""
+    if grid <= 1:
+        return 0
+    if two_level:
+        return (1 + fold) + (cdiv(grid_groups(grid, block), block) + fold)
+    return cdiv(grid, block) + fold

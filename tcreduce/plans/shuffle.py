@@ -45,7 +45,8 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import cdiv, choose_splits, ctype, flat_one_pass_grid, grid_groups, next_pow2, reaches_floor, tuned
+from ._common import (cdiv, choose_splits, combine_grid_additions, ctype, flat_one_pass_grid, grid_groups, next_pow2,
+                      reaches_floor, tuned)
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -184,10 +185,10 @@ def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec)
     rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(ITEMSIZE[in_dtype], 0)
     grid = flat_one_pass_grid(nv, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device), device,
                               minb)
-    extra: dict[str, Any] = dict(rounds=rounds) if grid else {}
-    if not grid:
-        grid = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll)))
-    groups = grid_groups(grid, BLOCK) if extra else 0
+    if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
+        groups, extra = grid_groups(grid, BLOCK), dict(rounds=rounds)
+    else:
+        grid, groups, extra = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll))), 0, {}
     name = (f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}"
             f"{f', {rounds}' if extra else ''}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
@@ -338,12 +339,8 @@ def chain_length(plan: Plan) -> int:
         rounds = p.get("rounds", 0)
         per_thread = (min(rounds * p["unroll"], cdiv(p["nv"], p["block"])) if rounds  # chunks of a thread's block
                       else cdiv(p["nv"], p["grid"] * p["block"]))
-        length = p["head"] + p["tail"] + p["vec"] * per_thread + fold
-        if p["grid"] > 1 and rounds:  # a group's partials (one per thread), then the groups' totals
-            length += 1 + fold + cdiv(grid_groups(p["grid"], p["block"]), p["block"]) + fold
-        elif p["grid"] > 1:
-            length += cdiv(p["grid"], p["block"]) + fold
-        return length
+        return (p["head"] + p["tail"] + p["vec"] * per_thread + fold
+                + combine_grid_additions(p["grid"], p["block"], bool(rounds), fold))
     if p["kernel"] == "rows":
         assert isinstance(prob, Rows)
         if p["group"] <= 32:
