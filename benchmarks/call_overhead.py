@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import statistics
 import sys
@@ -98,7 +99,12 @@ def _gpu_one(args, n: int) -> list[dict]:
             rows += _time_cases(null, [("reducer(x, out=out) on the legacy default stream", lambda: r(x, out=out)),
                                        ("tcreduce.sum(x) on the legacy default stream", lambda: tcreduce.sum(x))],
                                 args, n)
+        slab = cupy.cuda.alloc(1 << 16)  # a result carved from a slab (no pool allocation): what that costs
+        offsets = itertools.cycle(range(0, 1 << 16, 256)).__next__
         cases = [("  piece: cupy.ndarray((), float32)", lambda: cupy.ndarray((), cupy.float32)),
+                 ("  piece: cupy.ndarray((), float32, memptr=slab + offset)",
+                  lambda: cupy.ndarray((), cupy.float32, memptr=slab + offsets())),
+                 ("  piece: slab + offset (a MemoryPointer)", lambda: slab + offsets()),
                   ("  piece: cupy.cuda.runtime.getDevice()", cupy.cuda.runtime.getDevice),
                   ("  piece: cupy.cuda.get_current_stream()", cupy.cuda.get_current_stream),
                   ("  piece: is_capturing(stream)", lambda: _launch.is_capturing(s.ptr)),
@@ -155,8 +161,6 @@ def _without_graphs(bound, fn):
 def _round_robin(s, args, n: int) -> list[dict]:
     """The calls of the throughput study's small sizes: each call a different buffer of ``--pool`` (every address new
     to tcreduce's graph replay, as when inputs rotate to defeat the L2), with and without graph replay."""
-    import itertools
-
     import cupy
 
     import tcreduce
