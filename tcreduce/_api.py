@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -18,6 +18,7 @@ from ._arrays import DTYPE_NAMES, as_cupy, as_cupy_input
 from ._auto import choose_method
 from ._layout import normalize_axes, plan_layout
 from ._plan import DeviceSpec, Plan
+from ._results import result_slots
 
 __all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "validate", "Call"]
 
@@ -122,6 +123,8 @@ class _Prepared:
     byte_offset: int = 0
     out_np: Any = None  # the result dtype as a numpy dtype
     fast: bool = False
+    # recycled result buffers of fast plans per (stream handle, keepdims): tcreduce._results.result_slots
+    results: dict = field(default_factory=dict)
 
 
 _PREPARED: dict[tuple, _Prepared] = {}
@@ -163,7 +166,8 @@ _cupy: Any = None
 def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, method: str, out: Any,
             fmt: Any = None) -> Any:
     """One reduction. The common case (a CuPy array seen before with these arguments, a plan launched in place, no
-    ``out``) costs a dictionary lookup, an allocation and the launches; everything else goes through
+    ``out``) costs a dictionary lookup, a recycled result buffer (:mod:`tcreduce._results`; an allocation when both
+    are in use) and the launches; everything else goes through
     :func:`_reduce_general`. CUDA graph capture: see :mod:`tcreduce._reducer` for the rules."""
     global _cupy
     cp = _cupy
@@ -208,13 +212,19 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
     if prep.fast:
         p = prep.call
         shape = p.keep_shape if keepdims else p.out_shape
+        stream = cp.cuda.get_current_stream()
         if out is None:
-            res = cp.ndarray(shape, prep.out_np)
-            prep.launcher(mem.ptr + prep.byte_offset, res.data.ptr, cp.cuda.get_current_stream())
+            slots = prep.results.get((stream.ptr, keepdims))
+            if slots is None:
+                slots = result_slots(prep.results, (stream.ptr, keepdims), shape, prep.out_np, stream.ptr)
+            res = slots.take() if slots else None
+            if res is None:
+                res = cp.ndarray(shape, prep.out_np)
+            prep.launcher(mem.ptr + prep.byte_offset, res.data.ptr, stream)
             return res if back is None else back(res)
         if (type(out) is cp.ndarray and out.dtype == prep.out_np and out.shape == shape and out.flags.c_contiguous
                 and out.data.device_id == device_id):
-            prep.launcher(mem.ptr + prep.byte_offset, out.data.ptr, cp.cuda.get_current_stream())
+            prep.launcher(mem.ptr + prep.byte_offset, out.data.ptr, stream)
             return out
     res = _reduce_general(cp, kind, prep, xc, keepdims, out)
     if out is not None:

@@ -26,9 +26,10 @@ CUDA graphs (CuPy: ``stream.begin_capture()`` ... ``graph = stream.end_capture()
 - ``tcreduce.sum`` is capturable after one eager warm-up call with the same shapes on the capturing stream (it
   compiles, loads the kernels and allocates that stream's workspace and counters on first use; doing so during a
   capture raises :class:`~tcreduce._launch.CaptureError`), for views that need no copy, with ``out`` either absent
-  or C-contiguous of the result dtype. Its result array is allocated from CuPy's memory pool at capture time and is
-  the one every replay rewrites: keep it (or pass a preallocated ``out``, which is the simplest rule). Paths that
-  would free a temporary (a copy of a strided view, a non-contiguous ``out``, method "cub") raise CaptureError.
+  or C-contiguous of the result dtype. Its result array (a recycled buffer of :mod:`tcreduce._results` when one
+  is free, else allocated from CuPy's memory pool at capture time) is the one every replay rewrites: keep it (or
+  pass a preallocated ``out``, which is the simplest rule). Paths that would free a temporary (a copy of a strided
+  view, a non-contiguous ``out``, method "cub") raise CaptureError.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._arrays import as_cupy, as_cupy_input
+from ._results import result_slots
 
 __all__ = ["reducer", "Reducer"]
 
@@ -52,7 +54,8 @@ class Reducer:
 
     __slots__ = ("kind", "method", "plan", "shape", "strides", "dtype", "align", "device_id", "result_shape",
                  "result_dtype", "axes", "_cupy", "_ndarray", "_launch", "_offset", "_copy_order", "_copy_buf",
-                 "_workspace", "_counters", "_runner", "_empty", "_out_strides", "_keep", "_x_ok", "_out_ok")
+                 "_workspace", "_counters", "_runner", "_empty", "_out_strides", "_keep", "_x_ok", "_out_ok",
+                 "_results")
 
     def __init__(self, like: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False, method: str = "auto",
                  *, kind: str = "sum", warmup: bool = True, format: Optional[str] = None):  # noqa: A002
@@ -93,6 +96,7 @@ class Reducer:
             self._copy_order = self._copy_buf = self._workspace = self._counters = None
             self._offset = 0
             self._x_ok = self._out_ok = _NONE
+            self._results: dict = {}  # stream handle -> recycled result buffers (tcreduce._results)
             n_reduced = int(np.prod([xc.shape[i] for i in p.axes], dtype=np.int64))
             n_out = int(np.prod(p.out_shape, dtype=np.int64))
             self._empty = n_reduced == 0 or n_out == 0
@@ -160,8 +164,17 @@ class Reducer:
             with cp.cuda.Device(self.device_id):
                 return self(x, out)
         launch = self._launch
+        stream = cp.cuda.get_current_stream() if launch is not None else None
         if out is None:
-            res = self._ndarray(self.result_shape, self.result_dtype) if launch is not None else None
+            res = None
+            if launch is not None:
+                slots = self._results.get(stream.ptr)
+                if slots is None:
+                    slots = result_slots(self._results, stream.ptr, self.result_shape, self.result_dtype, stream.ptr)
+                if slots:
+                    res = slots.take()
+                if res is None:
+                    res = self._ndarray(self.result_shape, self.result_dtype)
             out_ptr = res.data.ptr if res is not None else 0
         else:
             ok = self._out_ok
@@ -181,10 +194,10 @@ class Reducer:
                     self._out_ok = (weakref.ref(out), out_ptr)
         if launch is not None:
             if self._copy_buf is None:
-                launch(x_ptr + self._offset, out_ptr, cp.cuda.get_current_stream())
+                launch(x_ptr + self._offset, out_ptr, stream)
             else:
                 self._copy_buf[...] = xc.transpose(self._copy_order)
-                launch(self._copy_buf.data.ptr, out_ptr, cp.cuda.get_current_stream())
+                launch(self._copy_buf.data.ptr, out_ptr, stream)
         else:
             r = self._library_or_empty(xc)
             if res is None:
