@@ -198,7 +198,8 @@ class BoundLaunch:
     CUDA graph for small plans whose addresses repeat (module docstring); :meth:`launch` always launches the
     kernels."""
 
-    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps")
+    __slots__ = ("steps", "workspace_ptr", "counters_ptr", "device_id", "graphs", "_seen", "_drops", "_maps",
+                 "_single")
 
     def __init__(self, launcher: "Launcher", workspace_ptr: int, counters_ptr: int):
         self.workspace_ptr = workspace_ptr
@@ -228,6 +229,11 @@ class BoundLaunch:
             const = tuple(None if i in per_call else kernel_arg(v) for i, v in enumerate(raw))
             steps.append((fn, grid, block, shared, coop, const, tuple(xs), tuple(outs), tuple(maps)))
         self.steps = tuple(steps)
+        # one kernel taking the input and the output once each, no tensor maps (most small plans): launch's short path
+        self._single = None
+        if len(steps) == 1 and len(steps[0][6]) == len(steps[0][7]) == 1 and not steps[0][8]:
+            fn, grid, block, shared, coop, const, xs, outs, _ = steps[0]
+            self._single = (fn, grid, block, shared, coop, const, xs[0], outs[0])
         self._maps: tuple = (None, None)  # (x_ptr, its tensor-map arguments per step) of the last launch
         small = plan_bytes(launcher.plan) <= GRAPH_MAX_BYTES
         # graphs: (x_ptr, out_ptr, stream_ptr) -> captured graph, oldest first; None: always launch the kernels
@@ -255,6 +261,14 @@ class BoundLaunch:
 
     def launch(self, x_ptr: int, out_ptr: int, stream) -> None:
         """Launch the kernels in order on ``stream`` (no graph)."""
+        single = self._single
+        if single is not None:
+            fn, grid, block, shared, coop, const, xi, oi = single
+            args = list(const)
+            args[xi] = kernel_arg(x_ptr)
+            args[oi] = kernel_arg(out_ptr)
+            fn(grid, block, args, shared, stream, coop)
+            return
         xa = kernel_arg(x_ptr)
         oa = kernel_arg(out_ptr)
         for k, (fn, grid, block, shared, coop, const, xs, outs, maps) in enumerate(self.steps):
