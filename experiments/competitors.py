@@ -252,10 +252,24 @@ class WrongResult(AssertionError):
     """A competitor returned a wrong sum (the message says where): it is never timed."""
 
 
-def reduce64(t, axis: Optional[int]):
-    """The float64 sum of the torch tensor ``t`` over ``axis`` (torch accumulating in float64)."""
+REDUCE64_CHUNK = 1 << 26  # full sums: elements per float64 partial (torch converts a chunk to float64 first)
+
+
+def reduce64(t, axis: Optional[int], absolute: bool = False):
+    """The float64 sum of the torch tensor ``t`` (or of its absolute values) over ``axis``, torch accumulating in
+    float64. Full sums go by chunks of REDUCE64_CHUNK elements, so that the float64 (and, for fp8's absolute values,
+    fp32) copies torch makes stay small: 2^31 fp8 elements at once would need 16 GiB more."""
     torch = torch_cuda()
-    return torch.sum(t, dtype=torch.float64) if axis is None else torch.sum(t, dim=axis, dtype=torch.float64)
+
+    def one(u):
+        if absolute:
+            u = (u if u.element_size() >= 2 else u.float()).abs()  # torch has no fp8 abs
+        return torch.sum(u, dtype=torch.float64) if axis is None else torch.sum(u, dim=axis, dtype=torch.float64)
+
+    if axis is not None or t.numel() <= REDUCE64_CHUNK:
+        return one(t)
+    flat = t.reshape(-1)
+    return torch.stack([one(flat[i:i + REDUCE64_CHUNK]) for i in range(0, flat.numel(), REDUCE64_CHUNK)]).sum()
 
 
 def integer_data(t, seed: int = 12345):
@@ -297,7 +311,7 @@ def check_real(got, t, axis: Optional[int], depth: int, what: str) -> None:
     u * |sum|: fp32 summation in which no element goes through more than ``depth`` roundings, then the rounding of
     the result. Raises :class:`WrongResult` (NaN or Inf included: the inputs are finite)."""
     want = reduce64(t, axis)
-    absum = reduce64((t if t.element_size() >= 2 else t.float()).abs(), axis)  # torch has no fp8 abs
+    absum = reduce64(t, axis, absolute=True)
     du = depth * U32
     gamma = du / (1.0 - du) if du < 0.5 else math.inf
     bound = gamma * absum + U32 * want.abs()
