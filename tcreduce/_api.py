@@ -123,8 +123,22 @@ class _Prepared:
     byte_offset: int = 0
     out_np: Any = None  # the result dtype as a numpy dtype
     fast: bool = False
-    # recycled result buffers of fast plans per (stream handle, keepdims): tcreduce._results.result_slots
-    results: dict = field(default_factory=dict)
+    # fast plans, per stream handle: [the launches bound to the stream's pools, recycled result buffers for keepdims
+    # False, for keepdims True] (tcreduce._results.result_slots; None until made), made on the stream's first call
+    streams: dict = field(default_factory=dict)
+
+
+_STREAMS_MAX = 32  # stream states kept per prepared call; more streams: the oldest state is forgotten
+
+
+def _stream_state(prep: _Prepared, stream: Any) -> list:
+    """A new ``prep.streams[stream.ptr]``: the launcher bound to the stream's workspace and counters (which raises
+    CaptureError when they must be allocated while the stream captures a CUDA graph); result buffers come later."""
+    state = [prep.launcher.bound_for(stream.ptr), None, None]
+    if len(prep.streams) >= _STREAMS_MAX:
+        del prep.streams[next(iter(prep.streams))]
+    prep.streams[stream.ptr] = state
+    return state
 
 
 _PREPARED: dict[tuple, _Prepared] = {}
@@ -213,18 +227,22 @@ def _reduce(kind: str, x: Any, axis: AxisLike, dtype: Any, keepdims: bool, metho
         p = prep.call
         shape = p.keep_shape if keepdims else p.out_shape
         stream = cp.cuda.get_current_stream()
+        state = prep.streams.get(stream.ptr)
+        if state is None:
+            state = _stream_state(prep, stream)
         if out is None:
-            slots = prep.results.get((stream.ptr, keepdims))
+            i = 2 if keepdims else 1
+            slots = state[i]
             if slots is None:
-                slots = result_slots(prep.results, (stream.ptr, keepdims), shape, prep.out_np, stream.ptr)
+                slots = state[i] = result_slots(shape, prep.out_np, stream.ptr)
             res = slots.take() if slots else None
             if res is None:
                 res = cp.ndarray(shape, prep.out_np)
-            prep.launcher(mem.ptr + prep.byte_offset, res.data.ptr, stream)
+            state[0](mem.ptr + prep.byte_offset, res.data.ptr, stream)
             return res if back is None else back(res)
         if (type(out) is cp.ndarray and out.dtype == prep.out_np and out.shape == shape and out.flags.c_contiguous
                 and out.data.device_id == device_id):
-            prep.launcher(mem.ptr + prep.byte_offset, out.data.ptr, stream)
+            state[0](mem.ptr + prep.byte_offset, out.data.ptr, stream)
             return out
     res = _reduce_general(cp, kind, prep, xc, keepdims, out)
     if out is not None:

@@ -170,7 +170,11 @@ class Reducer:
             if launch is not None:
                 slots = self._results.get(stream.ptr)
                 if slots is None:
-                    slots = result_slots(self._results, stream.ptr, self.result_shape, self.result_dtype, stream.ptr)
+                    slots = result_slots(self.result_shape, self.result_dtype, stream.ptr)
+                    if slots is not None:  # None: the stream is capturing, ask again later
+                        if len(self._results) >= 32:
+                            del self._results[next(iter(self._results))]
+                        self._results[stream.ptr] = slots
                 if slots:
                     res = slots.take()
                 if res is None:

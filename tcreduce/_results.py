@@ -30,7 +30,6 @@ __all__ = ["ResultSlots", "result_slots", "RESULT_SLOT_MAX_BYTES", "SLOTS_ENABLE
 # two spare buffers per call signature and stream would hold real memory)
 RESULT_SLOT_MAX_BYTES = 4096
 SLOTS_ENABLED = getattr(sys, "_is_gil_enabled", lambda: True)()
-TABLE_MAX = 32  # ResultSlots per table (a table per call signature or handle, keyed by stream): more are forgotten
 
 _refs = sys.getrefcount
 
@@ -76,22 +75,15 @@ class ResultSlots:
         return None
 
 
-def result_slots(table: dict, key: Any, shape: tuple[int, ...], dtype: Any, stream_ptr: int) -> Any:
-    """``table[key]`` (``key`` names the stream whose handle is ``stream_ptr``), made on first use: a
-    :class:`ResultSlots` of ``shape`` and ``dtype`` (a numpy dtype), or False where results are not recycled (more
-    than RESULT_SLOT_MAX_BYTES, or slots off). While the stream captures a CUDA graph before they exist: None, and
-    nothing is stored (allocating them then would bake a pool allocation into the graph)."""
+def result_slots(shape: tuple[int, ...], dtype: Any, stream_ptr: int) -> Any:
+    """New :class:`ResultSlots` of ``shape`` and ``dtype`` (a numpy dtype) on the current device and the stream whose
+    handle is ``stream_ptr``; False where results are not recycled (more than RESULT_SLOT_MAX_BYTES, or slots off);
+    None while that stream captures a CUDA graph (allocating them then would bake a pool allocation into the graph:
+    the caller asks again later). Callers keep one per stream."""
     from ._launch import is_capturing
 
-    slots = table.get(key)
-    if slots is None:
-        if not SLOTS_ENABLED or math.prod(shape) * dtype.itemsize > RESULT_SLOT_MAX_BYTES:
-            slots = False
-        elif is_capturing(stream_ptr):
-            return None
-        else:
-            slots = ResultSlots(shape, dtype)
-        if len(table) >= TABLE_MAX:
-            del table[next(iter(table))]
-        table[key] = slots
-    return slots
+    if not SLOTS_ENABLED or math.prod(shape) * dtype.itemsize > RESULT_SLOT_MAX_BYTES:
+        return False
+    if is_capturing(stream_ptr):
+        return None
+    return ResultSlots(shape, dtype)
