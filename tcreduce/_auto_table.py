@@ -3,7 +3,7 @@ rounded), the fastest eligible method measured in the committed sweeps. GENERATE
 do not edit; re-run the sweep (python -m experiments throughput segments), then the script.
 
 Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
-  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit f4c9db3, 2026-11-28T04:23:58+00:00
+  throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit b7739b3, 2026-11-28T07:12:45+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 55837df, 2026-11-28T04:02:56+00:00
@@ -31,10 +31,10 @@ TABLE = {
         20: 'tensorcore',
     },
     ('bfloat16', 'full'): {
-        10: 'tensorcore', 11: 'shuffle', 12: 'wmma', 13: 'shuffle',
-        14: 'tensorcore', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'tensorcore', 19: 'tensorcore', 20: 'wmma', 21: 'wmma',
-        22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'shuffle',
+        22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
@@ -53,10 +53,10 @@ TABLE = {
         20: 'tensorcore',
     },
     ('float16', 'full'): {
-        10: 'tensorcore', 11: 'kahan', 12: 'kahan', 13: 'shuffle',
-        14: 'tensorcore_kahan', 15: 'tensorcore', 16: 'tensorcore_kahan', 17: 'tensorcore_kahan',
-        18: 'kahan', 19: 'kahan', 20: 'shuffle', 21: 'shuffle',
-        22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+        10: 'kahan', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
+        14: 'tensorcore', 15: 'kahan', 16: 'tensorcore', 17: 'tensorcore_kahan',
+        18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'tensorcore',
+        22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
@@ -75,9 +75,9 @@ TABLE = {
         20: 'shuffle',
     },
     ('float32', 'full'): {
-        10: 'tensorcore', 11: 'shuffle', 12: 'kahan', 13: 'tensorcore',
-        14: 'shuffle', 15: 'tensorcore', 16: 'kahan', 17: 'tensorcore',
-        18: 'kahan', 19: 'kahan', 20: 'kahan', 21: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'kahan', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'kahan', 16: 'tensorcore', 17: 'shuffle',
+        18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'kahan',
         22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
         26: 'shuffle', 27: 'shuffle', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
@@ -90,18 +90,18 @@ TABLE = {
         20: 'tensorcore',
     },
     ('float8_e4m3fn', 'full'): {
-        10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'tensorcore',
+        14: 'tensorcore', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
         18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-        22: 'shuffle', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+        22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
     ('float8_e5m2', 'full'): {
-        10: 'shuffle', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-        14: 'tensorcore', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
-        18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-        22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+        10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'tensorcore',
+        14: 'shuffle', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+        18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+        22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
         26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
         30: 'tensorcore',
     },
@@ -197,24 +197,16 @@ DEVICE_TABLES = {
 
 # Swept points where a method auto may not choose (EXCLUDED) was more than 2% faster than its pick.
 NOTES = (
-    'bfloat16 full n=2048: exact 11.3 us, shuffle 11.7 us (+3.2%)',
-    'float16 full n=1048576: exact 12.8 us, shuffle 13.1 us (+2.3%)',
-    'float32 full n=4096: tensorcore_tf32 13.1 us, kahan 13.5 us (+3.1%)',
-    'float32 full n=8192: exact 9.9 us, tensorcore 10.2 us (+2.7%)',
-    'float32 full n=131072: tensorcore_tf32 13.3 us, tensorcore 13.6 us (+2.1%)',
-    'float32 full n=4194304: tensorcore_tf32 11.1 us, kahan 11.4 us (+2.4%)',
-    'float8_e4m3fn full n=2048: tensorcore_chained 13.8 us, tensorcore 15.2 us (+10.2%)',
-    'float8_e4m3fn full n=4096: tensorcore_chained 15.1 us, tensorcore 15.5 us (+3.2%)',
-    'float8_e4m3fn full n=8192: tensorcore_chained 14.0 us, tensorcore 14.6 us (+4.6%)',
-    'float8_e4m3fn full n=262144: tensorcore_chained 15.0 us, tensorcore 17.1 us (+14.4%)',
-    'float8_e4m3fn full n=524288: tensorcore_chained 15.0 us, tensorcore 15.6 us (+3.7%)',
-    'float8_e4m3fn full n=2097152: tensorcore_chained 12.2 us, tensorcore 14.7 us (+20.3%)',
-    'float8_e5m2 full n=1024: tensorcore_chained 9.9 us, shuffle 10.2 us (+3.4%)',
-    'float8_e5m2 full n=4096: tensorcore_chained 9.8 us, tensorcore 10.0 us (+2.3%)',
-    'float8_e5m2 full n=16384: tensorcore_chained 10.1 us, tensorcore 10.4 us (+3.1%)',
-    'float8_e5m2 full n=65536: tensorcore_chained 14.8 us, tensorcore 15.2 us (+2.8%)',
-    'float8_e5m2 full n=2097152: tensorcore_chained 9.6 us, tensorcore 10.0 us (+4.4%)',
-    'float8_e5m2 full n=4194304: tensorcore_chained 14.0 us, tensorcore 14.4 us (+3.0%)',
+    'bfloat16 full n=131072: tensorcore_chained 8.1 us, tensorcore 8.4 us (+3.8%)',
+    'float16 full n=16384: tensorcore_chained 8.1 us, tensorcore 8.4 us (+3.3%)',
+    'float16 full n=131072: exact 8.2 us, tensorcore_kahan 9.0 us (+9.8%)',
+    'float16 full n=524288: exact 8.1 us, tensorcore 8.6 us (+5.8%)',
+    'float16 full n=524288: tensorcore_chained 8.1 us, tensorcore 8.6 us (+5.7%)',
+    'float32 full n=1024: tensorcore_tf32 12.0 us, tensorcore 12.2 us (+2.0%)',
+    'float32 full n=2048: exact 12.7 us, tensorcore 13.2 us (+4.1%)',
+    'float32 full n=65536: exact 11.8 us, tensorcore 12.2 us (+3.5%)',
+    'float8_e4m3fn full n=524288: tensorcore_chained 8.4 us, tensorcore 9.7 us (+15.7%)',
+    'float8_e5m2 full n=262144: tensorcore_chained 9.7 us, tensorcore 10.3 us (+6.6%)',
 )
 DEVICE_NOTES = {
     'H200': (
