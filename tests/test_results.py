@@ -50,6 +50,62 @@ def test_a_buffer_is_reused_only_when_nothing_references_it():
         assert len(gpu.allocations) == n_alloc
 
 
+def test_threads_never_share_a_buffer(monkeypatch):
+    """Three threads taking and dropping views, another thread run between every claim (the view) and its check
+    (the counts), and while a view is held: a buffer is never handed to two at once."""
+    import sys
+    import threading
+    import time
+
+    from tcreduce import _results
+
+    def claim_then_yield(buf):  # _view_and_counts with a thread switch inside (the same references at the count)
+        view = buf.view()
+        time.sleep(0)
+        mp = buf.data
+        return view, (sys.getrefcount(buf), sys.getrefcount(mp), sys.getrefcount(mp.mem))
+
+    with fake_gpu():
+        slots = ResultSlots((), np.dtype(np.float32))
+        monkeypatch.setattr(_results, "_view_and_counts", claim_then_yield)
+        owner: dict[int, int] = {}
+        clashes, taken = [], []
+
+        def work(me: int) -> None:
+            for _ in range(500):
+                v = slots.take()
+                if v is None:
+                    continue
+                taken.append(me)
+                ptr = v.data.ptr
+                if owner.setdefault(ptr, me) != me:
+                    clashes.append(ptr)
+                time.sleep(0)  # hold it while the others run
+                del owner[ptr]
+                del v
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not clashes and set(taken) == {0, 1, 2}
+
+
+def test_stream_states_are_bounded():
+    from tcreduce._api import _PREPARED, _STREAMS_MAX
+
+    with fake_gpu() as gpu:
+        x = gpu.array((1 << 16,), "float16")
+        tcreduce.sum(x)
+        prep = next(p for k, p in _PREPARED.items() if k[1] == x.shape and p.fast)
+        for i in range(_STREAMS_MAX + 8):
+            gpu.stream_ptr = 0x9000 + 16 * i
+            res = tcreduce.sum(x)
+            assert res.base is not None and gpu.launches[-1][5] == gpu.stream_ptr
+        assert len(prep.streams) == _STREAMS_MAX and 0x9000 not in prep.streams
+
+
 def test_sum_recycles_two_buffers_per_stream_and_keepdims():
     with fake_gpu() as gpu:
         x = gpu.array((1 << 16,), "float16")
