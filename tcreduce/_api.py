@@ -18,7 +18,7 @@ from ._arrays import DTYPE_NAMES, as_cupy, as_cupy_input
 from ._auto import choose_method
 from ._layout import normalize_axes, plan_layout
 from ._plan import DeviceSpec, Plan
-from ._results import result_slots
+from ._results import remember, result_slots
 
 __all__ = ["sum", "max", "min", "mean", "methods", "MethodInfo", "get_plan", "validate", "Call"]
 
@@ -128,17 +128,10 @@ class _Prepared:
     streams: dict = field(default_factory=dict)
 
 
-_STREAMS_MAX = 32  # stream states kept per prepared call; more streams: the oldest state is forgotten
-
-
 def _stream_state(prep: _Prepared, stream: Any) -> list:
     """A new ``prep.streams[stream.ptr]``: the launcher bound to the stream's workspace and counters (which raises
     CaptureError when they must be allocated while the stream captures a CUDA graph); result buffers come later."""
-    state = [prep.launcher.bound_for(stream.ptr), None, None]
-    if len(prep.streams) >= _STREAMS_MAX:
-        del prep.streams[next(iter(prep.streams))]
-    prep.streams[stream.ptr] = state
-    return state
+    return remember(prep.streams, stream.ptr, [prep.launcher.bound_for(stream.ptr), None, None])
 
 
 _PREPARED: dict[tuple, _Prepared] = {}

@@ -40,7 +40,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._arrays import as_cupy, as_cupy_input
-from ._results import result_slots
+from ._results import remember, result_slots
 
 __all__ = ["reducer", "Reducer"]
 
@@ -172,9 +172,7 @@ class Reducer:
                 if slots is None:
                     slots = result_slots(self.result_shape, self.result_dtype, stream.ptr)
                     if slots is not None:  # None: the stream is capturing, ask again later
-                        if len(self._results) >= 32:
-                            del self._results[next(iter(self._results))]
-                        self._results[stream.ptr] = slots
+                        remember(self._results, stream.ptr, slots)
                 if slots:
                     res = slots.take()
                 if res is None:

@@ -24,12 +24,15 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["ResultSlots", "result_slots", "RESULT_SLOT_MAX_BYTES", "SLOTS_ENABLED"]
+__all__ = ["ResultSlots", "result_slots", "remember", "RESULT_SLOT_MAX_BYTES", "SLOTS_ENABLED", "PER_STREAM_MAX"]
 
 # results of at most this many bytes are recycled (larger ones: the kernels' time dwarfs the pool's microseconds, and
 # two spare buffers per call signature and stream would hold real memory)
 RESULT_SLOT_MAX_BYTES = 4096
 SLOTS_ENABLED = getattr(sys, "_is_gil_enabled", lambda: True)()
+# entries a per-stream table keeps (a call signature's stream states, a handle's result buffers); more streams: the
+# oldest entry is forgotten (a program that makes a stream per call must not grow them without bound)
+PER_STREAM_MAX = 32
 
 _refs = sys.getrefcount
 
@@ -53,13 +56,13 @@ class ResultSlots:
         import cupy
 
         self.buffers = [cupy.ndarray(shape, dtype), cupy.ndarray(shape, dtype)]
-        self.busy = None
+        counted = []
         for buf in self.buffers:  # the counts with this frame's view and nothing else: as in take
             view, counts = _view_and_counts(buf)
-            if self.busy not in (None, counts):
-                raise AssertionError("tcreduce: result buffers counted differently")
-            self.busy = counts
+            counted.append(counts)
             del view
+        # two buffers made alike count alike; if not, no count matches and every result comes from the pool
+        self.busy = counted[0] if counted[0] == counted[1] else (-1, -1, -1)
 
     def take(self) -> Any:
         """A new view of a free buffer (the one used last first, so a loop that drops each result reuses one
@@ -87,3 +90,12 @@ def result_slots(shape: tuple[int, ...], dtype: Any, stream_ptr: int) -> Any:
     if is_capturing(stream_ptr):
         return None
     return ResultSlots(shape, dtype)
+
+
+def remember(table: dict, key: Any, value: Any) -> Any:
+    """``table[key] = value`` for a per-stream table, first forgetting its oldest entry when it holds PER_STREAM_MAX;
+    returns ``value``."""
+    if len(table) >= PER_STREAM_MAX:
+        del table[next(iter(table))]
+    table[key] = value
+    return value

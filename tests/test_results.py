@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tcreduce
-from tcreduce._results import RESULT_SLOT_MAX_BYTES, ResultSlots
+from tcreduce._results import PER_STREAM_MAX, RESULT_SLOT_MAX_BYTES, ResultSlots
 from tcreduce.fake_gpu import fake_gpu
 
 # ------------------------------------------------------------------------------------------------------- CPU
@@ -93,17 +93,17 @@ def test_threads_never_share_a_buffer(monkeypatch):
 
 
 def test_stream_states_are_bounded():
-    from tcreduce._api import _PREPARED, _STREAMS_MAX
+    from tcreduce._api import _PREPARED
 
     with fake_gpu() as gpu:
         x = gpu.array((1 << 16,), "float16")
         tcreduce.sum(x)
         prep = next(p for k, p in _PREPARED.items() if k[1] == x.shape and p.fast)
-        for i in range(_STREAMS_MAX + 8):
+        for i in range(PER_STREAM_MAX + 8):
             gpu.stream_ptr = 0x9000 + 16 * i
             res = tcreduce.sum(x)
             assert res.base is not None and gpu.launches[-1][5] == gpu.stream_ptr
-        assert len(prep.streams) == _STREAMS_MAX and 0x9000 not in prep.streams
+        assert len(prep.streams) == PER_STREAM_MAX and 0x9000 not in prep.streams
 
 
 def test_sum_recycles_two_buffers_per_stream_and_keepdims():
@@ -160,6 +160,10 @@ def test_the_handle_recycles_its_results_per_stream():
         gpu.stream_ptr = 0x7000
         d = r(x)
         assert d.base is not None and len(gpu.allocations) == n_alloc + 3
+        for i in range(PER_STREAM_MAX + 4):  # buffers for at most PER_STREAM_MAX streams are kept
+            gpu.stream_ptr = 0x9000 + 16 * i
+            assert r(x).base is not None
+        assert len(r._results) == PER_STREAM_MAX
 
 
 def test_a_loop_that_drops_its_results_replays_one_graph():
