@@ -34,6 +34,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def graph_timed(fn, reps: int, lib: str = "cupy") -> float:
+    """Median seconds per call of ``fn`` inside a CUDA graph of back-to-back calls (:func:`experiments.timing.time_graph`,
+    the throughput study's ``graph_us``): the GPU's time without host dispatch, for calls too small to time any other
+    way. ``lib``: "cupy" (tcreduce, CuPy) or "torch" (torch.cuda.graph)."""
+    from experiments.timing import TimingConfig, time_graph
+
+    return time_graph(lambda _: fn(), [None], TimingConfig(min_reps=reps, max_reps=reps), lib=lib).median_s
+
+
 def timed(fn, reps: int, warmup: int = 3, batch: int = 10) -> float:
     """Median seconds per call of ``fn``: ``reps`` samples of up to ``batch`` back-to-back calls between CUDA events
     (at least 0.2 ms of calls per sample), after ``warmup`` calls; the studies' timing

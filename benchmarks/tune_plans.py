@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_floor import make_input, timed  # noqa: E402
+from perf_floor import graph_timed, make_input  # noqa: E402
+from perf_floor import timed as back_to_back  # noqa: E402
 
 import tcreduce.plans._common as plan_common  # noqa: E402
 import tcreduce.plans.shuffle as shuffle_plan  # noqa: E402
@@ -465,6 +466,15 @@ for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):
             tc32_plan, [committed(tc32_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
             + [dict(FLAT_ROUNDS={_method: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 4, 8, 16, 32)],
             "float32", (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)], _method)
+# small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
+# check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
+# them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)
+for _e in (13, 14, 15, 16, 17):
+    for _dt, _module, _method in (("float16", tc_plan, "tensorcore"), ("float8_e4m3fn", tc_plan, "tensorcore"),
+                                  ("float16", shuffle_plan, "shuffle"), ("float32", shuffle_plan, "shuffle")):
+        SWEEPS[f"{_method}_{_dt}_flat_cluster_2p{_e}"] = (
+            _module, [committed(_module, "FLAT_CLUSTER_MAX_BLOCKS"), dict(FLAT_CLUSTER_MAX_BLOCKS=16)],
+            _dt, (1 << _e,), None, [(5000,), (30011,), (65536,), (131075,)], _method)
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
@@ -579,6 +589,8 @@ def main() -> None:
                     help="first compile every kernel of the chosen sweeps on N processes (0: compile as they run)")
     ap.add_argument("--device", default="", help="with --precompile and no GPU: compile for this GPU (e.g. H100) "
                     "and exit")
+    ap.add_argument("--graph", action="store_true", help="time every call inside a CUDA graph (the GPU's time per "
+                    "call without host dispatch: small sizes, the *_flat_cluster_* sweeps)")
     args = ap.parse_args()
     names = args.only.split(",") if args.only else list(SWEEPS)
     if args.device:
@@ -599,6 +611,10 @@ def main() -> None:
 
         print(f"{precompile(names, current_device()[1], args.precompile)} kernels compiled", flush=True)
     rng = np.random.default_rng(7)
+    def timed(fn, reps: int, lib: str = "cupy") -> float:
+        """Seconds per call: inside a CUDA graph (--graph; ``lib`` "torch" for torch's calls) or back to back."""
+        return graph_timed(fn, reps, lib) if args.graph else back_to_back(fn, reps)
+
     for name in names:
         module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
         method = rest[0] if rest else "tensorcore"
@@ -607,13 +623,13 @@ def main() -> None:
         base = {"shuffle": timed(lambda: tcreduce.sum(x, axis=axis, method="shuffle", **kw), args.reps)}
         if xt is not None:
             base["torch.sum"] = timed(lambda: torch.sum(xt, dtype=torch.float32) if axis is None
-                                      else torch.sum(xt, dim=axis, dtype=torch.float32), args.reps)
+                                      else torch.sum(xt, dim=axis, dtype=torch.float32), args.reps, "torch")
             if args.triton:  # the tuned competitors take the torch tensor (bf16 and fp8: torch's own dtype)
                 from experiments.competitors import tuned_competitors
 
                 for comp in tuned_competitors(axis):
                     comp.prepare(xt)
-                    base[comp.label] = timed(lambda: comp.call(xt), args.reps)
+                    base[comp.label] = timed(lambda: comp.call(xt), args.reps, "torch")
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s" for k, t in base.items()), flush=True)
         for setting in settings:

@@ -150,6 +150,48 @@ __device__ __forceinline__ bool combine_grid(float* ws, unsigned* counters, floa
     }
 }
 
+// ------------------------------------------------------------------------------ whole-grid cluster combination
+// combine_grid's result for a grid that is one thread-block cluster (sm_90; the kernel declares __cluster_dims__ equal
+// to its grid, at most 16 blocks, more than 8 with the non-portable size allowed): every block publishes `partial`
+// (valid in thread 0) in its shared memory, and after one cluster barrier the rank-0 block reads them through
+// distributed shared memory (mapa + ld.shared::cluster) in combine_partials' order: thread i adds the partial of rank
+// i, i + BLOCK, ... to +0.0f, then block_fold. Bit for bit combine_grid's non-TWO_LEVEL value for the same partials
+// (rank = blockIdx.x in a 1-D grid of one cluster), without the global workspace, the fence, the counter's atomic
+// and the partials' round trip through L2. A second barrier keeps every block (and its shared memory) alive until
+// rank 0 has read it. A grid of several clusters traps (it would write one result per cluster). Every thread of
+// every block calls it; it returns true in the rank-0 block (*total valid in thread 0).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+template <int BLOCK>
+__device__ __forceinline__ bool combine_cluster(float partial, float* smem, float* total) {
+    __shared__ float published;
+    unsigned rank, blocks;
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(blocks));
+    if (blocks != gridDim.x) __trap();
+    if (threadIdx.x == 0) published = partial;
+    cluster_barrier();
+    float acc = 0.0f;
+    if (rank == 0) {
+        const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(&published));
+        for (unsigned i = threadIdx.x; i < blocks; i += BLOCK) {
+            unsigned remote;
+            float v;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(i));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+            acc += v;
+        }
+    }
+    cluster_barrier();
+    if (rank != 0) return false;
+    *total = block_fold<BLOCK>(acc, smem);
+    return true;
+}
+#endif
+
 // ------------------------------------------------------------------------------------------ streaming loads
 // An L2 access policy that marks lines evict-first (createpolicy: what Triton emits for eviction_policy="evict_first"),
 // for load16's MODE 3; a thread makes it once.

@@ -170,12 +170,11 @@ using namespace shuffle_detail;
 // Workspace: gridDim.x floats when gridDim.x > 1 (ROUNDS > 0: plus one per group); counters: 1 (ROUNDS > 0: groups
 // + 1).
 // =====================================================================================================================
-template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB, int ROUNDS = 0>
-__global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out,
-                                                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+// Everything up to the block's total (valid in thread 0).
+template <typename T, int BLOCK, int UNROLL, bool ALIGNED, int ROUNDS>
+__device__ __forceinline__ float shuffle_flat_block_total(const T* __restrict__ x, i64 n, float* smem) {
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK: a multiple of 32, at most 1024");
     constexpr int N = Vec<T>::N;
-    __shared__ float smem[32];
 
     i64 head = 0;
     if constexpr (!ALIGNED) {
@@ -215,7 +214,14 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
         for (int u = 0; u < UNROLL; ++u) add_chunk<T>(acc, v[u]);
     }
 
-    float s = tcr::block_fold<BLOCK>(acc, smem);
+    return tcr::block_fold<BLOCK>(acc, smem);
+}
+
+template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB, int ROUNDS = 0>
+__global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out,
+                                                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+    __shared__ float smem[32];
+    float s = shuffle_flat_block_total<T, BLOCK, UNROLL, ALIGNED, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
         return;
@@ -225,6 +231,20 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict_
         out[0] = tcr::from_float<OutT>(s);
     }
 }
+
+// shuffle_flat_cluster: shuffle_flat's walk (ROUNDS = 0) on a grid of one thread-block cluster of CLUSTER blocks
+// (2..16; sm_90), the partials combined through distributed shared memory (tcr::combine_cluster: the same additions
+// in the same order as combine_partials), no workspace or counters: the same bits as shuffle_flat on the same grid.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB, int CLUSTER>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, MINB)
+    shuffle_flat_cluster(const T* __restrict__ x, i64 n, OutT* __restrict__ out) {
+    static_assert(CLUSTER >= 2 && CLUSTER <= 16, "a cluster of 2..16 blocks");
+    __shared__ float smem[32];
+    float s = shuffle_flat_block_total<T, BLOCK, UNROLL, ALIGNED, 0>(x, n, smem);
+    if (tcr::combine_cluster<BLOCK>(s, smem, &s) && threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
+}
+#endif
 
 // One thread's part of a row (shuffle_rows, G >= 32): acc = +0.0f, then the chunks c, c + Q, c + 2Q, ... (< chunks)
 // in increasing c, each chunk's elements in increasing order; rounds of UNROLL loads, then one last partial round

@@ -145,11 +145,14 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 //     ROUNDS > 0: in two levels instead (combine_grid's TWO_LEVEL, common.cuh), so that no block adds more than one
 //     partial per thread: each group of BLOCK consecutive blocks' partials, then the groups' totals.
 // Workspace: grid floats (ROUNDS > 0: grid + groups); counters: 1 (ROUNDS > 0: groups + 1).
-template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
-__global__ void __launch_bounds__(BLOCK, MINB)
-tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+// tc_flat_cluster: the same walk (ROUNDS = 0) on a grid of one thread-block cluster of CLUSTER blocks (2..16; sm_90),
+// its partials combined through distributed shared memory (combine_cluster, common.cuh: the same additions in the
+// same order as combine_partials), no workspace or counters: the same bits as tc_flat on the same grid.
+
+// Steps 1-2 and the block's part of step 3: this block's total (valid in thread 0).
+template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS>
+__device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i64 n, float* smem) {
     constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
-    __shared__ float smem[32];
     const int lane = threadIdx.x & 31;
     const i64 misalign = (i64)(reinterpret_cast<u64>(x) & 15);
     const i64 head = min((i64)(((16 - misalign) & 15) / (i64)sizeof(T)), n);
@@ -185,7 +188,14 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
     }
     acc.finish();
     const float warp_total = warp_fold_rows(acc.lo + acc.hi);
-    const float block_total = block_combine<BLOCK>(warp_total, smem);
+    return block_combine<BLOCK>(warp_total, smem);
+}
+
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
+__global__ void __launch_bounds__(BLOCK, MINB)
+tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+    __shared__ float smem[32];
+    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = from_float<OutT>(block_total);
         return;
@@ -196,6 +206,18 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
         out[0] = from_float<OutT>(total);
     }
 }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD, int MINB, int CLUSTER>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, MINB)
+tc_flat_cluster(const T* __restrict__ x, i64 n, OutT* __restrict__ out) {
+    static_assert(CLUSTER >= 2 && CLUSTER <= 16, "a cluster of 2..16 blocks");
+    __shared__ float smem[32];
+    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, 0>(x, n, smem);
+    float total;
+    if (combine_cluster<BLOCK>(block_total, smem, &total) && threadIdx.x == 0) out[0] = from_float<OutT>(total);
+}
+#endif
 
 // -------------------------------------------------------------------------------------------------- tc_rows
 // Last-axis sums (Rows problem: m rows of k halves, row stride ld). Reduction16/16n with mma.m16n8k16: the 16 rows

@@ -139,6 +139,7 @@ _graph_launch: Any = None  # cupy.cuda.runtime.graphLaunch, looked up on first u
 
 
 MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14  # CUfunction_attribute CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 
 
 def allow_shared(fn: Any, nbytes: int) -> None:
@@ -162,6 +163,15 @@ class _TensorMapArg:
 
         self.bytes = np.array(opaque, dtype=np.uint64)
         self.arg = CPointer(self.bytes.ctypes.data)
+
+
+def allow_cluster(fn: Any, blocks: int) -> None:
+    """Let ``fn`` (a CuPy ``Function`` whose kernel declares clusters of ``blocks`` blocks) launch: clusters of more
+    than 8 blocks (the portable maximum; 16 on Hopper) need the non-portable size allowed (cuFuncSetAttribute)."""
+    from cupy_backends.cuda.api import driver
+
+    if blocks > 8:
+        driver.funcSetAttribute(fn.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
 
 
 def tensor_map_arg(spec: TensorMapOfX, x_ptr: int) -> Any:
@@ -343,6 +353,8 @@ class Launcher:
             fn = get_function(ln.source, ln.kernel, device_id, plan.device.arch)
             if ln.shared_bytes:
                 allow_shared(fn, ln.shared_bytes)
+            if ln.cluster:
+                allow_cluster(fn, ln.cluster)
             self.steps.append((fn, ln.grid, ln.block, ln.shared_bytes, ln.cooperative, tuple(template)))
 
     def bind(self, workspace_ptr: int, counters_ptr: int) -> BoundLaunch:

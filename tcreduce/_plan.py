@@ -64,6 +64,7 @@ class KernelLaunch:
     args: tuple[Arg, ...]
     shared_bytes: int = 0
     cooperative: bool = False  # launched with cudaLaunchCooperativeKernel (grid-wide sync)
+    cluster: int = 0  # blocks per thread-block cluster the kernel declares (__cluster_dims__); above 8: non-portable
 
 
 @dataclass(frozen=True)

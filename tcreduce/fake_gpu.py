@@ -175,6 +175,7 @@ def fake_gpu(record: bool = True, device=None) -> Iterator[FakeGPU]:
     patch(_device, "current_device", lambda: (0, spec))
     patch(_launch, "get_function", lambda source, name, device_id, arch: _Kernel(gpu, name))
     patch(_launch, "allow_shared", lambda fn, nbytes: None)
+    patch(_launch, "allow_cluster", lambda fn, blocks: None)
     patch(_launch, "tensor_map_arg", lambda spec, x_ptr: _tensor_map(x_ptr))
     capture = _CaptureStream(gpu)
     patch(_launch, "capture_stream", lambda device_id: capture)

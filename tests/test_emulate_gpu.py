@@ -178,6 +178,50 @@ def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
         assert groups_seen >= ({0, 1, 2} if rounds <= two_groups_max_rounds else {0, 1}), groups_seen
 
 
+@pytest.mark.parametrize("method,dtype", [("tensorcore", "float16"), ("tensorcore", "bfloat16"),
+                                          ("tensorcore", "float8_e4m3fn"), ("tensorcore_chained", "float16"),
+                                          ("shuffle", "float16"), ("shuffle", "float32"), ("shuffle", "float8_e5m2")])
+def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
+    """Full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS patched to 16; off in
+    every plan until measured): GPU == twin bit for bit and == the last-block combination's result on the same grid,
+    within the bound, every output written (a poisoned out), for grids of 2, 5, 9 and 16 blocks (a cluster of more
+    than 8 needs the non-portable size the launcher allows), aligned and misaligned, called twice."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+    from tcreduce.formats import get_format
+    from tcreduce.plans import shuffle, tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    if device.cc < (9, 0):
+        pytest.skip("thread-block clusters need compute capability 9.0")
+    module = shuffle if method == "shuffle" else tensorcore
+    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.FLAT_UNROLL
+    per_block = module.BLOCK * unroll * 16 // get_format(dtype).itemsize
+    for blocks in (2, 5, 9, 16):
+        n = blocks * per_block - 37
+        xh = random_input(rng, (n,), dtype)
+        xd, kw = to_device(xh)
+        for view in (slice(None), slice(3, None)):
+            last_block = to_numpy(tcreduce.sum(xd[view], method=method, **kw))
+            with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=16)):
+                align = (3 * get_format(dtype).itemsize) % 16 if view.start else 0  # the view's byte offset mod 16
+                p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
+                assert p.get("cluster") == p["grid"] == blocks, p
+                want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
+                for _ in range(2):
+                    out = poisoned((), "float32")
+                    tcreduce.sum(xd[view], method=method, out=out, **kw)
+                    cupy.cuda.Device().synchronize()
+                    got = to_numpy(out)
+                    assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
+            check_sum(got, xh[view], None, method=method)
+
+
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
 
 

@@ -281,3 +281,53 @@ def test_evict_first_knobs_change_only_the_load_hint(family):
         (ln,), (lp,) = hinted.launches, plain.launches
         assert ln.kernel == lp.kernel[:-1] + suffix, (shape, ln.kernel, lp.kernel)
         assert (ln.grid, ln.block, ln.args, hinted.params) == (lp.grid, lp.block, lp.args, plain.params), shape
+
+
+@pytest.mark.parametrize("method,dtype", [("tensorcore", "float16"), ("tensorcore", "float8_e4m3fn"),
+                                          ("tensorcore_chained", "bfloat16"), ("shuffle", "float16"),
+                                          ("shuffle", "float32"), ("shuffle", "float8_e5m2")])
+def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
+    """FLAT_CLUSTER_MAX_BLOCKS (off in every plan until measured; patched here): a resident grid of 2..max blocks on
+    a GPU with clusters runs as one cluster of that many blocks (tc_flat_cluster / shuffle_flat_cluster: arguments x,
+    n, out; no workspace, no counters); one block, more blocks, a one-pass grid or an A100 keep their plans. The
+    order of additions is the last-block combination's, so the twin's bits and the bound are the same either way."""
+    import numpy as np
+
+    import tcreduce
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import Buf, param_dict
+    from tcreduce.bounds import error_bound
+    from tcreduce.formats import get_format
+    from tcreduce.plans import shuffle, tensorcore
+    from tcreduce.testing import patched_plans, random_input
+
+    module = shuffle if method == "shuffle" else tensorcore
+    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.FLAT_UNROLL
+    per_block = module.BLOCK * unroll * 16 // get_format(dtype).itemsize  # elements of a resident block's round
+    sizes = [77, per_block + 64, 5 * per_block - 3, 16 * per_block, 16 * per_block + 64, 1 << 28]
+    h100, a100 = named_device("H100"), named_device("A100")
+    before = {n: get_plan(method, Flat(n, 0), dtype, "float32", h100) for n in sizes}
+    xs = {n: random_input(rng, (n,), dtype) for n in sizes[:5]}
+    want = {n: np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100")) for n, x in xs.items()}
+    bound = {n: error_bound(x, None, method=method, gpu="H100") for n, x in xs.items()}
+    with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=16)):
+        seen = set()
+        for n in sizes:
+            plan = get_plan(method, Flat(n, 0), dtype, "float32", h100)
+            (ln,), p, old = plan.launches, param_dict(plan), param_dict(before[n])
+            if 2 <= old["grid"] <= 16 and not old.get("rounds"):
+                seen.add(old["grid"])
+                assert "_cluster<" in ln.kernel and ln.kernel.endswith(f", {old['grid']}>"), ln.kernel
+                assert ln.cluster == p["cluster"] == old["grid"] == ln.grid[0]
+                assert ln.args == (Buf("x"), n, Buf("out")) and (plan.workspace_floats, plan.counters) == (0, 0)
+                assert {k: v for k, v in p.items() if k != "cluster"} == old
+            else:
+                assert plan == before[n]
+            if get_format(dtype).itemsize > 1:  # an A100 takes no fp8
+                assert "_cluster<" not in get_plan(method, Flat(n, 0), dtype, "float32", a100).launches[0].kernel
+        assert seen == {2, 5, 16}, seen
+        for n, x in xs.items():
+            got = np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100"))
+            assert got.tobytes() == want[n].tobytes() and error_bound(x, None, method=method, gpu="H100") == bound[n]

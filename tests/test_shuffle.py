@@ -385,6 +385,8 @@ def test_every_kernel_compiles_clean(arch, in_dt, out_dt):
     from tcreduce.testing import assert_compiles_clean
 
     for name in sh.kernel_names(in_dt, out_dt):
+        if "_cluster<" in name and arch < "sm_90":
+            continue  # thread-block clusters: Hopper and newer
         ck = assert_compiles_clean("shuffle.cu", name, arch)
         minb = _minb(name)
         assert ck.registers is not None and ck.registers * sh.BLOCK * minb <= 65536, (name, ck.registers)

@@ -12,7 +12,7 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "grid_groups",
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster", "grid_groups",
            "combine_grid_additions", "choose_splits",
            "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
@@ -185,6 +185,14 @@ def flat_one_pass_grid(vectors: int, per_round: int, rounds: int, min_waves: flo
         return 0
     grid = max(1, cdiv(vectors, per_round * rounds))
     return grid if grid >= min_waves * device.sm_count * blocks_per_sm else 0
+
+
+def flat_cluster(grid: int, max_blocks: int, device: DeviceSpec) -> int:
+    """Blocks of the one thread-block cluster a full sum's resident grid of ``grid`` blocks runs as (tc_flat_cluster,
+    shuffle_flat_cluster: the block partials combined through distributed shared memory, in combine_partials' order,
+    so the same bits as the last-block combination): ``grid`` when 2 <= grid <= ``max_blocks`` (at most 16, the
+    largest cluster Hopper runs) on a GPU with clusters (compute capability 9.0 or newer), else 0."""
+    return grid if 2 <= grid <= min(max_blocks, 16) and device.cc >= (9, 0) else 0
 
 
 def grid_groups(grid: int, block: int) -> int:

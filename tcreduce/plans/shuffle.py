@@ -45,8 +45,8 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import (cdiv, choose_splits, combine_grid_additions, ctype, flat_one_pass_grid, grid_groups, next_pow2,
-                      reaches_floor, tuned)
+from ._common import (cdiv, choose_splits, combine_grid_additions, ctype, flat_cluster, flat_one_pass_grid, grid_groups,
+                      next_pow2, reaches_floor, tuned)
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -76,6 +76,9 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 # 2,830 (Triton 3,150 at 2^30): 4 rounds from 6 waves (2^27: 7.8 waves)
 FLAT_ROUNDS: dict[int, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
+# Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16) run as one thread-block cluster
+# (shuffle_flat_cluster, sm_90; the same bits: plans/tensorcore.py's FLAT_CLUSTER_MAX_BLOCKS says why). 0: never
+FLAT_CLUSTER_MAX_BLOCKS = 0
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
 COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)
@@ -189,12 +192,19 @@ def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec)
         groups, extra = grid_groups(grid, BLOCK), dict(rounds=rounds)
     else:
         grid, groups, extra = max(1, min(device.sm_count * minb, cdiv(nv, BLOCK * unroll))), 0, {}
+    params = dict(kernel="flat", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
+                  head=head, nv=nv, tail=tail, **extra)
+    cluster = 0 if extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
+    if cluster:  # the grid as one cluster: no workspace, no counters
+        name = (f"shuffle_flat_cluster<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, "
+                f"{minb}, {cluster}>")
+        launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
+                              cluster=cluster)
+        return launch, 0, 0, dict(params, cluster=cluster)
     name = (f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}"
             f"{f', {rounds}' if extra else ''}>")
     launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                           (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-    params = dict(kernel="flat", block=BLOCK, unroll=unroll, vec=vec, minb=minb, aligned=aligned, grid=grid,
-                  head=head, nv=nv, tail=tail, **extra)
     return launch, (grid + groups if grid > 1 else 0), (groups + 1 if grid > 1 else 0), params
 
 
@@ -374,9 +384,11 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     names = []
     fu, fm = FLAT_TUNING[in_dtype]
     flat_rounds = sorted({r for t in anywhere("FLAT_ROUNDS") for size, r in t.items() if size == isz and r})
+    clusters = range(2, min(max(anywhere("FLAT_CLUSTER_MAX_BLOCKS")), 16) + 1)  # sm_90 and newer only
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
         names += [f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}, {r}>" for r in flat_rounds]
+        names += [f"shuffle_flat_cluster<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}, {c}>" for c in clusters]
         rows_loads = (0, 1) if al and rows_hinted else (0,)
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
             for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):

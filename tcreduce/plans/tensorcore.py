@@ -26,8 +26,8 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_one_pass_grid, full_grid, grid_groups, is_aligned,
-                      one_pass, reaches_floor, rebalance_splits, split_work, spread_rows, stream_work, tuned,
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_cluster, flat_one_pass_grid, full_grid, grid_groups,
+                      is_aligned, one_pass, reaches_floor, rebalance_splits, split_work, spread_rows, stream_work, tuned,
                       wave_efficiency)
 
 SOURCE = "tensorcore.cu"
@@ -53,6 +53,12 @@ FLAT_ROUNDS: dict[int, int] = {}
 # takes 4 (FAMILY_TUNING: at 8 rounds, fp16 2^26 is 3.1 waves, where one pass read 1.2% below the resident grid)
 FLAT_ONE_PASS_MIN_WAVES = 3
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
+# Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
+# cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
+# fence, counter and L2 round trip; the same additions in the same order, so the same bits. 0: never (the default
+# until measured: the throughput study's graph timing at b7739b3 read an H100's 2^16 fp16 sum at 3.6 us of GPU time,
+# 1.6 us more than at 2^12, one block with no combination; torch.compile's 2.86; notes/performance.md, session 21)
+FLAT_CLUSTER_MAX_BLOCKS = 0
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
 # in flight, so twice the tiles or chunks in flight: the same bytes in flight in the same registers
@@ -210,6 +216,15 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         else:
             grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
             tail_args, extra = f"{BLOCKS_PER_SM}", {}
+            cluster = flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
+            if cluster:  # the grid as one cluster: no workspace, no counters
+                name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, "
+                        f"{BLOCKS_PER_SM}, {cluster}>")
+                launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
+                                      cluster=cluster)
+                params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec,
+                              cluster=cluster)
+                return Plan(**common, launches=(launch,), params=tuple(sorted(params.items())))
         name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
