@@ -12,8 +12,8 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster", "grid_groups",
-           "combine_grid_additions", "choose_splits",
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster", "CLUSTER_MAX_BLOCKS",
+           "grid_groups", "combine_grid_additions", "choose_splits",
            "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
@@ -187,12 +187,15 @@ def flat_one_pass_grid(vectors: int, per_round: int, rounds: int, min_waves: flo
     return grid if grid >= min_waves * device.sm_count * blocks_per_sm else 0
 
 
+CLUSTER_MAX_BLOCKS = 16  # the largest thread-block cluster Hopper runs (above 8 with the non-portable size allowed)
+
+
 def flat_cluster(grid: int, max_blocks: int, device: DeviceSpec) -> int:
     """Blocks of the one thread-block cluster a full sum's resident grid of ``grid`` blocks runs as (tc_flat_cluster,
     shuffle_flat_cluster: the block partials combined through distributed shared memory, in combine_partials' order,
-    so the same bits as the last-block combination): ``grid`` when 2 <= grid <= ``max_blocks`` (at most 16, the
-    largest cluster Hopper runs) on a GPU with clusters (compute capability 9.0 or newer), else 0."""
-    return grid if 2 <= grid <= min(max_blocks, 16) and device.cc >= (9, 0) else 0
+    so the same bits as the last-block combination): ``grid`` when 2 <= grid <= ``max_blocks`` (at most
+    CLUSTER_MAX_BLOCKS) on a GPU with clusters (compute capability 9.0 or newer), else 0."""
+    return grid if 2 <= grid <= min(max_blocks, CLUSTER_MAX_BLOCKS) and device.cc >= (9, 0) else 0
 
 
 def grid_groups(grid: int, block: int) -> int:

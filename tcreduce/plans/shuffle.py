@@ -45,8 +45,8 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import (cdiv, choose_splits, combine_grid_additions, ctype, flat_cluster, flat_one_pass_grid, grid_groups,
-                      next_pow2, reaches_floor, tuned)
+from ._common import (CLUSTER_MAX_BLOCKS, cdiv, choose_splits, combine_grid_additions, ctype, flat_cluster,
+                      flat_one_pass_grid, grid_groups, next_pow2, reaches_floor, tuned)
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -384,7 +384,7 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     names = []
     fu, fm = FLAT_TUNING[in_dtype]
     flat_rounds = sorted({r for t in anywhere("FLAT_ROUNDS") for size, r in t.items() if size == isz and r})
-    clusters = range(2, min(max(anywhere("FLAT_CLUSTER_MAX_BLOCKS")), 16) + 1)  # sm_90 and newer only
+    clusters = range(2, min(max(anywhere("FLAT_CLUSTER_MAX_BLOCKS")), CLUSTER_MAX_BLOCKS) + 1)  # sm_90 and newer
     for al in (True, False):
         names.append(f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}>")
         names += [f"shuffle_flat<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}, {r}>" for r in flat_rounds]

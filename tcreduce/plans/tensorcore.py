@@ -26,9 +26,9 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_cluster, flat_one_pass_grid, full_grid, grid_groups,
-                      is_aligned, one_pass, reaches_floor, rebalance_splits, split_work, spread_rows, stream_work, tuned,
-                      wave_efficiency)
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_cluster, flat_one_pass_grid, full_grid,
+                      grid_groups, is_aligned, one_pass, reaches_floor, rebalance_splits, split_work, spread_rows,
+                      stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -216,19 +216,17 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         else:
             grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
             tail_args, extra = f"{BLOCKS_PER_SM}", {}
-            cluster = flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
-            if cluster:  # the grid as one cluster: no workspace, no counters
-                name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, "
-                        f"{BLOCKS_PER_SM}, {cluster}>")
-                launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
-                                      cluster=cluster)
-                params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec,
-                              cluster=cluster)
-                return Plan(**common, launches=(launch,), params=tuple(sorted(params.items())))
+        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
+        cluster = 0 if extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
+        if cluster:  # the grid as one cluster: no workspace, no counters
+            name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}, "
+                    f"{cluster}>")
+            launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
+                                  cluster=cluster)
+            return Plan(**common, launches=(launch,), params=tuple(sorted(dict(params, cluster=cluster).items())))
         name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
         return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1,
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
