@@ -77,8 +77,10 @@ FLAT_TUNING = {"float16": (2, 8), "float32": (8, 4), "bfloat16": (2, 8), "float8
 FLAT_ROUNDS: dict[int, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16) run as one thread-block cluster
-# (shuffle_flat_cluster, sm_90; the same bits: plans/tensorcore.py's FLAT_CLUSTER_MAX_BLOCKS says why). 0: never
-FLAT_CLUSTER_MAX_BLOCKS = 0
+# (shuffle_flat_cluster, sm_90; the same bits: plans/tensorcore.py's FLAT_CLUSTER_MAX_BLOCKS says why). GPU time in a
+# graph, cluster / last block (H200, session 22): fp16 2^13-2^16 0.83-0.87, 2^17 0.98; fp32 2^14-2^17 0.87-0.90, 2^13
+# (2 blocks) level. 0: never
+FLAT_CLUSTER_MAX_BLOCKS = 16
 ITEMSIZE = {"float16": 2, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 COLS_CT_MAX = 32  # cols: column chunks per strip when there are enough of them (a power of two below BLOCK)
 COLS_UNROLL = 8  # cols: reduced rows in flight per thread (the order of additions does not depend on it)

@@ -55,10 +55,10 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
-# fence, counter and L2 round trip; the same additions in the same order, so the same bits. 0: never (the default
-# until measured: the throughput study's graph timing at b7739b3 read an H100's 2^16 fp16 sum at 3.6 us of GPU time,
-# 1.6 us more than at 2^12, one block with no combination; torch.compile's 2.86; notes/performance.md, session 21)
-FLAT_CLUSTER_MAX_BLOCKS = 0
+# fence, counter and L2 round trip; the same additions in the same order, so the same bits. GPU time per call in a CUDA
+# graph, cluster / last block (tune_plans --graph, H200, session 22): fp16 2^13-2^16 0.85-0.88, 2^17 0.95; fp8 2^14-2^17
+# 0.83-0.87, 2^13 level (an fp16 2^16 sum 3.2 -> 2.7 us). 0: never
+FLAT_CLUSTER_MAX_BLOCKS = 16
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
 # in flight, so twice the tiles or chunks in flight: the same bytes in flight in the same registers
