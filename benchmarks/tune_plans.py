@@ -466,11 +466,11 @@ for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):
             tc32_plan, [committed(tc32_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
             + [dict(FLAT_ROUNDS={_method: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 4, 8, 16, 32)],
             "float32", (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)], _method)
-# fp8 full sums on the resident grid (session 22): 16-byte vectors in flight per thread and blocks per SM (the
-# committed setting first). An fp8 vector is two mmas and 8 conversions, a longer tail after its load than fp16's one
-# mma, so fewer bytes stay in flight; another order of additions for another unroll (the bits check follows the plan)
-FLAT_UNROLL_SETTINGS = [committed(tc_plan, "FLAT_UNROLL", "BLOCKS_PER_SM")]
-FLAT_UNROLL_SETTINGS += [dict(FLAT_UNROLL=u, BLOCKS_PER_SM=b) for u, b in ((3, 5), (4, 4), (6, 4), (8, 3), (8, 4))]
+# fp8 full sums on the resident grid (FLAT_RESIDENT, session 22): 16-byte vectors in flight per thread and blocks per
+# SM (the module's setting first: 2 on 6, FLAT_UNROLL on BLOCKS_PER_SM); another order of additions for another unroll
+# (the bits check follows the plan)
+FLAT_UNROLL_SETTINGS = [committed(tc_plan, "FLAT_RESIDENT")]
+FLAT_UNROLL_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4), (6, 4), (8, 3), (8, 4))]
 for _dt, _e in (("float8_e4m3fn", 28), ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
     SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_UNROLL_SETTINGS, _dt, (1 << _e,), None,
                                            [((1 << 20) + 4099,), (4099,), (77,)])

@@ -118,9 +118,8 @@ def test_the_one_pass_flat_walks_of_shuffle_and_fp32_compile_clean(source, kerne
     assert_compiles_clean(source, kernel, "sm_90", needle=needle, use_cache=False)
 
 
-# full sums whose resident grid is one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; off in every plan until
-# measured, the GPU test patches it in): the cluster barrier and the distributed shared-memory loads in the PTX, and the
-# cluster size the kernel declares
+# full sums whose resident grid is one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS, sm_90): the cluster barrier and
+# the distributed shared-memory loads in the PTX, and the cluster size the kernel declares
 CLUSTER_FLAT = ([("tensorcore.cu", f"tc_flat_cluster<{t}, 256, 2, {chain}, float, 2, 6, {c}>")
                  for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3") for chain in (1, 4) for c in (2, 16)]
                 + [("shuffle.cu", f"shuffle_flat_cluster<{t}, float, 256, {u}, {a}, {m}, {c}>")

@@ -182,8 +182,8 @@ def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
                                           ("tensorcore", "float8_e4m3fn"), ("tensorcore_chained", "float16"),
                                           ("shuffle", "float16"), ("shuffle", "float32"), ("shuffle", "float8_e5m2")])
 def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
-    """Full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS patched to 16; off in
-    every plan until measured): GPU == twin bit for bit and == the last-block combination's result on the same grid,
+    """Full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS, 16 as committed):
+    GPU == twin bit for bit and == the last-block combination's result (the knob patched to 0) on the same grid,
     within the bound, every output written (a poisoned out), for grids of 2, 5, 9 and 16 blocks (a cluster of more
     than 8 needs the non-portable size the launcher allows), aligned and misaligned, called twice."""
     import cupy
@@ -200,25 +200,28 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
     if device.cc < (9, 0):
         pytest.skip("thread-block clusters need compute capability 9.0")
     module = shuffle if method == "shuffle" else tensorcore
-    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.FLAT_UNROLL
-    per_block = module.BLOCK * unroll * 16 // get_format(dtype).itemsize
+    isz = get_format(dtype).itemsize
+    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.flat_resident(isz, device)[0]
+    per_block = module.BLOCK * unroll * 16 // isz
     for blocks in (2, 5, 9, 16):
         n = blocks * per_block - 37
         xh = random_input(rng, (n,), dtype)
         xd, kw = to_device(xh)
         for view in (slice(None), slice(3, None)):
-            last_block = to_numpy(tcreduce.sum(xd[view], method=method, **kw))
-            with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=16)):
-                align = (3 * get_format(dtype).itemsize) % 16 if view.start else 0  # the view's byte offset mod 16
-                p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
-                assert p.get("cluster") == p["grid"] == blocks, p
-                want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
-                for _ in range(2):
-                    out = poisoned((), "float32")
-                    tcreduce.sum(xd[view], method=method, out=out, **kw)
-                    cupy.cuda.Device().synchronize()
-                    got = to_numpy(out)
-                    assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
+            align = (3 * get_format(dtype).itemsize) % 16 if view.start else 0  # the view's byte offset mod 16
+            with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):
+                assert "cluster" not in param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32",
+                                                            device))
+                last_block = to_numpy(tcreduce.sum(xd[view], method=method, **kw))
+            p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
+            assert p.get("cluster") == p["grid"] == blocks, p
+            want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
+            for _ in range(2):
+                out = poisoned((), "float32")
+                tcreduce.sum(xd[view], method=method, out=out, **kw)
+                cupy.cuda.Device().synchronize()
+                got = to_numpy(out)
+                assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
             check_sum(got, xh[view], None, method=method)
 
 

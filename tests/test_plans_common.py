@@ -165,7 +165,8 @@ def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dt
 def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100_rounds, h200_rounds):
     """tc_flat on an H200: fp16 and bf16 arrays that give the one-pass grid at least 3 waves (FLAT_ONE_PASS_MIN_WAVES)
     of 660 resident blocks go in one pass of 32 rounds (256 KiB blocks, from 2^28); on an H100, from 4 waves in one
-    pass of 8 rounds (64 KiB blocks, from 2^27); smaller ones and fp8 on the resident grid."""
+    pass of 8 rounds (64 KiB blocks, from 2^27); smaller ones and fp8 on the resident grid: 2 vectors per thread on 6
+    blocks per SM, but fp8 on an H200 8 on 4 (FLAT_RESIDENT)."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
@@ -174,7 +175,11 @@ def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100
     for family, rounds, waves in (("H100", h100_rounds, 4), ("H200", h200_rounds, 3)):
         plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", named_device(family))
         assert param_dict(plan).get("rounds", 0) == rounds, family
-        assert plan.launches[0].kernel.endswith(f", 5, {rounds}>" if rounds else ", 6>"), family
+        resident = ", 8, 1, float, 2, 4>" if family == "H200" and dtype.startswith("float8") else ", 2, 1, float, 2, 6>"
+        assert plan.launches[0].kernel.endswith(f", 2, 1, float, 2, 5, {rounds}>" if rounds else resident), family
+        assert param_dict(plan)["unroll"] == int(plan.launches[0].kernel.split(", ")[2])
+        if not rounds:
+            assert param_dict(plan)["grid"] == 132 * int(resident[-2]), family  # the full resident grid
         if rounds:
             grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
             assert grid >= waves * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
@@ -287,10 +292,11 @@ def test_evict_first_knobs_change_only_the_load_hint(family):
                                           ("tensorcore_chained", "bfloat16"), ("shuffle", "float16"),
                                           ("shuffle", "float32"), ("shuffle", "float8_e5m2")])
 def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
-    """FLAT_CLUSTER_MAX_BLOCKS (off in every plan until measured; patched here): a resident grid of 2..max blocks on
-    a GPU with clusters runs as one cluster of that many blocks (tc_flat_cluster / shuffle_flat_cluster: arguments x,
-    n, out; no workspace, no counters); one block, more blocks, a one-pass grid or an A100 keep their plans. The
-    order of additions is the last-block combination's, so the twin's bits and the bound are the same either way."""
+    """FLAT_CLUSTER_MAX_BLOCKS (16, the committed setting, against 0, the last-block combination): a resident grid of
+    2..16 blocks on a GPU with clusters runs as one cluster of that many blocks (tc_flat_cluster /
+    shuffle_flat_cluster: arguments x, n, out; no workspace, no counters); one block, more blocks, a one-pass grid or
+    an A100 keep their plans. The order of additions is the last-block combination's, so the twin's bits and the
+    bound are the same either way."""
     import numpy as np
 
     import tcreduce
@@ -304,30 +310,33 @@ def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
     from tcreduce.testing import patched_plans, random_input
 
     module = shuffle if method == "shuffle" else tensorcore
-    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.FLAT_UNROLL
-    per_block = module.BLOCK * unroll * 16 // get_format(dtype).itemsize  # elements of a resident block's round
-    sizes = [77, per_block + 64, 5 * per_block - 3, 16 * per_block, 16 * per_block + 64, 1 << 28]
     h100, a100 = named_device("H100"), named_device("A100")
-    before = {n: get_plan(method, Flat(n, 0), dtype, "float32", h100) for n in sizes}
+    isz = get_format(dtype).itemsize
+    unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.flat_resident(isz, h100)[0]
+    per_block = module.BLOCK * unroll * 16 // isz  # elements of a resident block's round
+    sizes = [77, per_block + 64, 5 * per_block - 3, 16 * per_block, 16 * per_block + 64, 1 << 28]
+    assert module.FLAT_CLUSTER_MAX_BLOCKS == 16
     xs = {n: random_input(rng, (n,), dtype) for n in sizes[:5]}
-    want = {n: np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100")) for n, x in xs.items()}
-    bound = {n: error_bound(x, None, method=method, gpu="H100") for n, x in xs.items()}
-    with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=16)):
-        seen = set()
-        for n in sizes:
-            plan = get_plan(method, Flat(n, 0), dtype, "float32", h100)
-            (ln,), p, old = plan.launches, param_dict(plan), param_dict(before[n])
-            if 2 <= old["grid"] <= 16 and not old.get("rounds"):
-                seen.add(old["grid"])
-                assert "_cluster<" in ln.kernel and ln.kernel.endswith(f", {old['grid']}>"), ln.kernel
-                assert ln.cluster == p["cluster"] == old["grid"] == ln.grid[0]
-                assert ln.args == (Buf("x"), n, Buf("out")) and (plan.workspace_floats, plan.counters) == (0, 0)
-                assert {k: v for k, v in p.items() if k != "cluster"} == old
-            else:
-                assert plan == before[n]
-            if get_format(dtype).itemsize > 1:  # an A100 takes no fp8
-                assert "_cluster<" not in get_plan(method, Flat(n, 0), dtype, "float32", a100).launches[0].kernel
-        assert seen == {2, 5, 16}, seen
-        for n, x in xs.items():
-            got = np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100"))
-            assert got.tobytes() == want[n].tobytes() and error_bound(x, None, method=method, gpu="H100") == bound[n]
+    with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):
+        before = {n: get_plan(method, Flat(n, 0), dtype, "float32", h100) for n in sizes}
+        assert not any(ln.cluster for plan in before.values() for ln in plan.launches)
+        want = {n: np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100")) for n, x in xs.items()}
+        bound = {n: error_bound(x, None, method=method, gpu="H100") for n, x in xs.items()}
+    seen = set()  # the committed setting against the last-block plans
+    for n in sizes:
+        plan = get_plan(method, Flat(n, 0), dtype, "float32", h100)
+        (ln,), p, old = plan.launches, param_dict(plan), param_dict(before[n])
+        if 2 <= old["grid"] <= 16 and not old.get("rounds"):
+            seen.add(old["grid"])
+            assert "_cluster<" in ln.kernel and ln.kernel.endswith(f", {old['grid']}>"), ln.kernel
+            assert ln.cluster == p["cluster"] == old["grid"] == ln.grid[0]
+            assert ln.args == (Buf("x"), n, Buf("out")) and (plan.workspace_floats, plan.counters) == (0, 0)
+            assert {k: v for k, v in p.items() if k != "cluster"} == old
+        else:
+            assert plan == before[n]
+        if get_format(dtype).itemsize > 1:  # an A100 takes no fp8
+            assert "_cluster<" not in get_plan(method, Flat(n, 0), dtype, "float32", a100).launches[0].kernel
+    assert seen == {2, 5, 16}, seen
+    for n, x in xs.items():
+        got = np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100"))
+        assert got.tobytes() == want[n].tobytes() and error_bound(x, None, method=method, gpu="H100") == bound[n]

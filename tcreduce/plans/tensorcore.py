@@ -52,6 +52,12 @@ FLAT_ROUNDS: dict[int, int] = {}
 # / 4,326, 2^30 4,622 / 4,556; fp8 2^29 4,255 / 4,233, 2^31 4,560 / 4,544; 2^25: every one-pass walk below. An H100
 # takes 4 (FAMILY_TUNING: at 8 rounds, fp16 2^26 is 3.1 waves, where one pass read 1.2% below the resident grid)
 FLAT_ONE_PASS_MIN_WAVES = 3
+# tc_flat's resident grid by element size (bytes): (vectors in flight per thread, blocks per SM) in place of
+# (FLAT_UNROLL, BLOCKS_PER_SM). An fp8 vector is two mmas, 8 conversions and 4 shifts where fp16's is one mma, so a warp
+# spends longer between its loads and fewer bytes stay in flight. Tune_plans float8_*_flat_unroll_2p* (H200, session
+# 22, GB/s, 2 on 6 / 8 on 4): e4m3 2^28 4,134 / 4,172 (4 on 4: 4,193), 2^29 4,321 / 4,405, 2^30 4,452 / 4,499; e5m2
+# 2^30 4,455 / 4,516 (3 on 5, 4 on 4, 6 on 4 and 8 on 3 in between): FAMILY_TUNING; an H100 is not measured
+FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
@@ -174,10 +180,16 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
-                 FLAT_ROUNDS={2: 32}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
+                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4)}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
                  ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
 }
 _THIS = sys.modules[__name__]
+
+
+def flat_resident(itemsize: int, device: DeviceSpec) -> tuple[int, int]:
+    """(16-byte vectors in flight per thread, blocks per SM) of tc_flat's resident grid on ``device`` for elements of
+    ``itemsize`` bytes (FLAT_RESIDENT, else FLAT_UNROLL on BLOCKS_PER_SM)."""
+    return tuned(_THIS, "FLAT_RESIDENT", device).get(itemsize, (FLAT_UNROLL, BLOCKS_PER_SM))
 
 
 def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, items: int, outputs_per_item: int,
@@ -207,24 +219,25 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
-        rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
+        rounds, unroll = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0), FLAT_UNROLL
         grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_ROUNDS_BLOCKS_PER_SM)
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             groups = grid_groups(grid, BLOCK)
             tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
         else:
-            grid, groups = full_grid(nvec, BLOCK * FLAT_UNROLL, device, BLOCKS_PER_SM), 0
-            tail_args, extra = f"{BLOCKS_PER_SM}", {}
-        params = dict(block=BLOCK, unroll=FLAT_UNROLL, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
+            unroll, minb = flat_resident(isz, device)
+            grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
+            tail_args, extra = f"{minb}", {}
+        params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
         cluster = 0 if extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
         if cluster:  # the grid as one cluster: no workspace, no counters
-            name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}, "
+            name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}, "
                     f"{cluster}>")
             launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
                                   cluster=cluster)
             return Plan(**common, launches=(launch,), params=tuple(sorted(dict(params, cluster=cluster).items())))
-        name = f"tc_flat<{in_t}, {BLOCK}, {FLAT_UNROLL}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
+        name = f"tc_flat<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
         return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1,
