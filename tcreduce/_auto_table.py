@@ -6,7 +6,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit b7739b3, 2026-11-28T07:12:45+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit 75a5d5c, 2026-11-28T09:30:14+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 4a8bbec, 2026-11-28T10:16:06+00:00
   segments.csv: NVIDIA H200 (132 SMs), commit 75a5d5c, 2026-11-28T09:38:02+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order. Lookup and fallbacks: tcreduce/_auto.py.
@@ -119,10 +119,10 @@ DEVICE_TABLES = {
         },
         ('bfloat16', 'full'): {
             10: 'tensorcore', 11: 'shuffle', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'wmma', 17: 'tensorcore',
-            18: 'tensorcore', 19: 'shuffle', 20: 'shuffle', 21: 'wmma',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
-            26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'shuffle', 24: 'shuffle', 25: 'tensorcore',
+            26: 'tensorcore', 27: 'shuffle', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
         ('bfloat16', 'rows'): {
@@ -140,10 +140,10 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('float16', 'full'): {
-            10: 'tensorcore', 11: 'kahan', 12: 'wmma', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore_kahan', 16: 'kahan', 17: 'tensorcore',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'shuffle', 21: 'shuffle',
-            22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            10: 'tensorcore', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore_kahan',
+            14: 'shuffle', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'kahan', 20: 'tensorcore', 21: 'shuffle',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -162,10 +162,10 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float32', 'full'): {
-            10: 'shuffle', 11: 'tensorcore', 12: 'kahan', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'kahan', 16: 'tensorcore', 17: 'shuffle',
-            18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'kahan', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
+            18: 'tensorcore', 19: 'shuffle', 20: 'shuffle', 21: 'kahan',
+            22: 'shuffle', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
             30: 'shuffle',
         },
@@ -177,18 +177,18 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float8_e4m3fn', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
-            18: 'tensorcore', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'shuffle', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
         ('float8_e5m2', 'full'): {
-            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'shuffle',
-            14: 'tensorcore', 15: 'shuffle', 16: 'tensorcore', 17: 'tensorcore',
-            18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+            10: 'tensorcore', 11: 'tensorcore', 12: 'tensorcore', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
+            18: 'tensorcore', 19: 'shuffle', 20: 'tensorcore', 21: 'shuffle',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -210,19 +210,14 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'bfloat16 full n=1024: tensorcore_chained 10.2 us, tensorcore 10.4 us (+2.0%)',
-        'bfloat16 full n=524288: tensorcore_chained 8.4 us, shuffle 8.6 us (+2.7%)',
-        'float16 full n=65536: tensorcore_chained 8.4 us, kahan 8.7 us (+3.1%)',
-        'float16 full n=262144: exact 8.0 us, tensorcore 8.2 us (+2.0%)',
-        'float32 full n=1024: tensorcore_tf32 8.5 us, shuffle 8.7 us (+2.7%)',
-        'float32 full n=131072: tensorcore_tf32 7.8 us, shuffle 8.2 us (+4.4%)',
-        'float32 full n=2097152: tensorcore_tf32 11.0 us, tensorcore 11.2 us (+2.2%)',
-        'float8_e4m3fn full n=4096: tensorcore_chained 8.5 us, tensorcore 8.7 us (+2.5%)',
-        'float8_e4m3fn full n=16384: tensorcore_chained 8.7 us, tensorcore 9.3 us (+6.6%)',
-        'float8_e4m3fn full n=32768: tensorcore_chained 8.4 us, tensorcore 8.6 us (+3.3%)',
-        'float8_e4m3fn full n=131072: tensorcore_chained 9.5 us, shuffle 13.7 us (+43.6%)',
-        'float8_e4m3fn full n=2097152: tensorcore_chained 8.5 us, tensorcore 8.8 us (+3.5%)',
-        'float8_e5m2 full n=65536: tensorcore_chained 8.7 us, tensorcore 9.0 us (+2.5%)',
-        'float8_e5m2 full n=1048576: tensorcore_chained 10.6 us, tensorcore 11.4 us (+7.6%)',
+        'bfloat16 full n=2048: tensorcore_chained 9.4 us, shuffle 10.2 us (+7.8%)',
+        'bfloat16 full n=65536: exact 13.2 us, tensorcore 14.0 us (+6.5%)',
+        'float16 full n=32768: exact 8.4 us, shuffle 8.6 us (+2.5%)',
+        'float32 full n=524288: exact 10.9 us, shuffle 11.3 us (+4.5%)',
+        'float8_e4m3fn full n=2048: tensorcore_chained 9.1 us, tensorcore 9.3 us (+2.4%)',
+        'float8_e4m3fn full n=32768: tensorcore_chained 8.8 us, tensorcore 9.0 us (+2.2%)',
+        'float8_e5m2 full n=1024: tensorcore_chained 9.2 us, tensorcore 9.5 us (+3.4%)',
+        'float8_e5m2 full n=65536: tensorcore_chained 9.1 us, tensorcore 9.3 us (+2.3%)',
+        'float8_e5m2 full n=1048576: tensorcore_chained 12.5 us, tensorcore 13.5 us (+8.0%)',
     ),
 }
