@@ -21,7 +21,8 @@ TENSOR_CORE_SOURCES = {"tensorcore.cu": "mma.sync.aligned", "wmma.cu": "wmma.mma
                        "tensorcore_tf32.cu": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
 
 PROBLEMS = (
-    [Flat(n, a) for n in (1, 100, 1 << 20, 1 << 28, 1 << 31) for a in (0, 2, 4, 8)]
+    # 2^16 and 2^18: grids of 2-16 blocks, one thread-block cluster on sm_90 (fp8 on an H200: 8 vectors per thread)
+    [Flat(n, a) for n in (1, 100, 1 << 16, 1 << 18, 1 << 20, 1 << 28, 1 << 31) for a in (0, 2, 4, 8)]
     + [Rows(m, k, ld, a) for (m, k, ld) in ((1, 1, 1), (1 << 24, 16, 16), (1000, 17, 17), (1 << 16, 4096, 4096),
                                              (16, 1 << 20, 1 << 20), (3, 1000, 1000), (256, 64, 72), (1 << 20, 256, 256),
                                              (200, 5000, 5000), (2000, 1025, 1032), (1 << 18, 600, 608),

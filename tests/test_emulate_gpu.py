@@ -208,7 +208,7 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
         xh = random_input(rng, (n,), dtype)
         xd, kw = to_device(xh)
         for view in (slice(None), slice(3, None)):
-            align = (3 * get_format(dtype).itemsize) % 16 if view.start else 0  # the view's byte offset mod 16
+            align = (3 * isz) % 16 if view.start else 0  # the view's byte offset mod 16
             with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):
                 assert "cluster" not in param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32",
                                                             device))

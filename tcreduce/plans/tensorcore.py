@@ -180,8 +180,9 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
-                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4)}, COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
-                 ROWS16_PAIRED_LOADS={2: True, 1: True}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
+                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4)},
+                 COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
+                 COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
 }
 _THIS = sys.modules[__name__]
 
