@@ -474,6 +474,17 @@ FLAT_UNROLL_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4), 
 for _dt, _e in (("float8_e4m3fn", 28), ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
     SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_UNROLL_SETTINGS, _dt, (1 << _e,), None,
                                            [((1 << 20) + 4099,), (4099,), (77,)])
+# ... and pipelined (FLAT_PIPELINED, prepared in session 22: the next trip's loads before this trip's mmas, the same bits)
+# at vectors per thread and blocks per SM that compile without spills (fp8: 2 on 5, 4 on 3, 8 on 2; 16-bit: 2 on 6, 3
+# on 5, 4 on 4), against the module's plain walk and, for fp8, the H200's 8 on 4
+for _dt, _e in (("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float16", 26), ("float16", 27)):
+    _isz = 1 if _dt.startswith("float8") else 2
+    SWEEPS[f"{_dt}_flat_pipelined_2p{_e}"] = (
+        tc_plan, [committed(tc_plan, "FLAT_RESIDENT", "FLAT_PIPELINED")]
+        + ([dict(FLAT_RESIDENT={1: (8, 4)}, FLAT_PIPELINED={})] if _isz == 1 else [])
+        + [dict(FLAT_RESIDENT={_isz: ub}, FLAT_PIPELINED={_isz: True})
+           for ub in (((2, 5), (4, 3), (8, 2)) if _isz == 1 else ((2, 6), (3, 5), (4, 4)))],
+        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
 # check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
 # them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)

@@ -340,3 +340,46 @@ def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
     for n, x in xs.items():
         got = np.asarray(tcreduce.emulate.sum(x, method=method, gpu="H100"))
         assert got.tobytes() == want[n].tobytes() and error_bound(x, None, method=method, gpu="H100") == bound[n]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
+def test_the_pipelined_flat_walk_keeps_the_plan_and_the_bits(dtype, rng):
+    """FLAT_PIPELINED (off in every plan until measured; patched here): tc_flat's resident grid, and the cluster it
+    runs as when small, take the pipelined instantiation (PIPELINED = true) with the same grid, walk and params (plus
+    pipelined=True); a one-pass grid keeps its plan. The order of additions is unchanged, so the twin's bits and the
+    bound are the same."""
+    import numpy as np
+
+    import tcreduce
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+    from tcreduce.bounds import error_bound
+    from tcreduce.formats import get_format
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import patched_plans, random_input
+
+    isz = get_format(dtype).itemsize
+    assert not tensorcore.FLAT_PIPELINED
+    sizes = [77, 70001, (1 << 20) + 4099, 1 << 30]
+    xs = {n: random_input(rng, (n,), dtype) for n in sizes[:3]}
+    for gpu in ("H100", "H200"):
+        device = named_device(gpu)
+        before = {n: get_plan("tensorcore", Flat(n, 0), dtype, "float32", device) for n in sizes}
+        want = {n: np.asarray(tcreduce.emulate.sum(x, method="tensorcore", gpu=gpu)) for n, x in xs.items()}
+        bound = {n: error_bound(x, None, method="tensorcore", gpu=gpu) for n, x in xs.items()}
+        with patched_plans(tensorcore, dict(FLAT_PIPELINED={isz: True})):
+            for n in sizes:
+                plan, old = get_plan("tensorcore", Flat(n, 0), dtype, "float32", device), before[n]
+                (ln,), (ln0,) = plan.launches, old.launches
+                if "rounds" in param_dict(old):
+                    assert plan == old, (gpu, n)
+                    continue
+                assert param_dict(plan) == dict(param_dict(old), pipelined=True), (gpu, n)
+                suffix = ", true>" if ln.cluster else ", 0, true>"
+                assert ln.kernel == ln0.kernel[:-1] + suffix and ln.grid == ln0.grid and ln.args == ln0.args
+            for n, x in xs.items():
+                got = np.asarray(tcreduce.emulate.sum(x, method="tensorcore", gpu=gpu))
+                assert got.tobytes() == want[n].tobytes()
+                assert error_bound(x, None, method="tensorcore", gpu=gpu) == bound[n]

@@ -58,6 +58,10 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # 22, GB/s, 2 on 6 / 8 on 4): e4m3 2^28 4,134 / 4,172 (4 on 4: 4,193), 2^29 4,321 / 4,405, 2^30 4,452 / 4,499; e5m2
 # 2^30 4,455 / 4,516 (3 on 5, 4 on 4, 6 on 4 and 8 on 3 in between): FAMILY_TUNING; an H100 is not measured
 FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
+# ... and whether that grid walks pipelined (tc_flat's PIPELINED: each trip's vectors loaded before the previous trip's
+# mmas; the same order of additions, so the same bits), by element size. Prepared in session 22, not yet measured
+# (tune_plans *_flat_pipelined_*): off everywhere
+FLAT_PIPELINED: dict[int, bool] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
@@ -230,14 +234,19 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
             tail_args, extra = f"{minb}", {}
+            if tuned(_THIS, "FLAT_PIPELINED", device).get(isz, False):
+                extra = dict(pipelined=True)
         params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
-        cluster = 0 if extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
+        cluster = 0 if "rounds" in extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device),
+                                                           device)
+        pipelined = ", true" if "pipelined" in extra else ""  # PIPELINED: after CLUSTER, or after ROUNDS = 0
         if cluster:  # the grid as one cluster: no workspace, no counters
             name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}, "
-                    f"{cluster}>")
+                    f"{cluster}{pipelined}>")
             launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
                                   cluster=cluster)
             return Plan(**common, launches=(launch,), params=tuple(sorted(dict(params, cluster=cluster).items())))
+        tail_args += f", 0{pipelined}" if pipelined else ""
         name = f"tc_flat<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
