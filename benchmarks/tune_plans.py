@@ -474,9 +474,9 @@ FLAT_UNROLL_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4), 
 for _dt, _e in (("float8_e4m3fn", 28), ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
     SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_UNROLL_SETTINGS, _dt, (1 << _e,), None,
                                            [((1 << 20) + 4099,), (4099,), (77,)])
-# ... and pipelined (FLAT_PIPELINED, prepared in session 22: the next trip's loads before this trip's mmas, the same bits)
-# at vectors per thread and blocks per SM that compile without spills (fp8: 2 on 5, 4 on 3, 8 on 2; 16-bit: 2 on 6, 3
-# on 5, 4 on 4), against the module's plain walk and, for fp8, the H200's 8 on 4
+# ... and pipelined (FLAT_PIPELINED, prepared in session 22: the next trip's loads before this trip's mmas, the same
+# bits) at vectors per thread and blocks per SM that compile without spills (fp8: 2 on 5, 4 on 3, 8 on 2; 16-bit: 2
+# on 6, 3 on 5, 4 on 4), against the module's plain walk and, for fp8, the H200's 8 on 4
 for _dt, _e in (("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float16", 26), ("float16", 27)):
     _isz = 1 if _dt.startswith("float8") else 2
     SWEEPS[f"{_dt}_flat_pipelined_2p{_e}"] = (
