@@ -25,6 +25,7 @@ from tcreduce._layout import Cols, Flat, Layout, Rows, host_problem_data, normal
 from tcreduce.emulate.shuffle import replay
 from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.plans import shuffle as sh
+from tcreduce.testing import patched_plans
 
 H100, A100, H200 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"], KNOWN_GPUS["H200"]
 U = 2.0 ** -24
@@ -498,7 +499,9 @@ def test_one_pass_full_sums_match_their_order_comment_on_the_cpu(dtype, tmp_path
 
 
 def _simt_cases_match_the_twin(cases: list, dtype: str, tmp_path: Any, rng: np.random.Generator) -> None:
-    """Runs shuffle.cu's code on the CPU (tests/simt.py) for every case and compares the bits with the twin."""
+    """Runs shuffle.cu's code on the CPU (tests/simt.py) for every case and compares the bits with the twin. Small full
+    sums take the last-block combination: shuffle_flat_cluster's walk is the same code and its cluster combination
+    adds in the same order (checked on the GPU, test_emulate_gpu.py)."""
     import subprocess
 
     gxx = simt.prepare(tmp_path, {"kernel.cu": "shuffle.cu"})
@@ -511,7 +514,8 @@ def _simt_cases_match_the_twin(cases: list, dtype: str, tmp_path: Any, rng: np.r
         layout = plan_layout(xh.shape, tuple(s // isz for s in xh.strides), normalize_axes(axis, xh.ndim), isz,
                              view_off % 16)
         raw, off = simt.input_bytes(owner, xh, layout)
-        plan = sh.plan_shuffle(layout.problem, dtype, out_dtype, SIMT_DEVICE)
+        with patched_plans(sh, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):  # the shim has no clusters: the last-block path
+            plan = sh.plan_shuffle(layout.problem, dtype, out_dtype, SIMT_DEVICE)  # (the same walk and order)
         src = tmp_path / f"case{idx}.cpp"
         src.write_text(_simt_main(plan, str(tmp_path / "kernel.cu")))
         (tmp_path / f"case{idx}.bin").write_bytes(raw)
