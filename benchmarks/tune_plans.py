@@ -469,10 +469,10 @@ for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):
 # fp8 full sums on the resident grid (FLAT_RESIDENT, session 22): 16-byte vectors in flight per thread and blocks per
 # SM (the module's setting first: 2 on 6, FLAT_UNROLL on BLOCKS_PER_SM); another order of additions for another unroll
 # (the bits check follows the plan)
-FLAT_UNROLL_SETTINGS = [committed(tc_plan, "FLAT_RESIDENT")]
-FLAT_UNROLL_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4), (6, 4), (8, 3), (8, 4))]
+FLAT_RESIDENT_SETTINGS = [committed(tc_plan, "FLAT_RESIDENT")]
+FLAT_RESIDENT_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4), (6, 4), (8, 3), (8, 4))]
 for _dt, _e in (("float8_e4m3fn", 28), ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
-    SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_UNROLL_SETTINGS, _dt, (1 << _e,), None,
+    SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_RESIDENT_SETTINGS, _dt, (1 << _e,), None,
                                            [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and pipelined (FLAT_PIPELINED, prepared in session 22: the next trip's loads before this trip's mmas, the same
 # bits) at vectors per thread and blocks per SM that compile without spills (fp8: 2 on 5, 4 on 3, 8 on 2; 16-bit: 2

@@ -224,18 +224,17 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         vec = 16 // isz  # elements of a lane's 16-byte load (fp8: two A fragments)
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
-        rounds, unroll = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0), FLAT_UNROLL
+        rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
         grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_ROUNDS_BLOCKS_PER_SM)
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
-            groups = grid_groups(grid, BLOCK)
+            unroll, groups = FLAT_UNROLL, grid_groups(grid, BLOCK)
             tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
         else:
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
-            tail_args, extra = f"{minb}", {}
-            if tuned(_THIS, "FLAT_PIPELINED", device).get(isz, False):
-                extra = dict(pipelined=True)
+            pipelined = tuned(_THIS, "FLAT_PIPELINED", device).get(isz, False)
+            tail_args, extra = f"{minb}", dict(pipelined=True) if pipelined else {}
         params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
         cluster = 0 if "rounds" in extra else flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device),
                                                            device)
