@@ -474,28 +474,16 @@ FLAT_RESIDENT_SETTINGS += [dict(FLAT_RESIDENT={1: ub}) for ub in ((3, 5), (4, 4)
 for _dt, _e in (("float8_e4m3fn", 28), ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
     SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (tc_plan, FLAT_RESIDENT_SETTINGS, _dt, (1 << _e,), None,
                                            [((1 << 20) + 4099,), (4099,), (77,)])
-# ... and pipelined (FLAT_PIPELINED: the next trip's loads before this trip's mmas, the same bits). Session 23 (H200):
-# on the resident grid fp16 gained at 4 vectors on 4 blocks per SM and fp8 did not, so: 16-bit resident grids
-# (2^26-2^27) plain and pipelined at 4 on 4 and more in flight; 16-bit one-pass grids (2^28-2^30; pipelined fp16
-# spills at 5 blocks per SM, so 4, plain at 4 the control) and a pipelined resident grid against them; fp8 one-pass
-# grids, plain and pipelined, against its resident 8 on 4 (one-pass settings with no minimum of waves, so that the bits
-# check's shapes take them too)
-_RESIDENT_PIPELINED = [dict(FLAT_RESIDENT={2: (4, 4)})] + [dict(FLAT_RESIDENT={2: ub}, FLAT_PIPELINED={2: True})
-                                                          for ub in ((4, 4), (6, 3), (8, 3))]
-_ONE_PASS_PIPELINED = {
-    2: [dict(FLAT_ROUNDS={2: 32}, FLAT_ROUNDS_BLOCKS_PER_SM=4, FLAT_ONE_PASS_MIN_WAVES=0)]
-    + [dict(FLAT_ROUNDS={2: r}, FLAT_ROUNDS_BLOCKS_PER_SM=4, FLAT_ONE_PASS_MIN_WAVES=0, FLAT_PIPELINED={2: True})
-       for r in (32, 16)]
-    + [dict(FLAT_ROUNDS={}, FLAT_RESIDENT={2: (4, 4)}, FLAT_PIPELINED={2: True})],
-    1: [dict(FLAT_ROUNDS={1: 32}, FLAT_ONE_PASS_MIN_WAVES=0)]
-    + [dict(FLAT_ROUNDS={1: r}, FLAT_ONE_PASS_MIN_WAVES=0, FLAT_PIPELINED={1: True}) for r in (32, 16)]}
-for _dt, _e in (("float16", 26), ("float16", 27), ("float16", 28), ("float16", 30), ("bfloat16", 30),
-                ("float8_e4m3fn", 29), ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
-    _isz = 1 if _dt.startswith("float8") else 2
-    SWEEPS[f"{_dt}_flat_pipelined_2p{_e}"] = (
-        tc_plan, [committed(tc_plan, "FLAT_PIPELINED", "FLAT_ROUNDS_BLOCKS_PER_SM")]  # the GPU's own walk first
-        + (_RESIDENT_PIPELINED if _e < 28 else _ONE_PASS_PIPELINED[_isz]),
-        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
+# ... and 16-bit full sums on the resident grid (2^27 and below on an H200, whose larger sums take the one-pass grid),
+# from the small sums whose grid is one cluster to 2^27; run them with --graph, the GPU's time per call at every size.
+# Session 23 (H200, tune_plans *_flat_pipelined_*): fp16 4 on 4 read 2^26 3,831 GB/s against 2 on 6's 3,754, 2^27
+# 4,151 / 4,083; the walk that loaded each trip's vectors before the previous trip's mmas (since removed) gained
+# nothing over it (fp16 resident and one-pass, fp8 resident 0.98-1.0x, fp8 one-pass 0.85-0.99x)
+for _dt, _e in (*(("float16", e) for e in (14, 16, 17, 18, 20, 22, 24, 26, 27)), ("bfloat16", 16), ("bfloat16", 27)):
+    SWEEPS[f"{_dt}_flat_unroll_2p{_e}"] = (
+        tc_plan, [committed(tc_plan, "FLAT_RESIDENT")]
+        + [dict(FLAT_RESIDENT={2: ub}) for ub in ((4, 4), (3, 5), (6, 4), (8, 4), (8, 3))],
+        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (65536 + 3,), (4099,), (77,)])
 # small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
 # check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
 # them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)

@@ -149,10 +149,6 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 // its partials combined through distributed shared memory (combine_cluster, common.cuh: the same additions in the
 // same order as combine_partials), no workspace or counters: the same bits as tc_flat on the same grid.
 
-// PIPELINED (prepared in session 22, off in every plan until measured): the same walk with each trip's vectors loaded
-// before the previous trip's mmas, so a warp keeps loads in flight while it converts and multiplies (fp8's two mmas,
-// 8 conversions and 4 shifts per vector); the same vectors, mmas and order, so the same bits.
-
 // One trip's UNROLL raw 16-byte vectors of a lane: vector i + u * step for slot u, zero from `end` on.
 template <typename T, int UNROLL, int LOAD>
 __device__ __forceinline__ void load_trip(uint4 (&q)[UNROLL], const T* __restrict__ v, i64 i, i64 step, i64 end) {
@@ -165,7 +161,7 @@ __device__ __forceinline__ void load_trip(uint4 (&q)[UNROLL], const T* __restric
 }
 
 // Steps 1-2 and the block's part of step 3: this block's total (valid in thread 0).
-template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS, bool PIPELINED = false>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS>
 __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i64 n, float* smem) {
     constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
     const int lane = threadIdx.x & 31;
@@ -191,36 +187,22 @@ __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i6
     const i64 step = ROUNDS > 0 ? (i64)BLOCK : nthreads;  // between a thread's unroll slots
     const i64 begin = ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS + (threadIdx.x - lane) : tid - lane;
     const i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
-    if constexpr (PIPELINED) {
-        uint4 q[UNROLL];  // raw 16-byte vectors of this trip
-        load_trip<T, UNROLL, LOAD>(q, v, begin + lane, step, end);
-        for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
-            uint4 next[UNROLL];  // the next trip's, in flight during this trip's mmas (zero past the end: no loads)
-            load_trip<T, UNROLL, LOAD>(next, v, warp_base + step * UNROLL + lane, step, end);
+    for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
+        uint4 q[UNROLL];  // raw 16-byte vectors
+        load_trip<T, UNROLL, LOAD>(q, v, warp_base + lane, step, end);
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) q[u] = next[u];
-        }
-    } else {
-        for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
-            uint4 q[UNROLL];  // raw 16-byte vectors
-            load_trip<T, UNROLL, LOAD>(q, v, warp_base + lane, step, end);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
-        }
+        for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
     }
     acc.finish();
     const float warp_total = warp_fold_rows(acc.lo + acc.hi);
     return block_combine<BLOCK>(warp_total, smem);
 }
 
-template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0,
-          bool PIPELINED = false>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
     __shared__ float smem[32];
-    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS, PIPELINED>(x, n, smem);
+    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = from_float<OutT>(block_total);
         return;
@@ -233,13 +215,12 @@ tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restric
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD, int MINB, int CLUSTER,
-          bool PIPELINED = false>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD, int MINB, int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, MINB)
 tc_flat_cluster(const T* __restrict__ x, i64 n, OutT* __restrict__ out) {
     static_assert(CLUSTER >= 2 && CLUSTER <= 16, "a cluster of 2..16 blocks");
     __shared__ float smem[32];
-    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, 0, PIPELINED>(x, n, smem);
+    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, 0>(x, n, smem);
     float total;
     if (combine_cluster<BLOCK>(block_total, smem, &total) && threadIdx.x == 0) out[0] = from_float<OutT>(total);
 }

@@ -99,25 +99,6 @@ ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half"
                  for r in (1, 4, 8, 16)]
 
 
-# tc_flat's pipelined walk (FLAT_PIPELINED; tune_plans and the GPU test patch it in where no plan takes it) on the
-# resident grid at the vectors per thread and blocks per SM its sweep tries, as one cluster, and on one-pass grids
-PIPELINED_FLAT = ([f"tc_flat<__nv_fp8_e4m3, 256, {u}, {c}, float, 2, {b}, 0, true>" for u, b in ((2, 5), (4, 3), (8, 2))
-                   for c in (1, 4)]
-                  + [f"tc_flat<{t}, 256, {u}, 1, float, 2, {b}, 0, true>" for t in ("__half", "__nv_bfloat16")
-                     for u, b in ((2, 6), (3, 5), (4, 4))]
-                  + [f"tc_flat_cluster<{t}, 256, 2, 1, float, 2, {b}, 16, true>"
-                     for t, b in (("__half", 6), ("__nv_fp8_e4m3", 5))]
-                  + [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}, true>" for t in ("__half", "__nv_fp8_e4m3")
-                     for r in (1, 16, 32)])
-
-
-@pytest.mark.parametrize("kernel", PIPELINED_FLAT)
-def test_the_pipelined_flat_walk_compiles_clean(kernel):
-    ck = assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
-                               use_cache=False)
-    assert ck.ptx.count("ld.global.cs.v4.u32") == 2 * int(kernel.split(", ")[2])  # the first trip's, the next's
-
-
 # ... and shuffle_flat's and tc32_flat's (fp32 full sums; GPU tests patch in 1-32 rounds)
 ONE_PASS_FLAT_FP32 = ([("shuffle.cu", f"shuffle_flat<{t}, float, 256, {u}, {a}, {m}, {r}>", None)
                        for t, u, m in (("float", 8, 4), ("__half", 2, 8)) for a in ("true", "false")

@@ -225,46 +225,6 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
             check_sum(got, xh[view], None, method=method)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
-@pytest.mark.parametrize("walk", [None, (4, 3), (2, 5), "one-pass"])
-def test_gpu_pipelined_flat_walk_equals_emulator(dtype, walk, rng):
-    """tc_flat's pipelined walk (FLAT_PIPELINED patched on) on the resident grid at this GPU's vectors per thread and
-    blocks per SM and at two others, and on a one-pass grid of one round per block (4 blocks per SM, no minimum of
-    waves): the same bits as the plain walk on the same grid and as the twin, every output written (a poisoned out),
-    one block, a cluster and a full resident grid, aligned and misaligned."""
-    import cupy
-
-    from tcreduce._api import get_plan
-    from tcreduce._device import current_device
-    from tcreduce._layout import Flat
-    from tcreduce._plan import param_dict
-    from tcreduce.formats import get_format
-    from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans, poisoned
-
-    device = current_device()[1]
-    isz = get_format(dtype).itemsize
-    base = (dict(FLAT_ROUNDS={isz: 1}, FLAT_ONE_PASS_MIN_WAVES=0, FLAT_ROUNDS_BLOCKS_PER_SM=4) if walk == "one-pass"
-            else dict(FLAT_RESIDENT={isz: walk}) if walk else {})
-    for n in (77, 70001, (1 << 20) + 4099, 3 * (1 << 22) + 5):
-        xh = random_input(rng, (n,), dtype)
-        xd, kw = to_device(xh)
-        for view in (slice(None), slice(3, None)):
-            align = (3 * isz) % 16 if view.start else 0
-            with patched_plans(tensorcore, base):
-                plain = to_numpy(tcreduce.sum(xd[view], method="tensorcore", **kw))
-            with patched_plans(tensorcore, dict(base, FLAT_PIPELINED={isz: True})):
-                p = param_dict(get_plan("tensorcore", Flat(xh[view].size, align), dtype, "float32", device))
-                assert p["pipelined"] and ("rounds" in p) == (walk == "one-pass"), p
-                want = np.asarray(tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device))
-                out = poisoned((), "float32")
-                tcreduce.sum(xd[view], method="tensorcore", out=out, **kw)
-                cupy.cuda.Device().synchronize()
-                got = to_numpy(out)
-            assert got.tobytes() == want.tobytes() == plain.tobytes(), (n, view, walk, got, want, plain)
-            check_sum(got, xh[view], None, method="tensorcore")
-
-
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
 
 

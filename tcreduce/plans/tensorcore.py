@@ -58,11 +58,6 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # 22, GB/s, 2 on 6 / 8 on 4): e4m3 2^28 4,134 / 4,172 (4 on 4: 4,193), 2^29 4,321 / 4,405, 2^30 4,452 / 4,499; e5m2
 # 2^30 4,455 / 4,516 (3 on 5, 4 on 4, 6 on 4 and 8 on 3 in between): FAMILY_TUNING; an H100 is not measured
 FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
-# ... and whether tc_flat walks pipelined (PIPELINED: each trip's vectors loaded before the previous trip's mmas; the
-# same order of additions, so the same bits), by element size, on the resident grid and the one-pass grid alike.
-# Prepared in session 22; tune_plans *_flat_pipelined_* (H200, session 23, GB/s, plain 2 on 6 / pipelined 4 on 4):
-# fp16 2^26 3,757 / 3,823, 2^27 4,086 / 4,153; fp8 2^29-2^30 pipelined 0.98-1.0x the plain 8 on 4
-FLAT_PIPELINED: dict[int, bool] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
@@ -228,25 +223,21 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
         grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_ROUNDS_BLOCKS_PER_SM)
-        pipelined = tuned(_THIS, "FLAT_PIPELINED", device).get(isz, False)
-        extra = dict(pipelined=True) if pipelined else {}
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             unroll, groups, cluster = FLAT_UNROLL, grid_groups(grid, BLOCK), 0
-            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(extra, rounds=rounds)
+            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
         else:
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
             cluster = flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
-            tail_args = f"{minb}" if cluster or not pipelined else f"{minb}, 0"  # PIPELINED after ROUNDS = 0
+            tail_args, extra = f"{minb}", {}
         params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
-        pipelined_arg = ", true" if pipelined else ""  # PIPELINED: after CLUSTER, or after ROUNDS
         if cluster:  # the grid as one cluster: no workspace, no counters
             name = (f"tc_flat_cluster<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}, "
-                    f"{cluster}{pipelined_arg}>")
+                    f"{cluster}>")
             launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out")),
                                   cluster=cluster)
             return Plan(**common, launches=(launch,), params=tuple(sorted(dict(params, cluster=cluster).items())))
-        tail_args += pipelined_arg
         name = f"tc_flat<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
         launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
