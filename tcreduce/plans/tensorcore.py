@@ -56,7 +56,11 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # (FLAT_UNROLL, BLOCKS_PER_SM). An fp8 vector is two mmas, 8 conversions and 4 shifts where fp16's is one mma, so a warp
 # spends longer between its loads and fewer bytes stay in flight. Tune_plans float8_*_flat_unroll_2p* (H200, session
 # 22, GB/s, 2 on 6 / 8 on 4): e4m3 2^28 4,134 / 4,172 (4 on 4: 4,193), 2^29 4,321 / 4,405, 2^30 4,452 / 4,499; e5m2
-# 2^30 4,455 / 4,516 (3 on 5, 4 on 4, 6 on 4 and 8 on 3 in between): FAMILY_TUNING; an H100 is not measured
+# 2^30 4,455 / 4,516 (3 on 5, 4 on 4, 6 on 4 and 8 on 3 in between). 16-bit sums on the resident grid (2^27 and
+# below on an H200) gain too: tune_plans --graph float16_flat_unroll_2p* (H200, session 23, GB/s of GPU time per call
+# in a graph, 2 on 6 / 8 on 3): 2^14 13 / 18 (one block), 2^16 47 / 47, 2^17 79 / 93, 2^18 162 / 168, 2^20 596 / 612,
+# 2^22 1,546 / 1,964, 2^26 3,899 / 3,973, 2^27 4,179 / 4,253; bf16 2^27 4,181 / 4,246 (4 on 4 best at 2^16 only: 50).
+# FAMILY_TUNING; an H100 is not measured
 FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
@@ -180,7 +184,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
-                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4)},
+                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
 }
