@@ -484,19 +484,6 @@ for _dt, _e in (*(("float16", e) for e in (14, 16, 17, 18, 20, 22, 24, 26, 27)),
         tc_plan, [committed(tc_plan, "FLAT_RESIDENT")]
         + [dict(FLAT_RESIDENT={2: ub}) for ub in ((4, 4), (3, 5), (6, 4), (8, 4), (8, 3))],
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (65536 + 3,), (4099,), (77,)])
-# tc_flat's tapered one-pass grid (FLAT_TAPER: the last vectors in shorter blocks, so that the grid drains in a short
-# block's time; another order of additions, the bits check follows the plan; no minimum of waves, so that the check
-# shapes walk in one pass too): 16-bit sums on the H200's 32 rounds, (rounds of the short blocks, waves of long-block
-# vectors they take); fp8 (the resident grid on an H200) against one pass, plain and tapered. The committed walk first
-for _dt, _e in (("float16", 28), ("float16", 29), ("float16", 30), ("bfloat16", 30), ("float8_e4m3fn", 29),
-                ("float8_e4m3fn", 30)):
-    _isz = 1 if _dt.startswith("float8") else 2
-    _rounds = {} if _isz == 2 else dict(FLAT_ROUNDS={1: 32})
-    SWEEPS[f"{_dt}_flat_taper_2p{_e}"] = (
-        tc_plan, [committed(tc_plan, "FLAT_TAPER")] + ([dict(FLAT_ROUNDS={1: 32})] if _isz == 1 else [])
-        + [dict(_rounds, FLAT_TAPER={_isz: qw}, FLAT_ONE_PASS_MIN_WAVES=0)
-           for qw in ((4, 0.5), (4, 1.0), (8, 0.5), (8, 1.0), (2, 0.5), (8, 2.0))],
-        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
 # check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
 # them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)

@@ -140,11 +140,6 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 //     ROUNDS > 0 (a one-pass grid of short blocks, the walk of Triton's and inductor's kernels): block b owns vectors
 //     [b*P, min((b+1)*P, nvec)), P = BLOCK*UNROLL*ROUNDS, and thread t of it loads v[b*P + it*BLOCK*UNROLL +
 //     u*BLOCK + t] (zero past the block's end), the warp's mmas in the same (it, u[, fragment]) order.
-//     TAPER_ROUNDS > 0 (a tapered one-pass grid): only the first big = max(0, nvec - TAPER_VECTORS) / P blocks own P
-//     vectors; the rest, from vector big*P on, go to blocks of Q = BLOCK*UNROLL*TAPER_ROUNDS (block b >= big owns
-//     [big*P + (b-big)*Q, min(big*P + (b-big+1)*Q, nvec))), walked alike. The GPU starts blocks in about index order,
-//     so the short blocks run last and the grid drains in a short block's time instead of a long one's (the plain
-//     read kernel over 256 KiB blocks read 2 GiB 1% slower than over 16 KiB ones on an H200).
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
 //     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
 //     ROUNDS > 0: in two levels instead (combine_grid's TWO_LEVEL, common.cuh), so that no block adds more than one
@@ -166,17 +161,7 @@ __device__ __forceinline__ void load_trip(uint4 (&q)[UNROLL], const T* __restric
 }
 
 // Steps 1-2 and the block's part of step 3: this block's total (valid in thread 0).
-// The vectors [begin, end) of block `b` of a tapered one-pass grid (TAPER_ROUNDS > 0, above).
-template <int BLOCK, int UNROLL, int ROUNDS, int TAPER_ROUNDS, i64 TAPER_VECTORS>
-__device__ __forceinline__ void tapered_block_range(i64 b, i64 nvec, i64* begin, i64* end) {
-    constexpr i64 P = (i64)BLOCK * UNROLL * ROUNDS, Q = (i64)BLOCK * UNROLL * TAPER_ROUNDS;
-    const i64 big = nvec > TAPER_VECTORS ? (nvec - TAPER_VECTORS) / P : 0;  // blocks of P vectors
-    *begin = b < big ? b * P : big * P + (b - big) * Q;
-    *end = min(*begin + (b < big ? P : Q), nvec);
-}
-
-template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS, int TAPER_ROUNDS = 0,
-          i64 TAPER_VECTORS = 0>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS>
 __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i64 n, float* smem) {
     constexpr i64 VEC = 16 / sizeof(T);  // elements of one 16-byte vector: 8, or 16 for fp8 (two A fragments)
     const int lane = threadIdx.x & 31;
@@ -200,12 +185,8 @@ __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i6
     }
     // warp-uniform loop bounds: every lane of a warp runs the same mmas (mma.sync needs the whole warp)
     const i64 step = ROUNDS > 0 ? (i64)BLOCK : nthreads;  // between a thread's unroll slots
-    i64 begin = ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS + (threadIdx.x - lane) : tid - lane;
-    i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
-    if constexpr (TAPER_ROUNDS > 0) {
-        tapered_block_range<BLOCK, UNROLL, ROUNDS, TAPER_ROUNDS, TAPER_VECTORS>(blockIdx.x, nvec, &begin, &end);
-        begin += threadIdx.x - lane;
-    }
+    const i64 begin = ROUNDS > 0 ? (i64)blockIdx.x * BLOCK * UNROLL * ROUNDS + (threadIdx.x - lane) : tid - lane;
+    const i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
     for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
         uint4 q[UNROLL];  // raw 16-byte vectors
         load_trip<T, UNROLL, LOAD>(q, v, warp_base + lane, step, end);
@@ -217,14 +198,11 @@ __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i6
     return block_combine<BLOCK>(warp_total, smem);
 }
 
-template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0,
-          int TAPER_ROUNDS = 0, i64 TAPER_VECTORS = 0>
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
-    static_assert(TAPER_ROUNDS == 0 || (ROUNDS > 0 && TAPER_ROUNDS < ROUNDS), "a taper of shorter one-pass blocks");
     __shared__ float smem[32];
-    const float block_total =
-        tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS, TAPER_ROUNDS, TAPER_VECTORS>(x, n, smem);
+    const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = from_float<OutT>(block_total);
         return;

@@ -225,47 +225,6 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
             check_sum(got, xh[view], None, method=method)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
-@pytest.mark.parametrize("taper", [(1, 0.01), (2, 0.05)])
-def test_gpu_tapered_one_pass_flat_walk_equals_emulator(dtype, taper, rng):
-    """tc_flat's tapered one-pass grid (FLAT_ROUNDS 4 and FLAT_TAPER patched in, no minimum of waves): long blocks of 4
-    rounds, then blocks of ``taper[0]`` rounds for the last ``taper[1]`` waves of long-block vectors. GPU == twin bit
-    for bit and within the bound, into a poisoned out, on one block, long and short blocks in one group and in two
-    groups (a head and a tail on misaligned views), called twice (the counters reset themselves)."""
-    import cupy
-
-    from tcreduce._api import get_plan
-    from tcreduce._device import current_device
-    from tcreduce._layout import Flat
-    from tcreduce._plan import param_dict
-    from tcreduce.formats import get_format
-    from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans, poisoned
-
-    isz = get_format(dtype).itemsize
-    device = current_device()[1]
-    setting = dict(FLAT_ROUNDS={isz: 4}, FLAT_TAPER={isz: taper}, FLAT_ONE_PASS_MIN_WAVES=0)
-    span = tensorcore.BLOCK * tensorcore.FLAT_UNROLL * 4
-    seen = set()
-    with patched_plans(tensorcore, setting):
-        for n in (77, (1 << 20) + 4099, 300 * span * 16 // isz + 5):
-            p = param_dict(get_plan("tensorcore", Flat(n, 0), dtype, "float32", device))
-            big = max(0, p["nvec"] - p["taper_vectors"]) // span
-            seen.add((big > 0, p["grid"] > big, -(-p["grid"] // tensorcore.BLOCK) if p["grid"] > 1 else 0))
-            xh = random_input(rng, (n,), dtype)
-            xd, kw = to_device(xh)
-            for view in (slice(None), slice(3, None)):
-                want = np.asarray(tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device))
-                for _ in range(2):
-                    out = poisoned((), "float32")
-                    tcreduce.sum(xd[view], method="tensorcore", out=out, **kw)
-                    cupy.cuda.Device().synchronize()
-                    got = to_numpy(out)
-                    assert got.tobytes() == want.tobytes(), (n, view, taper, got, want)
-                check_sum(got, xh[view], None, method="tensorcore")
-    assert seen >= {(False, True, 0), (True, True, 1), (True, True, 2)}, seen
-
-
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
 
 

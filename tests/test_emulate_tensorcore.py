@@ -238,35 +238,26 @@ def test_flat_fp8_twin_equals_literal_replay(fmt, chain, rng):
 
 def _replay_flat_one_pass(plan, x: np.ndarray, align: int) -> F32:
     """kernels/tensorcore.cu tc_flat's order comment for ROUNDS > 0, literally, for fp16: block b owns vectors
-    [b P, (b + 1) P) (tapered: the blocks from big = (nvec - TAPER_VECTORS) // P on own Q = BLOCK UNROLL TAPER_ROUNDS
-    vectors each from big P on); warp q of it loads start + it BLOCK UNROLL + u BLOCK + 32 q + lane in (it, u) order
-    (warp 0 of block 0 first does the head/tail mma), the flush rule, lo + hi, warp_fold_rows and block_combine per
-    block; then each group of BLOCK consecutive block partials (thread t: 0.0 + p[t], block_fold), then the groups'
-    totals (thread i: 0.0 + g[i] + g[i + BLOCK] + ..., block_fold)."""
+    [b P, (b + 1) P); warp q of it loads b P + it BLOCK UNROLL + u BLOCK + 32 q + lane in (it, u) order (warp 0 of
+    block 0 first does the head/tail mma), the flush rule, lo + hi, warp_fold_rows and block_combine per block; then
+    each group of BLOCK consecutive block partials (thread t: 0.0 + p[t], block_fold), then the groups' totals
+    (thread i: 0.0 + g[i] + g[i + BLOCK] + ..., block_fold)."""
     p = param_dict(plan)
     n, block, unroll, chain, rounds, grid = x.shape[0], p["block"], p["unroll"], p["chain"], p["rounds"], p["grid"]
     head = min(((16 - align) % 16) // 2, n)
     nvec = (n - head) // 8
     tail = n - head - 8 * nvec
-    span = short = block * unroll * rounds
-    big = grid
-    if p.get("taper_rounds"):
-        short = block * unroll * p["taper_rounds"]
-        big = max(0, nvec - p["taper_vectors"]) // span
-        ranges = [(b * span, (b + 1) * span) for b in range(big)]
-        ranges += [(big * span + i, big * span + i + short) for i in range(0, nvec - big * span, short)]
-    else:
-        ranges = [(b * span, (b + 1) * span) for b in range(-(-nvec // span))]
-    assert (head, nvec, grid) == (p["head"], p["nvec"], max(1, len(ranges)))
+    span = block * unroll * rounds
+    assert (head, nvec, grid) == (p["head"], p["nvec"], max(1, -(-nvec // span)))
     h = x.astype(np.float16)
     extras = np.concatenate([h[:head], h[n - tail:], np.zeros(256, np.float16)])[:256]
     partials = []
-    for start, stop in ranges or [(0, 0)]:
-        end = min(stop, nvec)
+    for b in range(grid):
+        end = min((b + 1) * span, nvec)
         totals = []
         for warp in range(block // 32):
-            fragments = [extras.reshape(32, 8)] if start == 0 and warp == 0 and head + tail else []
-            for base in range(start + 32 * warp, end, block * unroll):
+            fragments = [extras.reshape(32, 8)] if b == 0 and warp == 0 and head + tail else []
+            for base in range(b * span + 32 * warp, end, block * unroll):
                 fragments += [_lane_loads(h[head:], base + u * block, end, 8) for u in range(unroll)]
             totals.append(_replay_warp_chain(fragments, chain))
         partials.append(F32(block_combine(np.array(totals, F32))))
@@ -301,30 +292,6 @@ def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, m
     got = emulate_tensorcore(plan, x, "H100")
     want = _replay_flat_one_pass(plan, x, align)
     assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
-
-
-@pytest.mark.parametrize("n,align,waves", [(200001, 6, 1.0), (70001, 0, 4.0), (9000, 2, 0.25), (100, 0, 0.5)])
-def test_flat_tapered_twin_equals_literal_replay(n, align, waves, rng, monkeypatch):
-    """tc_flat's tapered one-pass grid (FLAT_TAPER: blocks of 4 rounds, then of 1 round for the last `waves` waves of
-    the long blocks' vectors; block 64 on one SM): the twin adds in the kernel's order, literally (200001 values, one
-    wave: 43 long blocks and 24 short ones in two groups; 4 waves: short blocks only; 100 values: one block)."""
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ROUNDS", {2: 4})
-    monkeypatch.setattr(tensorcore_plans, "FLAT_TAPER", {2: (1, waves)})
-    monkeypatch.setattr(tensorcore_plans, "FLAT_ONE_PASS_MIN_WAVES", 0)
-    monkeypatch.setattr(tensorcore_plans, "BLOCK", 64)
-    x = (rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(-14, 15, n)).astype(np.float16)  # fp32 sums round
-    plan = plan_tensorcore(Flat(n, align), "float16", "float32", ONE_SM)
-    p = param_dict(plan)
-    taper_vectors = int(waves * ONE_SM.sm_count * tensorcore_plans.FLAT_ROUNDS_BLOCKS_PER_SM * 64 * 2 * 4)
-    assert (p["rounds"], p["taper_rounds"], p["taper_vectors"]) == (4, 1, taper_vectors)
-    assert plan.launches[0].kernel.endswith(f", 4, 1, {taper_vectors}>")
-    groups = -(-p["grid"] // 64) if p["grid"] > 1 else 0
-    assert (plan.workspace_floats, plan.counters) == (p["grid"] + groups, groups + 1)
-    got = emulate_tensorcore(plan, x, "H100")
-    want = _replay_flat_one_pass(plan, x, align)
-    assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
-    if n == 200001:
-        assert (p["grid"], groups) == (43 + 24, 2)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])

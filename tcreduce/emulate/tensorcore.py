@@ -65,9 +65,7 @@ class FlatGrid(NamedTuple):
     after a ``head``, a ``tail`` after them; ``threads`` = grid * block, ``w`` the warp indices. Warp w's lane l loads,
     in loop trip ``it`` (of ``iters[w]``) and unroll slot u, vector ``base[w] + it * step + u * stride + l``, zero at
     or past ``end[w]``: the resident grid-stride walk (every warp to nvec), or with ``rounds`` (a one-pass grid) the
-    vectors [b P, (b + 1) P) of the warp's block b, P = block * unroll * rounds; tapered (``taper_rounds``), only the
-    first big = max(0, nvec - taper_vectors) // P blocks own P vectors, the later ones Q = block * unroll *
-    taper_rounds each from big P on (tc_flat's TAPER_ROUNDS)."""
+    vectors [b P, (b + 1) P) of the warp's block b, P = block * unroll * rounds."""
 
     n: int
     head: int
@@ -96,14 +94,8 @@ def flat_grid(plan: Plan, vec: int = 8) -> FlatGrid:
     w = np.arange(warps)
     if rounds:  # a one-pass grid: block b owns vectors [b P, (b + 1) P), its warps stride by the block
         span, b = block * unroll * rounds, w // (block // 32)  # b: each warp's block
-        start, size = b * span, np.full(warps, span)
-        if p.get("taper_rounds", 0):  # tapered: blocks from `big` on own Q vectors each
-            short, taper_vectors = block * unroll * p["taper_rounds"], p["taper_vectors"]
-            big = (nvec - taper_vectors) // span if nvec > taper_vectors else 0
-            start = np.where(b < big, start, big * span + (b - big) * short)
-            size = np.where(b < big, span, short)
-        base = start + 32 * (w % (block // 32))
-        end = np.minimum(start + size, nvec)
+        base = b * span + 32 * (w % (block // 32))
+        end = np.minimum((b + 1) * span, nvec)
         stride = block
     else:
         base, end, stride = 32 * w, np.full(warps, nvec), threads

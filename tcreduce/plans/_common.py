@@ -12,8 +12,8 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "tapered_grid", "flat_cluster",
-           "CLUSTER_MAX_BLOCKS", "grid_groups", "combine_grid_additions", "choose_splits",
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster", "CLUSTER_MAX_BLOCKS",
+           "grid_groups", "combine_grid_additions", "choose_splits",
            "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
@@ -185,13 +185,6 @@ def flat_one_pass_grid(vectors: int, per_round: int, rounds: int, min_waves: flo
         return 0
     grid = max(1, cdiv(vectors, per_round * rounds))
     return grid if grid >= min_waves * device.sm_count * blocks_per_sm else 0
-
-
-def tapered_grid(vectors: int, per_round: int, rounds: int, taper_rounds: int, taper_vectors: int) -> int:
-    """Blocks of a tapered one-pass walk (tc_flat's TAPER_ROUNDS): ``max(0, vectors - taper_vectors) // P`` blocks of
-    P = ``per_round * rounds`` vectors, then the rest in blocks of ``per_round * taper_rounds`` (at least one block)."""
-    big = (vectors - taper_vectors) // (per_round * rounds) if vectors > taper_vectors else 0
-    return max(1, big + cdiv(vectors - big * per_round * rounds, per_round * taper_rounds))
 
 
 CLUSTER_MAX_BLOCKS = 16  # the largest thread-block cluster Hopper runs (above 8 with the non-portable size allowed)

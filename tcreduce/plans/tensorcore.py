@@ -28,7 +28,7 @@ from ..registry import Method, register
 from ..formats import get_format
 from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_cluster, flat_one_pass_grid, full_grid,
                       grid_groups, is_aligned, one_pass, reaches_floor, rebalance_splits, split_work, spread_rows,
-                      stream_work, tapered_grid, tuned, wave_efficiency)
+                      stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -63,12 +63,6 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # FAMILY_TUNING; an H100 is not measured
 FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
-# ... and tapered, by element size: (rounds of the short blocks, waves of the long blocks' vectors they take, counted
-# in FLAT_ROUNDS_BLOCKS_PER_SM resident blocks per SM) for tc_flat's TAPER_ROUNDS: the last vectors go to short blocks,
-# which run last, so the grid drains in a short block's time. Another order of additions (the twin follows the plan).
-# Session 23 (H200, the read kernel over 2 GiB: 460.8 us in 16 KiB blocks, 465.3 in 256 KiB ones; tc_flat fp16 at 32
-# rounds 464.8): tune_plans *_flat_taper_*
-FLAT_TAPER: dict[int, tuple[int, float]] = {}
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
 # fence, counter and L2 round trip; the same additions in the same order, so the same bits. GPU time per call in a CUDA
@@ -234,16 +228,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_ROUNDS_BLOCKS_PER_SM)
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
-            unroll, cluster = FLAT_UNROLL, 0
+            unroll, groups, cluster = FLAT_UNROLL, grid_groups(grid, BLOCK), 0
             tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
-            taper_rounds, taper_waves = tuned(_THIS, "FLAT_TAPER", device).get(isz, (0, 0.0))
-            if taper_rounds:  # the last vectors in shorter blocks (tc_flat's TAPER_ROUNDS)
-                slots = device.sm_count * FLAT_ROUNDS_BLOCKS_PER_SM
-                taper_vectors = int(taper_waves * slots * BLOCK * FLAT_UNROLL * rounds)
-                grid = tapered_grid(nvec, BLOCK * FLAT_UNROLL, rounds, taper_rounds, taper_vectors)
-                tail_args += f", {taper_rounds}, {taper_vectors}"
-                extra.update(taper_rounds=taper_rounds, taper_vectors=taper_vectors)
-            groups = grid_groups(grid, BLOCK)
         else:
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
