@@ -86,6 +86,18 @@ def test_exclusions_and_ties(derive):
     assert derive.pick(p) == ("tensorcore", 10.1)  # within 1%: the tie goes to the tensor cores
     p = derive.Point("float16", "full", 1024, (1024,), (0,), {"shuffle": 10.0, "tensorcore": 10.2})
     assert derive.pick(p)[0] == "shuffle"
+    # with graph times (full sums): a pick that takes more than 1% more GPU time than a method within 2% of the
+    # fastest back-to-back time gives way to it; level GPU times keep the back-to-back rule
+    times = {"shuffle": 10.05, "tensorcore": 9.95, "kahan": 9.9}
+    p = derive.Point("float16", "full", 1024, (1024,), (0,), times, {"shuffle": 2.3, "tensorcore": 2.8, "kahan": 3.2})
+    assert derive.pick(p) == ("shuffle", 10.05)
+    p = derive.Point("float16", "full", 1024, (1024,), (0,), times, {"shuffle": 2.3, "tensorcore": 2.31, "kahan": 3.2})
+    assert derive.pick(p)[0] == "tensorcore"  # 2.31 within 1% of 2.3: the preferred
+    p = derive.Point("float16", "full", 1024, (1024,), (0,), times, {"shuffle": 3.3, "tensorcore": 3.3, "kahan": 3.3})
+    assert derive.pick(p)[0] == "tensorcore"  # level GPU times: the back-to-back tie (kahan, tensorcore) to the preferred
+    p = derive.Point("float16", "full", 1024, (1024,), (0,), dict(times, shuffle=10.5), {"shuffle": 1.0,
+                                                                                        "tensorcore": 2.8, "kahan": 3.2})
+    assert derive.pick(p)[0] == "tensorcore"  # shuffle 6% above the fastest back to back: not near, whatever its GPU time
     _, notes = derive.derive([derive.Point("float32", "rows", 16, (4, 16), (1,), {"shuffle": 2.0, "cub": 1.0})])
     assert notes and "cub" in notes[0]
 
