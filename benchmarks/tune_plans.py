@@ -484,6 +484,17 @@ for _dt, _e in (*(("float16", e) for e in (14, 16, 17, 18, 20, 22, 24, 26, 27)),
         tc_plan, [committed(tc_plan, "FLAT_RESIDENT")]
         + [dict(FLAT_RESIDENT={2: ub}) for ub in ((4, 4), (3, 5), (6, 4), (8, 4), (8, 3))],
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (65536 + 3,), (4099,), (77,)])
+# ... and the small full sums whose resident grid is one cluster of 2-16 blocks, against one block of 8 or 16 vectors
+# per thread looping over 1-8 trips (FLAT_ONE_BLOCK; run them with --graph). Session 23 (H200, the first run of this
+# sweep): one block of 16 vectors per thread, one trip, 1.94 us at fp16 2^15 against 2.66-2.79 as clusters of 2-8
+for _dt, _e in (("float16", 15), ("float16", 16), ("float16", 17), ("bfloat16", 16), ("float8_e4m3fn", 16),
+                ("float8_e4m3fn", 17)):
+    _isz = 1 if _dt.startswith("float8") else 2
+    SWEEPS[f"{_dt}_flat_small_grid_2p{_e}"] = (
+        tc_plan, [committed(tc_plan, "FLAT_ONE_BLOCK")]
+        + [dict(FLAT_RESIDENT={_isz: ub}) for ub in ((2, 6), (4, 4))]
+        + [dict(FLAT_ONE_BLOCK={_isz: (u, 2, t)}) for u, t in ((16, 1), (16, 2), (16, 4), (8, 4), (8, 8))],
+        _dt, (1 << _e,), None, [(5000,), (30011,), (65536,), (131075,)])
 # small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
 # check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
 # them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)
@@ -649,7 +660,7 @@ def main() -> None:
                     comp.prepare(xt)
                     base[comp.label] = timed(lambda: comp.call(xt), args.reps, "torch")
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
-              ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s" for k, t in base.items()), flush=True)
+              ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s ({t * 1e6:.2f} us)" for k, t in base.items()), flush=True)
         for setting in settings:
             label = " ".join(f"{k}={v}" for k, v in setting.items())
             try:
@@ -657,7 +668,7 @@ def main() -> None:
                     ok = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)
                     t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), args.reps)
                 ratios = "  ".join(f"x {k} {b / t:.3f}" for k, b in base.items())
-                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s  {ratios}  "
+                print(f"  {label:60} {nbytes / t / 1e9:6.0f} GB/s {t * 1e6:9.2f} us  {ratios}  "
                       f"GPU == emulator: {'yes' if ok else 'NO'}", flush=True)
             except Exception as e:  # report and go on
                 print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)

@@ -69,6 +69,11 @@ FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 
 # graph, cluster / last block (tune_plans --graph, H200, session 22): fp16 2^13-2^16 0.85-0.88, 2^17 0.95; fp8 2^14-2^17
 # 0.83-0.87, 2^13 level (an fp16 2^16 sum 3.2 -> 2.7 us). 0: never
 FLAT_CLUSTER_MAX_BLOCKS = 16
+# ... but, by element size, sums of at most trips * BLOCK * unroll 16-byte vectors run as one block of (unroll, blocks
+# per SM it is compiled for, trips), whose total is the result: no cluster, no combination. GPU time per call in a
+# graph (tune_plans --graph *_flat_small_grid_*, H200, session 23): fp16 2^15 (64 KiB) as one block of 16 vectors
+# per thread 1.94 us against 2.66-2.79 as a cluster of 2-8 blocks; fp8 2^16 2.25 against 2.70-2.88. {}: no such plan
+FLAT_ONE_BLOCK: dict[int, tuple[int, int, int]] = {}
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
 # in flight, so twice the tiles or chunks in flight: the same bytes in flight in the same registers
@@ -233,6 +238,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         else:
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
+            one_unroll, one_minb, trips = tuned(_THIS, "FLAT_ONE_BLOCK", device).get(isz, (0, 0, 0))
+            if grid > 1 and nvec <= trips * BLOCK * one_unroll:  # small enough for one block
+                unroll, minb, grid = one_unroll, one_minb, 1
             cluster = flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
             tail_args, extra = f"{minb}", {}
         params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)
