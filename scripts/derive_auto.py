@@ -14,9 +14,9 @@ error bound). Where the sweep also timed the methods inside CUDA graphs (``graph
 the throughput study's full sums) and that pick takes more than ``TIE`` more GPU time than another method within
 ``TOLERANCE`` (2%) of the fastest back-to-back time, the pick is the method with the least GPU time instead (within
 ``TIE`` of it, by ``PREFERENCE``): at small sizes back-to-back calls time the host, whose noise would otherwise choose
-among methods whose GPU time differs by 20-60%. Eligible: every registered sum method with a launch plan and an emulator twin except those in
-``EXCLUDED`` (each with its reason). Points where an excluded method was more than 2% faster than the pick are
-listed in the table's ``NOTES``.
+among methods whose GPU time differs by 20-60%. Eligible: every registered sum method with a launch plan and an
+emulator twin except those in ``EXCLUDED`` (each with its reason). Points where an excluded method was more than 2%
+faster than the pick are listed in the table's ``NOTES``.
 
 ``--check``: derive in memory and exit 1 if the committed table differs (what the CPU test checks too).
 """
@@ -206,9 +206,9 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         *[line for d in devices
           for line in (f"Sources of DEVICE_TABLES[{d.family!r}] (paper_figures/{d.family.lower()}/):", *sources(d))],
         f"Measure: median time per call of back-to-back calls (time_us); ties within {TIE:.0%} go to",
-        f"{', '.join(PREFERENCE)} in that order; where that pick took more than {TIE:.0%} more GPU time in a CUDA graph",
-        f"(graph_us: full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead",
-        f"(within {TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
+        f"{', '.join(PREFERENCE)} in that order; where that pick took more than {TIE:.0%} more GPU time in a",
+        f"CUDA graph (graph_us: full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time",
+        f"wins instead (within {TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
         '"""',
         "",
         f"TIE = {TIE!r}",

@@ -9,9 +9,9 @@ Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 406796d, 2026-11-28T13:06:27+00:00
   segments.csv: NVIDIA H200 (132 SMs), commit 75a5d5c, 2026-11-28T09:38:02+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
-tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a CUDA graph
-(graph_us: full sums) than a method within 2% of the fastest, the least GPU time wins instead
-(within 1%, by that order). Lookup and fallbacks: tcreduce/_auto.py.
+tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a
+CUDA graph (graph_us: full sums) than a method within 2% of the fastest, the least GPU time
+wins instead (within 1%, by that order). Lookup and fallbacks: tcreduce/_auto.py.
 """
 
 TIE = 0.01

@@ -94,10 +94,10 @@ def test_exclusions_and_ties(derive):
     p = derive.Point("float16", "full", 1024, (1024,), (0,), times, {"shuffle": 2.3, "tensorcore": 2.31, "kahan": 3.2})
     assert derive.pick(p)[0] == "tensorcore"  # 2.31 within 1% of 2.3: the preferred
     p = derive.Point("float16", "full", 1024, (1024,), (0,), times, {"shuffle": 3.3, "tensorcore": 3.3, "kahan": 3.3})
-    assert derive.pick(p)[0] == "tensorcore"  # level GPU times: the back-to-back tie (kahan, tensorcore) to the preferred
-    p = derive.Point("float16", "full", 1024, (1024,), (0,), dict(times, shuffle=10.5), {"shuffle": 1.0,
-                                                                                        "tensorcore": 2.8, "kahan": 3.2})
-    assert derive.pick(p)[0] == "tensorcore"  # shuffle 6% above the fastest back to back: not near, whatever its GPU time
+    assert derive.pick(p)[0] == "tensorcore"  # level GPU times: the back-to-back tie (kahan, tensorcore), preferred
+    graph = {"shuffle": 1.0, "tensorcore": 2.8, "kahan": 3.2}
+    p = derive.Point("float16", "full", 1024, (1024,), (0,), dict(times, shuffle=10.5), graph)
+    assert derive.pick(p)[0] == "tensorcore"  # shuffle 6% above the fastest back to back: not near, whatever its graph
     _, notes = derive.derive([derive.Point("float32", "rows", 16, (4, 16), (1,), {"shuffle": 2.0, "cub": 1.0})])
     assert notes and "cub" in notes[0]
 

@@ -203,26 +203,65 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
     isz = get_format(dtype).itemsize
     unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.flat_resident(isz, device)[0]
     per_block = module.BLOCK * unroll * 16 // isz
-    for blocks in (2, 5, 9, 16):
-        n = blocks * per_block - 37
-        xh = random_input(rng, (n,), dtype)
-        xd, kw = to_device(xh)
-        for view in (slice(None), slice(3, None)):
-            align = (3 * isz) % 16 if view.start else 0  # the view's byte offset mod 16
-            with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):
-                assert "cluster" not in param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32",
-                                                            device))
-                last_block = to_numpy(tcreduce.sum(xd[view], method=method, **kw))
-            p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
-            assert p.get("cluster") == p["grid"] == blocks, p
-            want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
-            for _ in range(2):
+    with patched_plans(tensorcore, dict(FLAT_ONE_BLOCK={})):  # an H200 sums a few blocks' worth as one block
+        for blocks in (2, 5, 9, 16):
+            n = blocks * per_block - 37
+            xh = random_input(rng, (n,), dtype)
+            xd, kw = to_device(xh)
+            for view in (slice(None), slice(3, None)):
+                align = (3 * isz) % 16 if view.start else 0  # the view's byte offset mod 16
+                with patched_plans(module, dict(FLAT_CLUSTER_MAX_BLOCKS=0)):
+                    assert "cluster" not in param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32",
+                                                                device))
+                    last_block = to_numpy(tcreduce.sum(xd[view], method=method, **kw))
+                p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
+                assert p.get("cluster") == p["grid"] == blocks, p
+                want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
+                for _ in range(2):
+                    out = poisoned((), "float32")
+                    tcreduce.sum(xd[view], method=method, out=out, **kw)
+                    cupy.cuda.Device().synchronize()
+                    got = to_numpy(out)
+                    assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
+                check_sum(got, xh[view], None, method=method)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_gpu_one_block_flat_sum_equals_emulator(dtype, rng):
+    """FLAT_ONE_BLOCK (patched to the H200's setting on any GPU): full sums of up to trips x 256 x 16 vectors as one
+    block of 16 vectors per thread looping over its trips (fp16 and bf16: two trips, 2^16 elements; fp8: one, 2^16),
+    one vector more as a grid of several: GPU == twin bit for bit, within the bound, every output written (a
+    poisoned out), aligned and misaligned."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Flat
+    from tcreduce._plan import param_dict
+    from tcreduce.formats import get_format
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    isz = get_format(dtype).itemsize
+    setting = dict(FLAT_ONE_BLOCK={2: (16, 2, 2), 1: (16, 2, 1)})
+    limit = setting["FLAT_ONE_BLOCK"][isz][2] * tensorcore.BLOCK * 16 * (16 // isz)  # elements of one block
+    with patched_plans(tensorcore, setting):
+        for n in (77, limit // 3 + 5, limit, limit + 16 // isz, limit + 19):
+            xh = random_input(rng, (n,), dtype)
+            xd, kw = to_device(xh)
+            for view in (slice(None), slice(3, None)):
+                align = (3 * isz) % 16 if view.start else 0
+                p = param_dict(get_plan("tensorcore", Flat(xh[view].size, align), dtype, "float32", device))
+                assert (p["grid"] == 1) == (p["nvec"] <= limit // (16 // isz)), (n, view, p)
+                assert p["grid"] > 1 or p["unroll"] == 16 or n == 77, (n, view, p)
+                want = np.asarray(tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device))
                 out = poisoned((), "float32")
-                tcreduce.sum(xd[view], method=method, out=out, **kw)
+                tcreduce.sum(xd[view], method="tensorcore", out=out, **kw)
                 cupy.cuda.Device().synchronize()
                 got = to_numpy(out)
-                assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
-            check_sum(got, xh[view], None, method=method)
+                assert got.tobytes() == want.tobytes(), (n, view, got, want)
+                check_sum(got, xh[view], None, method="tensorcore")
 
 
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
