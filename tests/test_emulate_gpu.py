@@ -227,11 +227,12 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
-def test_gpu_one_block_flat_sum_equals_emulator(dtype, rng):
-    """FLAT_ONE_BLOCK (patched to the H200's setting on any GPU): full sums of up to trips x 256 x 16 vectors as one
-    block of 16 vectors per thread looping over its trips (fp16 and bf16: two trips, 2^16 elements; fp8: one, 2^16),
-    one vector more as a grid of several: GPU == twin bit for bit, within the bound, every output written (a
-    poisoned out), aligned and misaligned."""
+@pytest.mark.parametrize("trips", [1, 2])
+def test_gpu_one_block_flat_sum_equals_emulator(dtype, trips, rng):
+    """FLAT_ONE_BLOCK (patched on, on any GPU, to the setting measured for an H200 and to two trips): full sums of up
+    to trips x 256 x 16 vectors as one block of 16 vectors per thread looping over its trips, one vector more as a
+    grid of several: GPU == twin bit for bit, within the bound, every output written (a poisoned out), aligned and
+    misaligned."""
     import cupy
 
     from tcreduce._api import get_plan
@@ -244,8 +245,8 @@ def test_gpu_one_block_flat_sum_equals_emulator(dtype, rng):
 
     device = current_device()[1]
     isz = get_format(dtype).itemsize
-    setting = dict(FLAT_ONE_BLOCK={2: (16, 2, 2), 1: (16, 2, 1)})
-    limit = setting["FLAT_ONE_BLOCK"][isz][2] * tensorcore.BLOCK * 16 * (16 // isz)  # elements of one block
+    setting = dict(FLAT_ONE_BLOCK={2: (16, 2, trips), 1: (16, 2, trips)})
+    limit = trips * tensorcore.BLOCK * 16 * (16 // isz)  # elements of one block
     with patched_plans(tensorcore, setting):
         for n in (77, limit // 3 + 5, limit, limit + 16 // isz, limit + 19):
             xh = random_input(rng, (n,), dtype)
