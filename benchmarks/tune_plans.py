@@ -485,8 +485,10 @@ for _dt, _e in (*(("float16", e) for e in (14, 16, 17, 18, 20, 22, 24, 26, 27)),
         + [dict(FLAT_RESIDENT={2: ub}) for ub in ((4, 4), (3, 5), (6, 4), (8, 4), (8, 3))],
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (65536 + 3,), (4099,), (77,)])
 # ... and the small full sums whose resident grid is one cluster of 2-16 blocks, against one block of 8 or 16 vectors
-# per thread looping over 1-8 trips (FLAT_ONE_BLOCK; run them with --graph). Session 23 (H200, the first run of this
-# sweep): one block of 16 vectors per thread, one trip, 1.94 us at fp16 2^15 against 2.66-2.79 as clusters of 2-8
+# per thread looping over 1-8 trips (FLAT_ONE_BLOCK; run them with --graph). Session 23 (H200): one block of 16
+# vectors per thread, one trip, 1.94 us at fp16 2^15 against 2.66-2.79 as clusters of 2-8. The sweep times one
+# L2-resident buffer: two trips read faster here (2^16 2.56 us against 2.82) but slower in the throughput study, whose
+# inputs come from DRAM (3.20 against 2.99)
 for _dt, _e in (("float16", 15), ("float16", 16), ("float16", 17), ("bfloat16", 16), ("float8_e4m3fn", 16),
                 ("float8_e4m3fn", 17)):
     _isz = 1 if _dt.startswith("float8") else 2
