@@ -149,17 +149,6 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 // its partials combined through distributed shared memory (combine_cluster, common.cuh: the same additions in the
 // same order as combine_partials), no workspace or counters: the same bits as tc_flat on the same grid.
 
-// One trip's UNROLL raw 16-byte vectors of a lane: vector i + u * step for slot u, zero from `end` on.
-template <typename T, int UNROLL, int LOAD>
-__device__ __forceinline__ void load_trip(uint4 (&q)[UNROLL], const T* __restrict__ v, i64 i, i64 step, i64 end) {
-    constexpr i64 VEC = 16 / sizeof(T);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        const i64 j = i + (i64)u * step;
-        q[u] = j < end ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * j)) : make_uint4(0u, 0u, 0u, 0u);
-    }
-}
-
 // Steps 1-2 and the block's part of step 3: this block's total (valid in thread 0).
 template <typename T, int BLOCK, int UNROLL, int CHAIN, int LOAD, int ROUNDS>
 __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i64 n, float* smem) {
@@ -189,7 +178,11 @@ __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i6
     const i64 end = ROUNDS > 0 ? min((i64)(blockIdx.x + 1) * BLOCK * UNROLL * ROUNDS, nvec) : nvec;
     for (i64 warp_base = begin; warp_base < end; warp_base += step * UNROLL) {
         uint4 q[UNROLL];  // raw 16-byte vectors
-        load_trip<T, UNROLL, LOAD>(q, v, warp_base + lane, step, end);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 i = warp_base + lane + (i64)u * step;
+            q[u] = i < end ? load16<LOAD>(reinterpret_cast<const uint4*>(v + VEC * i)) : make_uint4(0u, 0u, 0u, 0u);
+        }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) mma_vector16(acc, q[u]);
     }
