@@ -139,9 +139,10 @@ def pick(point: Point) -> tuple[str, float]:
     m = min((m for t, m in cands if t <= best * (1 + TIE)), key=order.index)
     near = [m for t, m in cands if t <= best * (1 + TOLERANCE)]
     graph = {k: point.graph_times.get(k, math.nan) for k in near}
-    if all(math.isfinite(g) for g in graph.values()) and graph[m] > min(graph.values()) * (1 + TIE):
-        least = min(graph.values())  # the pick takes clearly more GPU time than a near-fastest method: that one
-        m = min((k for k in near if graph[k] <= least * (1 + TIE)), key=order.index)
+    if all(math.isfinite(g) for g in graph.values()):
+        least = min(graph.values())
+        if graph[m] > least * (1 + TIE):  # the pick takes clearly more GPU time than a near-fastest method: that one
+            m = min((k for k in near if graph[k] <= least * (1 + TIE)), key=order.index)
     return m, point.times[m]
 
 

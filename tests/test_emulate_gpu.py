@@ -203,7 +203,7 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
     isz = get_format(dtype).itemsize
     unroll = shuffle.FLAT_TUNING[dtype][0] if method == "shuffle" else tensorcore.flat_resident(isz, device)[0]
     per_block = module.BLOCK * unroll * 16 // isz
-    with patched_plans(tensorcore, dict(FLAT_ONE_BLOCK={})):  # an H200 sums a few blocks' worth as one block
+    with patched_plans(tensorcore, dict(FLAT_ONE_BLOCK={})):  # where set, a few blocks' worth would run as one block
         for blocks in (2, 5, 9, 16):
             n = blocks * per_block - 37
             xh = random_input(rng, (n,), dtype)
@@ -247,6 +247,7 @@ def test_gpu_one_block_flat_sum_equals_emulator(dtype, trips, rng):
     isz = get_format(dtype).itemsize
     setting = dict(FLAT_ONE_BLOCK={2: (16, 2, trips), 1: (16, 2, trips)})
     limit = trips * tensorcore.BLOCK * 16 * (16 // isz)  # elements of one block
+    resident_unroll = tensorcore.flat_resident(isz, device)[0]
     with patched_plans(tensorcore, setting):
         for n in (77, limit // 3 + 5, limit, limit + 16 // isz, limit + 19):
             xh = random_input(rng, (n,), dtype)
@@ -255,7 +256,7 @@ def test_gpu_one_block_flat_sum_equals_emulator(dtype, trips, rng):
                 align = (3 * isz) % 16 if view.start else 0
                 p = param_dict(get_plan("tensorcore", Flat(xh[view].size, align), dtype, "float32", device))
                 assert (p["grid"] == 1) == (p["nvec"] <= limit // (16 // isz)), (n, view, p)
-                resident_unroll = tensorcore.flat_resident(isz, device)[0]  # one resident block: that plan as it was
+                # a sum the resident grid gives one block anyway keeps that plan
                 one = resident_unroll if p["nvec"] <= tensorcore.BLOCK * resident_unroll else 16
                 assert p["grid"] > 1 or p["unroll"] == one, (n, view, p)
                 want = np.asarray(tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device))
