@@ -97,8 +97,8 @@ def test_tc_rows16_compiles_clean(kernel):
 # in; an H200 plans 32), fp8 included (no GPU plans it in one pass)
 ONE_PASS_FLAT = [f"tc_flat<{t}, 256, 2, 1, float, 2, 5, {r}>" for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3")
                  for r in (1, 4, 8, 16)]
-# ... and small sums as one block of 16 vectors per thread (FLAT_ONE_BLOCK, off in every family; the GPU test patches
-# it in)
+# ... and small sums as one block of 16 vectors per thread (FLAT_ONE_BLOCK: an H200 plans it for one trip; the GPU test
+# patches in two)
 ONE_PASS_FLAT += [f"tc_flat<{t}, 256, 16, 1, float, 2, 2>" for t in ("__half", "__nv_bfloat16", "__nv_fp8_e4m3")]
 
 

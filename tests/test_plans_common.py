@@ -345,10 +345,10 @@ def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 def test_small_full_sums_run_as_one_block_where_allowed(dtype):
-    """FLAT_ONE_BLOCK (off in every family until its GPU test has run; patched here to the setting measured for an
-    H200): a full sum of at most 256 x 16 vectors that the resident grid would spread over several blocks runs as one
-    tc_flat block of 16 vectors per thread compiled for 2 blocks per SM (x, n, out, ws, counters; one block writes out
-    itself), on an H100 too; one vector more takes the resident grid, as one cluster."""
+    """FLAT_ONE_BLOCK (an H200's setting; an H100 has none): a full sum of at most 256 x 16 vectors that the resident
+    grid would spread over several blocks runs as one tc_flat block of 16 vectors per thread compiled for 2 blocks per
+    SM (x, n, out, ws, counters; one block writes out itself); one vector more takes the resident grid, as one
+    cluster. An H100 keeps the cluster, and runs one block too where the H200's setting is patched in."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
@@ -357,18 +357,24 @@ def test_small_full_sums_run_as_one_block_where_allowed(dtype):
     from tcreduce.plans import tensorcore
     from tcreduce.testing import patched_plans
 
-    assert tensorcore.FLAT_ONE_BLOCK == {} and all("FLAT_ONE_BLOCK" not in t for t in tensorcore.FAMILY_TUNING.values())
+    assert tensorcore.FLAT_ONE_BLOCK == {} and "FLAT_ONE_BLOCK" not in tensorcore.FAMILY_TUNING["H100"]
     vec = 16 // get_format(dtype).itemsize
     limit = 256 * 16 * vec  # elements of one block's trip
     h200, h100 = named_device("H200"), named_device("H100")
-    before = {n: get_plan("tensorcore", Flat(n, 0), dtype, "float32", h200) for n in (limit * 3 // 4 + 3, limit)}
-    with patched_plans(tensorcore, dict(FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)})):
-        for n in (limit * 3 // 4 + 3, limit):  # more than one resident block of 8 vectors per thread
-            plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", h200)
-            p = param_dict(plan)
-            assert param_dict(before[n])["grid"] > 1
-            assert (p["grid"], p["unroll"], plan.launches[0].kernel.endswith(", 16, 1, float, 2, 2>")) == (1, 16, True)
-            assert param_dict(get_plan("tensorcore", Flat(n, 0), dtype, "float32", h100))["grid"] == 1  # alike
-        p = param_dict(get_plan("tensorcore", Flat(limit + vec, 0), dtype, "float32", h200))
-        assert p["grid"] > 1 and p["cluster"] == p["grid"] and p["unroll"] == 8
-        assert param_dict(get_plan("tensorcore", Flat(40, 0), dtype, "float32", h200))["unroll"] == 8  # one block
+
+    def plan(n: int, device):
+        return get_plan("tensorcore", Flat(n, 0), dtype, "float32", device)
+
+    def is_one_block(p) -> bool:
+        return (param_dict(p)["grid"], param_dict(p)["unroll"]) == (1, 16) and p.launches[0].kernel.endswith(
+            ", 16, 1, float, 2, 2>")
+
+    for n in (limit * 3 // 4 + 3, limit):  # more than one resident block of 8 vectors per thread
+        assert is_one_block(plan(n, h200))
+        p = param_dict(plan(n, h100))
+        assert p["grid"] > 1 and p["cluster"] == p["grid"]
+        with patched_plans(tensorcore, dict(FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)})):
+            assert is_one_block(plan(n, h100))
+    p = param_dict(plan(limit + vec, h200))
+    assert p["grid"] > 1 and p["cluster"] == p["grid"] and p["unroll"] == 8
+    assert param_dict(plan(40, h200))["unroll"] == 8  # one resident block anyway: the resident grid's plan

@@ -74,9 +74,8 @@ FLAT_CLUSTER_MAX_BLOCKS = 16
 # graph on an H200 (session 23, us), one block of 16 vectors per thread against the cluster of today's plan: in the
 # throughput study (inputs rotated through DRAM; notes/data/2026-11-28-h200-s23/throughput_one_block_489330b.csv)
 # one trip fp16 2^15 1.97 / 2.76, bf16 1.95 / 2.82, fp8 2^16 2.25 / 2.84, but two trips fp16 2^16 3.20 / 2.99 (the
-# second trip waits on DRAM; tune_plans --graph, one L2-resident buffer, had read it 2.56 / 2.82). The setting to take
-# on an H200 is {2: (16, 2, 1), 1: (16, 2, 1)}; off ({}) everywhere until its GPU test
-# (test_gpu_one_block_flat_sum_equals_emulator) has run: no device time was left after the study
+# second trip waits on DRAM; tune_plans --graph, one L2-resident buffer, had read it 2.56 / 2.82). An H200 takes one
+# trip (FAMILY_TUNING); an H100 is not measured
 FLAT_ONE_BLOCK: dict[int, tuple[int, int, int]] = {}
 ROWS_UNROLL_SHORT = {4: 4, 8: 2}  # vec -> row tiles in flight per warp in tc_rows SHORT (4 blocks per SM)
 # fp8 in tc_rows SHORT and tc_cols: its loads bring half the bytes of fp16's and stay raw (1 byte per element) while
@@ -194,6 +193,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
+                 FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
 }
