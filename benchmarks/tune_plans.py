@@ -454,6 +454,20 @@ for _dt, _n in (*(("float16", 1 << _e) for _e in range(25, 31)), ("bfloat16", 1 
                 ("float8_e4m3fn", 1 << 29), ("float8_e4m3fn", 1 << 31)):
     SWEEPS[f"{_dt}_flat_rounds_2p{_n.bit_length() - 1}"] = (
         tc_plan, FLAT_ROUNDS_SETTINGS, _dt, (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)])
+# ... and that one-pass walk with more vectors in flight per thread (FLAT_ONE_PASS: (unroll, blocks per SM), rounds
+# chosen for blocks of 256 KiB as the H200's 16-bit 2 x 32; 16 on 2 at 4 rounds 512 KiB), the committed setting first
+# (fp8: the resident grid of 8 on 4), then the one-pass grid of the module's 2 on 5 at 32 rounds. Another order of
+# additions for another unroll (the bits check follows the plan). NVRTC sm_90: 48 registers for fp16 up to 8 on 5, fp8
+# 8 on 3-4 60, 16 on 2 80-92, no spills
+FLAT_ONE_PASS_SETTINGS = ((2, 5, 32), (4, 4, 16), (4, 5, 16), (8, 3, 8), (8, 4, 8), (8, 5, 8), (16, 2, 4))
+for _dt, _e in (("float16", 28), ("float16", 29), ("float16", 30), ("float8_e4m3fn", 28), ("float8_e4m3fn", 29),
+                ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
+    _isz = 1 if _dt.startswith("float8") else 2
+    SWEEPS[f"{_dt}_flat_one_pass_2p{_e}"] = (
+        tc_plan, [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES")]
+        + [dict(FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0)
+           for u, b, r in FLAT_ONE_PASS_SETTINGS if (u, b) != (8, 5) or _isz == 2],  # fp8 8 on 5 spills
+        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and shuffle_flat and tc32_flat (fp32 full sums) over the same one-pass walk (session 20), the committed setting
 # first, then the resident grid and 4-32 rounds with no minimum of waves
 for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):

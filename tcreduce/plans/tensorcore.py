@@ -63,6 +63,10 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # FAMILY_TUNING; an H100 is not measured
 FLAT_RESIDENT: dict[int, tuple[int, int]] = {}
 FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 40 registers spill 8 bytes)
+# tc_flat's one-pass grid by element size (bytes): (vectors in flight per thread, blocks per SM) in place of
+# (FLAT_UNROLL, FLAT_ROUNDS_BLOCKS_PER_SM); a block still owns FLAT_ROUNDS rounds of BLOCK x unroll vectors (another
+# order of additions for another unroll: the twin follows the plan)
+FLAT_ONE_PASS: dict[int, tuple[int, int]] = {}
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
 # fence, counter and L2 round trip; the same additions in the same order, so the same bits. GPU time per call in a CUDA
@@ -234,11 +238,12 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         head = min(((16 - problem.align % 16) % 16) // isz, problem.n)
         nvec = (problem.n - head) // vec
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
-        grid = flat_one_pass_grid(nvec, BLOCK * FLAT_UNROLL, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
-                                  device, FLAT_ROUNDS_BLOCKS_PER_SM)
+        unroll, minb = tuned(_THIS, "FLAT_ONE_PASS", device).get(isz, (FLAT_UNROLL, FLAT_ROUNDS_BLOCKS_PER_SM))
+        grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
+                                  device, minb)
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
-            unroll, groups, cluster = FLAT_UNROLL, grid_groups(grid, BLOCK), 0
-            tail_args, extra = f"{FLAT_ROUNDS_BLOCKS_PER_SM}, {rounds}", dict(rounds=rounds)
+            groups, cluster = grid_groups(grid, BLOCK), 0
+            tail_args, extra = f"{minb}, {rounds}", dict(rounds=rounds)
         else:
             unroll, minb = flat_resident(isz, device)
             grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
