@@ -468,6 +468,19 @@ for _dt, _e in (("float16", 28), ("float16", 29), ("float16", 30), ("float8_e4m3
         + [dict(FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0)
            for u, b, r in FLAT_ONE_PASS_SETTINGS if (u, b) != (8, 5) or _isz == 2],  # fp8 8 on 5 spills
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
+# ... and in blocks of 32-128 threads (BLOCK patched: a block's epilogue waits on fewer warps, a block of one warp
+# on none; more, shorter blocks; the warps' fold and the groups of the two-level combination follow BLOCK, so another
+# order of additions: the bits check follows the plan), the committed setting first. NVRTC sm_90: 48 registers (fp8 8
+# in flight 60), no spills
+FLAT_SMALL_BLOCKS = ((256, 2, 5, 32), (128, 2, 10, 32), (128, 4, 8, 16), (128, 4, 10, 16), (64, 2, 20, 32),
+                     (64, 4, 16, 32), (64, 4, 20, 16), (32, 4, 32, 32), (32, 8, 32, 16), (32, 8, 24, 16))
+for _dt, _e in (("float16", 28), ("float16", 30), ("float8_e4m3fn", 30)):
+    _isz = 1 if _dt.startswith("float8") else 2
+    SWEEPS[f"{_dt}_flat_small_blocks_2p{_e}"] = (
+        tc_plan, [committed(tc_plan, "BLOCK", "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES")]
+        + [dict(BLOCK=t, FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0)
+           for t, u, b, r in FLAT_SMALL_BLOCKS],
+        _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and shuffle_flat and tc32_flat (fp32 full sums) over the same one-pass walk (session 20), the committed setting
 # first, then the resident grid and 4-32 rounds with no minimum of waves
 for _n in (1 << 26, 1 << 27, 1 << 28, 1 << 30):
