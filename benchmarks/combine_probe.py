@@ -12,6 +12,9 @@ shared memory as tc_flat's epilogue does; then
             each level behind a fence and a counter (what tc_flat's one-pass grid does)
     MODE 2  combine_grid<256, false>: the last block adds every block value (one level)
     MODE 3  no block value at all: the walk alone, storing only if the fold hits a magic word (the read kernel's end)
+    MODE 4  MODE 1's order of additions without its fences: each block value travels with a flag in one 64-bit relaxed
+            store into a zeroed slot, the last block of a level (found by a relaxed atomic) waits for each flag and
+            zeroes the slot after reading it
 
 beside ``tcreduce.sum(x, method="tensorcore")`` and the experiments' read kernel (best configuration) on the same
 buffer. The difference MODE 1 - MODE 0 is what the two-level combination adds to a call's time; MODE 0 - MODE 3 what
@@ -32,6 +35,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from perf_floor import metadata, timed  # noqa: E402
 
 PROBE = r"""
+// MODE 4's combination: combine_grid<256, true>'s order of additions, without fences. Each block value travels with a
+// flag in one 64-bit relaxed store into a slot of a zeroed buffer; the last block of a level (found by the counter's
+// relaxed atomic) waits until every slot it adds shows its flag, and zeroes the slot after reading it (so the buffer
+// is zero again when the launch ends).
+__device__ __forceinline__ unsigned long long ld_slot(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_slot(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ float take_slot(unsigned long long* p) {
+    unsigned long long w = ld_slot(p);
+    while ((w >> 32) == 0ull) w = ld_slot(p);
+    st_slot(p, 0ull);
+    return __uint_as_float((unsigned)w);
+}
+template <int BLOCK>
+__device__ __forceinline__ bool combine_slots(unsigned long long* slots, unsigned* counters, float value, float* smem,
+                                              float* total) {
+    __shared__ bool is_last;
+    const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+    const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
+    if (threadIdx.x == 0) {
+        st_slot(slots + blockIdx.x, (1ull << 32) | __float_as_uint(value));
+        is_last = atomicAdd(counters + group, 1u) == members - 1;
+        if (is_last) counters[group] = 0u;
+    }
+    __syncthreads();
+    if (!is_last) return false;
+    float acc = 0.0f;
+    if (threadIdx.x < members) acc += take_slot(slots + group * BLOCK + threadIdx.x);
+    const float group_total = tcr::block_fold<BLOCK>(acc, smem);
+    if (threadIdx.x == 0) {
+        st_slot(slots + gridDim.x + group, (1ull << 32) | __float_as_uint(group_total));
+        is_last = atomicAdd(counters + groups, 1u) == groups - 1;
+        if (is_last) counters[groups] = 0u;
+    }
+    __syncthreads();
+    if (!is_last) return false;
+    acc = 0.0f;
+    for (unsigned i = threadIdx.x; i < groups; i += BLOCK) acc += take_slot(slots + gridDim.x + i);
+    *total = tcr::block_fold<BLOCK>(acc, smem);
+    return true;
+}
+
 template <int U, int ROUNDS, int MODE>
 __global__ void __launch_bounds__(256, 5)
 walk_combine(const uint4* __restrict__ x, long long n16, float* ws, unsigned* counters, float* out) {
@@ -51,13 +101,21 @@ walk_combine(const uint4* __restrict__ x, long long n16, float* ws, unsigned* co
         return;
     }
     const float value = tcr::block_fold<256>((float)(acc & 0xFFu), smem);
+    float total;
+    if (MODE == 4) {
+        if (combine_slots<256>(reinterpret_cast<unsigned long long*>(ws), counters, value, smem, &total) &&
+            threadIdx.x == 0) {
+            out[0] = total;
+        }
+        return;
+    }
     if (threadIdx.x == 0) ws[blockIdx.x] = value;
     if (MODE == 0) return;
-    float total;
     if (tcr::combine_grid<256, MODE == 1>(ws, counters, smem, &total) && threadIdx.x == 0) out[0] = total;
 }
 """
-MODES = {0: "store block values", 1: "two-level combination", 2: "one-level combination", 3: "walk alone"}
+MODES = {0: "store block values", 1: "two-level combination", 2: "one-level combination", 3: "walk alone",
+         4: "two-level, flagged slots"}
 U, ROUNDS = 2, 32
 
 
@@ -83,11 +141,20 @@ def main() -> None:
         n16 = nbytes // 16
         grid = -(-n16 // (256 * U * ROUNDS))
         ws = cupy.zeros(grid + 256, dtype=cupy.float32)
+        slots = cupy.zeros(grid + 256, dtype=cupy.uint64)  # MODE 4's, zero between launches
         counters = cupy.zeros(grid // 256 + 2, dtype=cupy.uint32)
         out = cupy.zeros(2, dtype=cupy.float32)
-        kargs = (x, np.int64(n16), ws, counters, out)
-        cases = {f"MODE {m}: {label}": (lambda f=mod.get_function(names[m]): f((grid,), (256,), kargs))
-                 for m, label in MODES.items()}
+
+        def launch(m: int) -> None:
+            mod.get_function(names[m])((grid,), (256,), (x, np.int64(n16), slots if m == 4 else ws, counters, out))
+
+        totals = {}
+        for m in (1, 2, 4):  # the same block values: modes 1 and 4 add them in the same order
+            out.fill(np.nan)
+            launch(m)
+            totals[m] = float(out[0])
+        assert totals[1] == totals[4] and not slots.any() and not counters.any(), (totals, int(slots.any()))
+        cases = {f"MODE {m}: {label}": (lambda m=m: launch(m)) for m, label in MODES.items()}
         res = cupy.empty((), dtype=cupy.float32)
         cases["tcreduce.sum tensorcore"] = lambda: tcreduce.sum(x, method="tensorcore", out=res)
         for label, fn in cases.items():
@@ -98,7 +165,7 @@ def main() -> None:
         rows.append(dict(bytes=nbytes, case=f"read kernel {config}", us=round(t.median_s * 1e6, 2),
                          GBps=round(nbytes / t.median_s / 1e9, 1)))
         print(f"{nbytes >> 20:5d} MiB  {rows[-1]['case']:34s} {rows[-1]['us']:8.2f} us {rows[-1]['GBps']:8.1f} GB/s")
-        del x
+        x = ws = slots = None  # free the buffers before the next size
         cupy.get_default_memory_pool().free_all_blocks()
     path = Path(args.out) / "combine_probe.csv"
     with path.open("w", newline="") as f:
