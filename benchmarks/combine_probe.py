@@ -1,4 +1,4 @@
-"""What the end of a one-pass full sum costs: tc_flat's one-pass walk without its arithmetic, ended four ways.
+"""What the end of a one-pass full sum costs: tc_flat's one-pass walk without its arithmetic, ended six ways.
 
     python3 benchmarks/combine_probe.py [--out DIR] [--reps 30]
 
@@ -8,13 +8,14 @@ loads (no floating point, so the walk is all that differs from the read kernel) 
 shared memory as tc_flat's epilogue does; then
 
     MODE 0  thread 0 stores the block's value (no combination: the walk and the epilogue alone)
-    MODE 1  combine_grid<256, true> (kernels/common.cuh): the block values in groups of 256, then the groups' totals,
-            each level behind a fence and a counter (what tc_flat's one-pass grid does)
-    MODE 2  combine_grid<256, false>: the last block adds every block value (one level)
+    MODE 1  the block values in ws, in groups of 256, then the groups' totals, each level behind every block's fence
+            and a counter (what tc_flat's one-pass grid did before session 24)
+    MODE 2  the same in one level: the last block adds every block value
     MODE 3  no block value at all: the walk alone, storing only if the fold hits a magic word (the read kernel's end)
-    MODE 4  MODE 1's order of additions without its fences: each block value travels with a flag in one 64-bit relaxed
-            store into a zeroed slot, the last block of a level (found by a relaxed atomic) waits for each flag and
-            zeroes the slot after reading it
+    MODE 4  MODE 1's order of additions through tcr::combine_grid_slots<256, true> (kernels/common.cuh, what tc_flat
+            does now): each block value travels with a flag in one 64-bit relaxed store into a slot of the zeroed
+            counters pool, the last block of a level (found by a relaxed atomic) waits for each flag and zeroes the slot
+    MODE 5  MODE 2's order through combine_grid_slots<256, false>
 
 beside ``tcreduce.sum(x, method="tensorcore")`` and the experiments' read kernel (best configuration) on the same
 buffer. The difference MODE 1 - MODE 0 is what the two-level combination adds to a call's time; MODE 0 - MODE 3 what
@@ -35,51 +36,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from perf_floor import metadata, timed  # noqa: E402
 
 PROBE = r"""
-// MODE 4's combination: combine_grid<256, true>'s order of additions, without fences. Each block value travels with a
-// flag in one 64-bit relaxed store into a slot of a zeroed buffer; the last block of a level (found by the counter's
-// relaxed atomic) waits until every slot it adds shows its flag, and zeroes the slot after reading it (so the buffer
-// is zero again when the launch ends).
-__device__ __forceinline__ unsigned long long ld_slot(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_slot(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ float take_slot(unsigned long long* p) {
-    unsigned long long w = ld_slot(p);
-    while ((w >> 32) == 0ull) w = ld_slot(p);
-    st_slot(p, 0ull);
-    return __uint_as_float((unsigned)w);
-}
-template <int BLOCK>
-__device__ __forceinline__ bool combine_slots(unsigned long long* slots, unsigned* counters, float value, float* smem,
-                                              float* total) {
-    __shared__ bool is_last;
-    const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
-    const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
-    if (threadIdx.x == 0) {
-        st_slot(slots + blockIdx.x, (1ull << 32) | __float_as_uint(value));
-        is_last = atomicAdd(counters + group, 1u) == members - 1;
-        if (is_last) counters[group] = 0u;
+// MODES 1 and 2: the combination tc_flat and shuffle_flat used before combine_grid_slots (kernels/common.cuh, the
+// same order of additions): block b stores its value in ws[b] and every block fences before its counter ticket
+// (tcr::arrive_last), the last block of a level reads the values with __ldcg.
+template <int BLOCK, bool TWO_LEVEL>
+__device__ __forceinline__ bool fenced_combine(float* ws, unsigned* counters, float* smem, float* total) {
+    if constexpr (!TWO_LEVEL) {
+        if (!tcr::arrive_last(counters, gridDim.x)) return false;
+        *total = tcr::combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
+        return true;
+    } else {
+        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
+        if (!tcr::arrive_last(counters + group, members)) return false;
+        const float group_total = tcr::combine_partials<BLOCK>(ws + (long long)group * BLOCK, members, 1, smem);
+        if (threadIdx.x == 0) ws[gridDim.x + group] = group_total;
+        if (!tcr::arrive_last(counters + groups, groups)) return false;
+        *total = tcr::combine_partials<BLOCK>(ws + gridDim.x, groups, 1, smem);
+        return true;
     }
-    __syncthreads();
-    if (!is_last) return false;
-    float acc = 0.0f;
-    if (threadIdx.x < members) acc += take_slot(slots + group * BLOCK + threadIdx.x);
-    const float group_total = tcr::block_fold<BLOCK>(acc, smem);
-    if (threadIdx.x == 0) {
-        st_slot(slots + gridDim.x + group, (1ull << 32) | __float_as_uint(group_total));
-        is_last = atomicAdd(counters + groups, 1u) == groups - 1;
-        if (is_last) counters[groups] = 0u;
-    }
-    __syncthreads();
-    if (!is_last) return false;
-    acc = 0.0f;
-    for (unsigned i = threadIdx.x; i < groups; i += BLOCK) acc += take_slot(slots + gridDim.x + i);
-    *total = tcr::block_fold<BLOCK>(acc, smem);
-    return true;
 }
 
 template <int U, int ROUNDS, int MODE>
@@ -102,20 +77,17 @@ walk_combine(const uint4* __restrict__ x, long long n16, float* ws, unsigned* co
     }
     const float value = tcr::block_fold<256>((float)(acc & 0xFFu), smem);
     float total;
-    if (MODE == 4) {
-        if (combine_slots<256>(reinterpret_cast<unsigned long long*>(ws), counters, value, smem, &total) &&
-            threadIdx.x == 0) {
-            out[0] = total;
-        }
+    if (MODE >= 4) {  // counters: the counters pool's layout (plans/_common.py flagged_counters)
+        if (tcr::combine_grid_slots<256, MODE == 4>(value, counters, smem, &total) && threadIdx.x == 0) out[0] = total;
         return;
     }
     if (threadIdx.x == 0) ws[blockIdx.x] = value;
     if (MODE == 0) return;
-    if (tcr::combine_grid<256, MODE == 1>(ws, counters, smem, &total) && threadIdx.x == 0) out[0] = total;
+    if (fenced_combine<256, MODE == 1>(ws, counters, smem, &total) && threadIdx.x == 0) out[0] = total;
 }
 """
-MODES = {0: "store block values", 1: "two-level combination", 2: "one-level combination", 3: "walk alone",
-         4: "two-level, flagged slots"}
+MODES = {0: "store block values", 1: "two-level, fenced", 2: "one-level, fenced", 3: "walk alone",
+         4: "two-level, flagged slots", 5: "one-level, flagged slots"}
 U, ROUNDS = 2, 32
 
 
@@ -127,6 +99,7 @@ def main() -> None:
     from experiments.ceiling import time_read_kernel
     from experiments.timing import TimingConfig
     from tcreduce._compile import load_source
+    from tcreduce.plans._common import flagged_counters, grid_groups
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".")
@@ -141,19 +114,20 @@ def main() -> None:
         n16 = nbytes // 16
         grid = -(-n16 // (256 * U * ROUNDS))
         ws = cupy.zeros(grid + 256, dtype=cupy.float32)
-        slots = cupy.zeros(grid + 256, dtype=cupy.uint64)  # MODE 4's, zero between launches
-        counters = cupy.zeros(grid // 256 + 2, dtype=cupy.uint32)
+        groups = grid_groups(grid, 256)
+        counters = cupy.zeros(flagged_counters(grid, groups), dtype=cupy.uint32)  # zero between launches
         out = cupy.zeros(2, dtype=cupy.float32)
 
         def launch(m: int) -> None:
-            mod.get_function(names[m])((grid,), (256,), (x, np.int64(n16), slots if m == 4 else ws, counters, out))
+            mod.get_function(names[m])((grid,), (256,), (x, np.int64(n16), ws, counters, out))
 
         totals = {}
-        for m in (1, 2, 4):  # the same block values: modes 1 and 4 add them in the same order
+        for m in (1, 2, 4, 5):  # the same block values: modes 1 and 4, 2 and 5 add them in the same order
             out.fill(np.nan)
             launch(m)
             totals[m] = float(out[0])
-        assert totals[1] == totals[4] and not slots.any() and not counters.any(), (totals, int(slots.any()))
+            assert not counters.any(), f"MODE {m} left the counters pool nonzero"
+        assert totals[1] == totals[4] and totals[2] == totals[5], totals
         cases = {f"MODE {m}: {label}": (lambda m=m: launch(m)) for m, label in MODES.items()}
         res = cupy.empty((), dtype=cupy.float32)
         cases["tcreduce.sum tensorcore"] = lambda: tcreduce.sum(x, method="tensorcore", out=res)
@@ -165,7 +139,7 @@ def main() -> None:
         rows.append(dict(bytes=nbytes, case=f"read kernel {config}", us=round(t.median_s * 1e6, 2),
                          GBps=round(nbytes / t.median_s / 1e9, 1)))
         print(f"{nbytes >> 20:5d} MiB  {rows[-1]['case']:34s} {rows[-1]['us']:8.2f} us {rows[-1]['GBps']:8.1f} GB/s")
-        x = ws = slots = None  # free the buffers before the next size
+        x = ws = counters = None  # free the buffers before the next size
         cupy.get_default_memory_pool().free_all_blocks()
     path = Path(args.out) / "combine_probe.csv"
     with path.open("w", newline="") as f:

@@ -126,38 +126,102 @@ __device__ __forceinline__ float combine_partials(const float* p, i64 count, i64
     return block_fold<BLOCK>(acc, smem);
 }
 
-// A grid's block partials p[b] = ws[b] (written by thread 0 of block b) combined into one value by the last block to
-// arrive: combine_partials over all gridDim.x of them (counters[0]). TWO_LEVEL (the one-pass grids of full sums, whose
-// grids run to many thousand blocks): the last block of each group of BLOCK consecutive blocks combine_partials its
-// group's partials (thread t: 0.0f + p[t]) into ws[gridDim.x + group] (counters[group]), and the last group to finish
-// combine_partials the groups' totals (counters[groups]). Every thread of every block calls it; it returns true in
-// the one block holding the result (*total, valid in thread 0). Counters: 1, or groups + 1 (TWO_LEVEL).
+// ---------------------------------------------------------------------- a full sum's block values, flagged
+// A full sum's block values travel with a flag: value bits | 1 << 32 in one 64-bit slot, stored relaxed by thread 0
+// of the block. Slots live in the counters pool, which is all zero between launches (every kernel leaves its
+// counters at zero), and the block that adds a slot zeroes it again, so a set flag can only be this launch's. The
+// last block to arrive (a relaxed atomic on a counter, as arrive_last's, but no fence on either side: a slot's store
+// may still be on its way when its counter ticket is seen) waits for each flag it adds. So the combination costs its
+// L2 round trips and no fences (benchmarks/combine_probe.py, H200, 512 MiB fp16: 4.1 us over storing the block
+// values for combine_partials behind arrive_last's fences, 1.8 us this way). Single-copy atomic 64-bit relaxed
+// accesses at gpu scope; the SIMT shim (tests/simt.py) runs them as relaxed C++ atomics.
+__device__ __forceinline__ unsigned long long load_slot(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void store_slot(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long flagged(float v) {
+    return (1ull << 32) | __float_as_uint(v);
+}
+
+// One ticket per block on `counter` (thread 0, relaxed), without arrive_last's fences; true in the last of `expected`
+// blocks, which resets the counter.
+__device__ __forceinline__ bool arrive_last_relaxed(unsigned* counter, unsigned expected) {
+    __shared__ bool is_last;
+    if (threadIdx.x == 0) {
+        is_last = atomicAdd(counter, 1u) == expected - 1;
+        if (is_last) *counter = 0u;
+    }
+    __syncthreads();
+    return is_last;
+}
+
+// combine_partials' additions over count flagged slots (thread t adds slots t, t + BLOCK, ... to 0.0f in increasing
+// index, then block_fold), 4 slots loaded before the first is waited for; each slot is zeroed once read.
+template <int BLOCK>
+__device__ __forceinline__ float combine_slots(unsigned long long* slots, i64 count, float* smem) {
+    constexpr int BATCH = 4;
+    float acc = 0.0f;
+    for (i64 j0 = threadIdx.x; j0 < count; j0 += (i64)BATCH * BLOCK) {
+        unsigned long long w[BATCH];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) w[u] = j0 + u * BLOCK < count ? load_slot(slots + j0 + u * BLOCK) : 0ull;
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) {
+            const i64 j = j0 + u * BLOCK;
+            if (j < count) {
+                while ((w[u] >> 32) == 0ull) w[u] = load_slot(slots + j);
+                store_slot(slots + j, 0ull);
+                acc += __uint_as_float((unsigned)w[u]);
+            }
+        }
+    }
+    return block_fold<BLOCK>(acc, smem);
+}
+
+// A full sum's block values combined into one by the last block to arrive (counters[0]): combine_slots over all
+// gridDim.x of them. TWO_LEVEL (the one-pass grids, whose grids run to many thousand blocks): the last block of each
+// group of BLOCK consecutive blocks combine_slots its group's values (thread t: 0.0f + value t) into the group's slot
+// (counters[group]), and the last group to finish combine_slots the groups' totals (counters[groups]). `value` is
+// valid in thread 0; every thread of every block calls it; it returns true in the one block holding the result
+// (*total, valid in thread 0). The counters pool holds the counters (1, or groups + 1), then from the next even index
+// the slots, 64-bit: gridDim.x block values, then (TWO_LEVEL) the groups' totals (plans/_common.py's
+// flagged_counters sizes it).
 template <int BLOCK, bool TWO_LEVEL>
-__device__ __forceinline__ bool combine_grid(float* ws, unsigned* counters, float* smem, float* total) {
+__device__ __forceinline__ bool combine_grid_slots(float value, unsigned* counters, float* smem, float* total) {
+    const unsigned groups = TWO_LEVEL ? (gridDim.x + BLOCK - 1) / BLOCK : 0u;
+    unsigned long long* slots = reinterpret_cast<unsigned long long*>(counters + ((groups + 2u) & ~1u));
+    if (threadIdx.x == 0) store_slot(slots + blockIdx.x, flagged(value));
     if constexpr (!TWO_LEVEL) {
-        if (!arrive_last(counters, gridDim.x)) return false;
-        *total = combine_partials<BLOCK>(ws, gridDim.x, 1, smem);
+        if (!arrive_last_relaxed(counters, gridDim.x)) return false;
+        *total = combine_slots<BLOCK>(slots, gridDim.x, smem);
         return true;
     } else {
-        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
+        const unsigned group = blockIdx.x / BLOCK;
         const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
-        if (!arrive_last(counters + group, members)) return false;
-        const float group_total = combine_partials<BLOCK>(ws + (i64)group * BLOCK, members, 1, smem);
-        if (threadIdx.x == 0) ws[gridDim.x + group] = group_total;
-        if (!arrive_last(counters + groups, groups)) return false;
-        *total = combine_partials<BLOCK>(ws + gridDim.x, groups, 1, smem);
+        if (!arrive_last_relaxed(counters + group, members)) return false;
+        const float group_total = combine_slots<BLOCK>(slots + (i64)group * BLOCK, members, smem);
+        if (threadIdx.x == 0) store_slot(slots + gridDim.x + group, flagged(group_total));
+        __syncthreads();  // every thread has read is_last before thread 0 writes it again
+        if (!arrive_last_relaxed(counters + groups, groups)) return false;
+        *total = combine_slots<BLOCK>(slots + gridDim.x, groups, smem);
         return true;
     }
 }
 
 // ------------------------------------------------------------------------------ whole-grid cluster combination
-// combine_grid's result for a grid that is one thread-block cluster (sm_90; the kernel declares __cluster_dims__ equal
-// to its grid, at most 16 blocks, more than 8 with the non-portable size allowed): every block publishes `partial`
-// (valid in thread 0) in its shared memory, and after one cluster barrier the rank-0 block reads them through
-// distributed shared memory (mapa + ld.shared::cluster) in combine_partials' order: thread i adds the partial of rank
-// i, i + BLOCK, ... to +0.0f, then block_fold. Bit for bit combine_grid's non-TWO_LEVEL value for the same partials
-// (rank = blockIdx.x in a 1-D grid of one cluster), without the global workspace, the fence, the counter's atomic
-// and the partials' round trip through L2. A second barrier keeps every block (and its shared memory) alive until
+// combine_grid_slots' result for a grid that is one thread-block cluster (sm_90; the kernel declares __cluster_dims__
+// equal to its grid, at most 16 blocks, more than 8 with the non-portable size allowed): every block publishes
+// `partial` (valid in thread 0) in its shared memory, and after one cluster barrier the rank-0 block reads them
+// through distributed shared memory (mapa + ld.shared::cluster) in combine_partials' order: thread i adds the partial
+// of rank i, i + BLOCK, ... to +0.0f, then block_fold. Bit for bit combine_grid_slots' non-TWO_LEVEL value for the
+// same partials (rank = blockIdx.x in a 1-D grid of one cluster), without the slots, the counter's atomic and the
+// partials' round trip through L2. A second barrier keeps every block (and its shared memory) alive until
 // rank 0 has read it. A grid of several clusters traps (it would write one result per cluster). Every thread of
 // every block calls it; it returns true in the rank-0 block (*total valid in thread 0).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -162,13 +162,12 @@ using namespace shuffle_detail;
 //   time: b*P + it*BLOCK*UNROLL + u*BLOCK + t).
 //   Per block: tcr::block_fold<BLOCK>(acc) (warp_fold in each warp, lane 0 of warp w -> smem[w], warp 0 folds
 //   smem[0..32) with 0.0f past the last warp).
-//   Across blocks: if gridDim.x == 1 the block's value is the result. Else block b writes ws[b]; the last block to
-//   arrive (counters[0]) computes tcr::combine_partials<BLOCK>(ws, gridDim.x): thread i adds ws[i], ws[i + BLOCK],
-//   ... to +0.0f in increasing index, then block_fold. That value is the result. ROUNDS > 0: in two levels
-//   (tcr::combine_grid's TWO_LEVEL): each group of BLOCK consecutive blocks' partials, then the groups' totals.
-//   out[0] = from_float<OutT>(result).
-// Workspace: gridDim.x floats when gridDim.x > 1 (ROUNDS > 0: plus one per group); counters: 1 (ROUNDS > 0: groups
-// + 1).
+//   Across blocks: if gridDim.x == 1 the block's value is the result. Else block b's value p[b] goes to the last
+//   block to arrive (counters[0]; tcr::combine_grid_slots), which computes combine_partials' order: thread i adds
+//   p[i], p[i + BLOCK], ... to +0.0f in increasing index, then block_fold. That value is the result. ROUNDS > 0: in
+//   two levels (combine_grid_slots' TWO_LEVEL): each group of BLOCK consecutive blocks' partials, then the groups'
+//   totals. out[0] = from_float<OutT>(result).
+// No workspace; when gridDim.x > 1, counters: 1 (ROUNDS > 0: groups + 1), then the partials' flagged 64-bit slots.
 // =====================================================================================================================
 // Everything up to the block's total (valid in thread 0).
 template <typename T, int BLOCK, int UNROLL, bool ALIGNED, int ROUNDS>
@@ -219,15 +218,14 @@ __device__ __forceinline__ float shuffle_flat_block_total(const T* __restrict__ 
 
 template <typename T, typename OutT, int BLOCK, int UNROLL, bool ALIGNED, int MINB, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB) shuffle_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out,
-                                                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+                                                      unsigned* __restrict__ counters) {
     __shared__ float smem[32];
     float s = shuffle_flat_block_total<T, BLOCK, UNROLL, ALIGNED, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = tcr::from_float<OutT>(s);
         return;
     }
-    if (threadIdx.x == 0) ws[blockIdx.x] = s;
-    if (tcr::combine_grid<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &s) && threadIdx.x == 0) {
+    if (tcr::combine_grid_slots<BLOCK, (ROUNDS > 0)>(s, counters, smem, &s) && threadIdx.x == 0) {
         out[0] = tcr::from_float<OutT>(s);
     }
 }

@@ -141,10 +141,10 @@ __device__ __forceinline__ void load_row_piece(const T* __restrict__ x, i64 row,
 //     [b*P, min((b+1)*P, nvec)), P = BLOCK*UNROLL*ROUNDS, and thread t of it loads v[b*P + it*BLOCK*UNROLL +
 //     u*BLOCK + t] (zero past the block's end), the warp's mmas in the same (it, u[, fragment]) order.
 //  3. Flush rule above. Lane value = acc_lo + acc_hi; warp_fold_rows (xor 16, 8, 4) sums the 8 quads; the warp
-//     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_partials).
-//     ROUNDS > 0: in two levels instead (combine_grid's TWO_LEVEL, common.cuh), so that no block adds more than one
-//     partial per thread: each group of BLOCK consecutive blocks' partials, then the groups' totals.
-// Workspace: grid floats (ROUNDS > 0: grid + groups); counters: 1 (ROUNDS > 0: groups + 1).
+//     totals are block_combine'd; block partials p[0..grid) are combined by the last block (combine_grid_slots,
+//     common.cuh: combine_partials' order). ROUNDS > 0: in two levels instead (its TWO_LEVEL), so that no block adds
+//     more than one partial per thread: each group of BLOCK consecutive blocks' partials, then the groups' totals.
+// No workspace; counters: 1 (ROUNDS > 0: groups + 1), then the partials' flagged 64-bit slots (combine_grid_slots).
 // tc_flat_cluster: the same walk (ROUNDS = 0) on a grid of one thread-block cluster of CLUSTER blocks (2..16; sm_90),
 // its partials combined through distributed shared memory (combine_cluster, common.cuh: the same additions in the
 // same order as combine_partials), no workspace or counters: the same bits as tc_flat on the same grid.
@@ -193,16 +193,15 @@ __device__ __forceinline__ float tc_flat_block_total(const T* __restrict__ x, i6
 
 template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT, int LOAD = 1, int MINB = 4, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
-tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters) {
+tc_flat(const T* __restrict__ x, i64 n, OutT* __restrict__ out, unsigned* counters) {
     __shared__ float smem[32];
     const float block_total = tc_flat_block_total<T, BLOCK, UNROLL, CHAIN, LOAD, ROUNDS>(x, n, smem);
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) out[0] = from_float<OutT>(block_total);
         return;
     }
-    if (threadIdx.x == 0) ws[blockIdx.x] = block_total;
     float total;
-    if (combine_grid<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &total) && threadIdx.x == 0) {
+    if (combine_grid_slots<BLOCK, (ROUNDS > 0)>(block_total, counters, smem, &total) && threadIdx.x == 0) {
         out[0] = from_float<OutT>(total);
     }
 }

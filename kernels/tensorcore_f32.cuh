@@ -121,7 +121,8 @@ __device__ __forceinline__ F2 combine_partials2(const float* p, i64 count, float
     return block_combine2<BLOCK>(warp_fold2(acc), smem);
 }
 
-// common.cuh's combine_grid on pairs: block b's pair at (ws[2b], ws[2b + 1]); TWO_LEVEL: group totals at
+// common.cuh's combine_grid_slots order on pairs, through the workspace behind arrive_last's fences (a pair and its
+// flag do not fit one 64-bit slot): block b's pair at (ws[2b], ws[2b + 1]); TWO_LEVEL: group totals at
 // ws[2 (gridDim.x + group)] and after it, each group of BLOCK blocks' pairs combine_partials2'd, then the groups'.
 // Returns true in the block holding the result (*total, valid in thread 0). Counters: 1, or groups + 1 (TWO_LEVEL).
 template <int BLOCK, bool TWO_LEVEL>

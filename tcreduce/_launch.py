@@ -95,13 +95,18 @@ def _pool(pools: dict, device_id: int, stream_ptr: int, size: int, what: str, ma
     return buf
 
 
+COUNTERS_MIN = 1 << 16  # the smallest counters pool: 256 KiB, room for the flagged slots of any resident grid
+
+
 def counters_for(device_id: int, stream_ptr: int, count: int):
     """Zeroed uint32 counters for single-pass kernels, one pool per (device, stream). Kernels reset every counter
-    they use before they exit, so the pool stays zero between launches; launches on one stream never overlap."""
+    they use before they exit (and zero the flagged slots of a full sum's combination, kernels/common.cuh
+    combine_grid_slots, once read), so the pool stays zero between launches; launches on one stream never
+    overlap."""
     import cupy
 
     return _pool(_COUNTERS, device_id, stream_ptr, count, "counters",
-                 lambda n: cupy.zeros(max(n, 1024), dtype=np.uint32))
+                 lambda n: cupy.zeros(max(n, COUNTERS_MIN), dtype=np.uint32))
 
 
 def workspace_for(device_id: int, stream_ptr: int, floats: int):

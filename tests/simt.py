@@ -186,10 +186,15 @@ def input_bytes(owner, view, layout) -> tuple[bytes, int]:
 
 
 # inline PTX the CPU cannot run -> C++ that gives the same values: tcr::load16's evict-first mode (MODE 3) is a plain
-# load on the CPU, and its L2 policy a dummy (a hint only: the loaded values are the same)
+# load on the CPU, and its L2 policy a dummy (a hint only: the loaded values are the same); the flagged slots'
+# relaxed 64-bit loads and stores (tcr::load_slot, store_slot) are relaxed C++ atomics
 PTX_ON_THE_CPU = ((re.compile(r'asm volatile\("createpolicy\..*?\);', re.S), "pol = 0ull;"),
                   (re.compile(r'asm volatile\("ld\.global\.L1::evict_first\.L2::cache_hint\.v4\.u32.*?\);', re.S),
-                   "r = *p; (void)policy;"))
+                   "r = *p; (void)policy;"),
+                  (re.compile(r'asm volatile\("ld\.relaxed\.gpu\.global\.u64.*?\);', re.S),
+                   "v = __atomic_load_n(p, __ATOMIC_RELAXED);"),
+                  (re.compile(r'asm volatile\("st\.relaxed\.gpu\.global\.u64.*?\);', re.S),
+                   "__atomic_store_n(p, v, __ATOMIC_RELAXED);"))
 
 
 def prepare(folder: Path, kernels: dict[str, str]) -> str:

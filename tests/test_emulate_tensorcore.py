@@ -288,7 +288,9 @@ def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, m
     p = param_dict(plan)
     assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
     groups = -(-p["grid"] // block) if p["grid"] > 1 else 0
-    assert (plan.workspace_floats, plan.counters) == (p["grid"] + groups, groups + 1)
+    # no workspace: the counters, then a 64-bit flagged slot per partial and group total (combine_grid_slots)
+    assert (plan.workspace_floats, plan.counters) == ((0, (groups + 2) // 2 * 2 + 2 * (p["grid"] + groups)) if groups
+                                                      else (0, 0))
     got = emulate_tensorcore(plan, x, "H100")
     want = _replay_flat_one_pass(plan, x, align)
     assert got.view(np.uint32)[0] == np.array(want, F32).view(np.uint32), (got, want)
@@ -317,7 +319,7 @@ def test_the_module_walk_is_the_resident_grid_for_full_sums():
     assert tensorcore_plans.FLAT_ROUNDS == {}
     plan = plan_tensorcore(Flat(1 << 28, 0), "float16", "float32", KNOWN_GPUS["A100"])
     assert "rounds" not in param_dict(plan) and plan.launches[0].kernel == "tc_flat<__half, 256, 2, 1, float, 2, 6>"
-    assert plan.counters == 1 and plan.workspace_floats == param_dict(plan)["grid"]
+    assert plan.workspace_floats == 0 and plan.counters == 2 + 2 * param_dict(plan)["grid"]  # a counter, a pad, slots
 
 
 FULL_SIZES = [0, 1, 15, 16, 17, 255, 256, 257, 1023, 1025, 65537]

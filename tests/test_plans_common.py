@@ -183,7 +183,8 @@ def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100
             assert param_dict(plan)["grid"] == 132 * int(resident[-2]), family  # the full resident grid
         else:
             grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
-            assert grid >= waves * 132 * 5 and (plan.workspace_floats, plan.counters) == (grid + groups, groups + 1)
+            assert grid >= waves * 132 * 5 and plan.workspace_floats == 0
+            assert plan.counters == (groups + 2) // 2 * 2 + 2 * (grid + groups)  # counters, then 64-bit slots
 
 
 @pytest.mark.parametrize("method,n,h100_rounds,h200_rounds", [
@@ -209,8 +210,10 @@ def test_large_fp32_full_sums_walk_in_one_pass_from_a_few_waves(method, n, h100_
         assert plan.launches[0].kernel.endswith(f", 4, {rounds}>" if rounds else ", 4>"), (family, plan.launches[0])
         groups = -(-p["grid"] // 256) if rounds else 0
         assert p["grid"] >= waves[family] * 132 * 4 if rounds else p["grid"] <= 4 * named_device(family).sm_count
-        floats = 2 if method != "shuffle" else 1  # the split and tf32 keep an (s, e) pair per block
-        assert (plan.workspace_floats, plan.counters) == (floats * (p["grid"] + groups), groups + 1)
+        if method == "shuffle":  # no workspace: the counters, then a 64-bit flagged slot per partial and group total
+            assert (plan.workspace_floats, plan.counters) == (0, (groups + 2) // 2 * 2 + 2 * (p["grid"] + groups))
+        else:  # the split and tf32 keep an (s, e) pair per block in the workspace
+            assert (plan.workspace_floats, plan.counters) == (2 * (p["grid"] + groups), groups + 1)
 
 
 def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_fills_the_gpu(monkeypatch):

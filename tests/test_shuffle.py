@@ -84,7 +84,7 @@ def test_flat_grid_fills_the_device(dev, dtype):
     big = sh.plan_shuffle(Flat(1 << 26), dtype, "float32", dev)
     p = param_dict(big)
     assert p["grid"] == cap and big.launches[0].grid == (cap, 1, 1)
-    assert big.workspace_floats == cap and big.counters == 1
+    assert big.workspace_floats == 0 and big.counters == 2 + 2 * cap  # a counter, a pad, a 64-bit slot per block
     assert len(big.launches) == 1
     small = sh.plan_shuffle(Flat(1000), dtype, "float32", dev)
     assert param_dict(small)["grid"] == 1 and small.workspace_floats == 0 and small.counters == 0
@@ -328,7 +328,8 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
             assert ln.grid[0] == max(1, items) if sh.ONE_PASS_COLS else 1 <= ln.grid[0] <= cap
         elif p.get("rounds"):  # a one-pass full sum: every block its rounds of BLOCK * unroll chunks
             assert ln.grid[0] == max(1, _cdiv(p["nv"], sh.BLOCK * p["unroll"] * p["rounds"])) and ln.grid[0] > cap
-            assert plan.counters == _cdiv(ln.grid[0], sh.BLOCK) + 1
+            groups = _cdiv(ln.grid[0], sh.BLOCK)
+            assert plan.counters == (groups + 2) // 2 * 2 + 2 * (ln.grid[0] + groups)
         else:
             assert 1 <= ln.grid[0] <= cap
         assert ln.block == (sh.BLOCK, 1, 1)
@@ -492,7 +493,7 @@ def test_one_pass_full_sums_match_their_order_comment_on_the_cpu(dtype, tmp_path
         p = param_dict(plan)
         assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
         g = -(-p["grid"] // sh.BLOCK) if p["grid"] > 1 else 0
-        assert (plan.workspace_floats, plan.counters) == ((p["grid"] + g, g + 1) if g else (0, 0))
+        assert (plan.workspace_floats, plan.counters) == ((0, (g + 2) // 2 * 2 + 2 * (p["grid"] + g)) if g else (0, 0))
         groups.add(g)
     assert groups >= {0, 1, 2}
     _simt_cases_match_the_twin(ONE_PASS_FLAT_CASES, dtype, tmp_path, rng)

@@ -5,7 +5,7 @@ block_combine   per-warp totals -> warp 0 loads them (0.0 past the last warp) an
 block_fold      fold each warp's 32 lanes, then block_combine.
 serial_sum      thread i of T adds p[i], p[i + T], ... left to right from 0.0 (combine_partials' first step);
                 with T None, one thread adds everything in order from 0.0.
-combine_grid    a grid's block partials -> the result (combine_grid: combine_partials, or in two levels).
+combine_grid    a grid's block partials -> the result (combine_grid_slots: combine_partials' order, or in two levels).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def serial_sum(p: np.ndarray, threads: int | None) -> np.ndarray:
 
 
 def combine_grid(partials: np.ndarray, block: int, two_level: bool) -> np.ndarray:
-    """combine_grid<BLOCK, TWO_LEVEL> of ``kernels/common.cuh``: [grid] block partials -> the result (a 0-d array).
+    """combine_grid_slots<BLOCK, TWO_LEVEL> of ``kernels/common.cuh`` (and combine_grid2's order, tensorcore_f32.cuh):
+    [grid] block partials -> the result (a 0-d array).
     combine_partials (thread i of ``block`` adds p[i], p[i + block], ... from 0.0, then block_fold); ``two_level``:
     first each group of ``block`` consecutive partials (thread t: 0.0 + p[t], then block_fold), then the groups'
     totals the same way as one combine_partials."""

@@ -199,9 +199,17 @@ def flat_cluster(grid: int, max_blocks: int, device: DeviceSpec) -> int:
 
 
 def grid_groups(grid: int, block: int) -> int:
-    """Groups of ``block`` consecutive block partials a one-pass grid combines in two levels (combine_grid's
+    """Groups of ``block`` consecutive block partials a one-pass grid combines in two levels (combine_grid_slots'
     TWO_LEVEL, kernels/common.cuh): each group's total, then the groups' (0 for a grid of one block)."""
     return cdiv(grid, block) if grid > 1 else 0
+
+
+def flagged_counters(grid: int, groups: int) -> int:
+    """Counters (32-bit words of the zeroed counters pool) of a full sum whose ``grid`` block partials
+    combine_grid_slots combines (kernels/common.cuh; ``groups`` from :func:`grid_groups` for a two-level one-pass
+    grid, 0 for one level): its counters (1, or groups + 1), padded to an even count, then a 64-bit flagged slot per
+    partial and per group total. 0 for a grid of one block (no combination)."""
+    return (groups + 2) // 2 * 2 + 2 * (grid + groups) if grid > 1 else 0
 
 
 def combine_grid_additions(grid: int, block: int, two_level: bool, fold: int) -> int:

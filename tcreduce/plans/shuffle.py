@@ -45,8 +45,8 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, UnsupportedDtype, register
-from ._common import (CLUSTER_MAX_BLOCKS, cdiv, choose_splits, combine_grid_additions, ctype, flat_cluster,
-                      flat_one_pass_grid, grid_groups, next_pow2, reaches_floor, tuned)
+from ._common import (CLUSTER_MAX_BLOCKS, cdiv, choose_splits, combine_grid_additions, ctype, flagged_counters,
+                      flat_cluster, flat_one_pass_grid, grid_groups, next_pow2, reaches_floor, tuned)
 from ._common import ceil_log2 as _log2
 
 __all__ = ["plan_shuffle", "chain_length", "kernel_names", "BLOCK", "UNROLL", "BLOCKS_PER_SM", "FLAT_TUNING",
@@ -205,9 +205,9 @@ def _plan_flat(problem: Flat, in_dtype: str, out_dtype: str, device: DeviceSpec)
         return launch, 0, 0, dict(params, cluster=cluster)
     name = (f"shuffle_flat<{ctype(in_dtype)}, {ctype(out_dtype)}, {BLOCK}, {unroll}, {_bool(aligned)}, {minb}"
             f"{f', {rounds}' if extra else ''}>")
-    launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
-                          (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-    return launch, (grid + groups if grid > 1 else 0), (groups + 1 if grid > 1 else 0), params
+    launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out"),
+                                                                       Buf("counters")))
+    return launch, 0, flagged_counters(grid, groups), params
 
 
 def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,

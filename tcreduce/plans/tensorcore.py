@@ -26,9 +26,9 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flat_cluster, flat_one_pass_grid, full_grid,
-                      grid_groups, is_aligned, one_pass, reaches_floor, rebalance_splits, split_work, spread_rows,
-                      stream_work, tuned, wave_efficiency)
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_pass_grid,
+                      full_grid, grid_groups, is_aligned, one_pass, reaches_floor, rebalance_splits, split_work,
+                      spread_rows, stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -260,9 +260,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                   cluster=cluster)
             return Plan(**common, launches=(launch,), params=tuple(sorted(dict(params, cluster=cluster).items())))
         name = f"tc_flat<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}, {FLAT_LOAD}, {tail_args}>"
-        launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1),
-                              (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
-        return Plan(**common, launches=(launch,), workspace_floats=grid + groups, counters=groups + 1,
+        launch = KernelLaunch(SOURCE, name, (grid, 1, 1), (BLOCK, 1, 1), (Buf("x"), problem.n, Buf("out"),
+                                                                           Buf("counters")))
+        return Plan(**common, launches=(launch,), counters=flagged_counters(grid, groups),
                     params=tuple(sorted(params.items())))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
                                                                                16):
