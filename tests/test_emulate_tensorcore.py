@@ -24,6 +24,7 @@ from tcreduce.emulate.folds import block_combine, block_fold
 from tcreduce.emulate.mma_model import mma_m16n8k16
 from tcreduce.emulate.tensorcore import emulate_tensorcore
 from tcreduce.plans import tensorcore as tensorcore_plans
+from tcreduce.plans._common import flagged_counters
 from tcreduce.plans.tensorcore import plan_tensorcore
 from tcreduce.reference import exact_sum
 from tcreduce.testing import bound_for
@@ -289,7 +290,7 @@ def test_flat_one_pass_twin_equals_literal_replay(block, n, align, chain, rng, m
     assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
     groups = -(-p["grid"] // block) if p["grid"] > 1 else 0
     # no workspace: the counters, then a 64-bit flagged slot per partial and group total (combine_grid_slots)
-    assert (plan.workspace_floats, plan.counters) == ((0, (groups + 2) // 2 * 2 + 2 * (p["grid"] + groups)) if groups
+    assert (plan.workspace_floats, plan.counters) == ((0, flagged_counters(p["grid"], groups)) if groups
                                                       else (0, 0))
     got = emulate_tensorcore(plan, x, "H100")
     want = _replay_flat_one_pass(plan, x, align)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tcreduce.plans._common import WorkSplit, cdiv, spread_rows
+from tcreduce.plans._common import WorkSplit, cdiv, flagged_counters, spread_rows
 
 
 @pytest.mark.parametrize("rows,chunks,per_step,max_steps", [
@@ -184,7 +184,7 @@ def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100
         else:
             grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
             assert grid >= waves * 132 * 5 and plan.workspace_floats == 0
-            assert plan.counters == (groups + 2) // 2 * 2 + 2 * (grid + groups)  # counters, then 64-bit slots
+            assert plan.counters == flagged_counters(grid, groups)  # counters, then 64-bit slots
 
 
 @pytest.mark.parametrize("method,n,h100_rounds,h200_rounds", [
@@ -211,7 +211,7 @@ def test_large_fp32_full_sums_walk_in_one_pass_from_a_few_waves(method, n, h100_
         groups = -(-p["grid"] // 256) if rounds else 0
         assert p["grid"] >= waves[family] * 132 * 4 if rounds else p["grid"] <= 4 * named_device(family).sm_count
         if method == "shuffle":  # no workspace: the counters, then a 64-bit flagged slot per partial and group total
-            assert (plan.workspace_floats, plan.counters) == (0, (groups + 2) // 2 * 2 + 2 * (p["grid"] + groups))
+            assert (plan.workspace_floats, plan.counters) == (0, flagged_counters(p["grid"], groups))
         else:  # the split and tf32 keep an (s, e) pair per block in the workspace
             assert (plan.workspace_floats, plan.counters) == (2 * (p["grid"] + groups), groups + 1)
 
@@ -350,8 +350,8 @@ def test_small_full_sums_run_as_one_cluster_where_allowed(method, dtype, rng):
 def test_small_full_sums_run_as_one_block_where_allowed(dtype):
     """FLAT_ONE_BLOCK (an H200's setting; an H100 has none): a full sum of at most 256 x 16 vectors that the resident
     grid would spread over several blocks runs as one tc_flat block of 16 vectors per thread compiled for 2 blocks per
-    SM (x, n, out, ws, counters; one block writes out itself); one vector more takes the resident grid, as one
-    cluster. An H100 keeps the cluster, and runs one block too where the H200's setting is patched in."""
+    SM (x, n, out, counters; one block writes out itself, no counters used); one vector more takes the resident grid,
+    as one cluster. An H100 keeps the cluster, and runs one block too where the H200's setting is patched in."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
@@ -369,8 +369,8 @@ def test_small_full_sums_run_as_one_block_where_allowed(dtype):
         return get_plan("tensorcore", Flat(n, 0), dtype, "float32", device)
 
     def is_one_block(p) -> bool:
-        return (param_dict(p)["grid"], param_dict(p)["unroll"]) == (1, 16) and p.launches[0].kernel.endswith(
-            ", 16, 1, float, 2, 2>")
+        return (param_dict(p)["grid"], param_dict(p)["unroll"], p.counters, p.workspace_floats) == (1, 16, 0, 0) and \
+            p.launches[0].kernel.endswith(", 16, 1, float, 2, 2>")
 
     for n in (limit * 3 // 4 + 3, limit):  # more than one resident block of 8 vectors per thread
         assert is_one_block(plan(n, h200))
@@ -381,3 +381,14 @@ def test_small_full_sums_run_as_one_block_where_allowed(dtype):
     p = param_dict(plan(limit + vec, h200))
     assert p["grid"] > 1 and p["cluster"] == p["grid"] and p["unroll"] == 8
     assert param_dict(plan(40, h200))["unroll"] == 8  # one resident block anyway: the resident grid's plan
+
+
+def test_flagged_counters_hold_the_counters_then_a_slot_per_partial():
+    """combine_grid_slots' layout in the counters pool (kernels/common.cuh computes the slots' offset itself): the
+    counters (1, or groups + 1 for two levels) padded to an even count, then two 32-bit words per block partial and
+    per group total; nothing for one block."""
+    assert flagged_counters(1, 0) == 0
+    assert flagged_counters(5, 0) == 2 + 2 * 5  # one counter, a pad word, 5 slots
+    assert flagged_counters(2048, 8) == 10 + 2 * (2048 + 8)  # 9 counters, a pad word, 2056 slots
+    assert flagged_counters(257, 2) == 4 + 2 * (257 + 2)  # 3 counters, a pad word
+    assert flagged_counters(512, 2) == 4 + 2 * 514

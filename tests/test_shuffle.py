@@ -25,6 +25,7 @@ from tcreduce._layout import Cols, Flat, Layout, Rows, host_problem_data, normal
 from tcreduce.emulate.shuffle import replay
 from tcreduce._plan import DeviceSpec, Plan, param_dict
 from tcreduce.plans import shuffle as sh
+from tcreduce.plans._common import flagged_counters
 from tcreduce.testing import patched_plans
 
 H100, A100, H200 = KNOWN_GPUS["H100"], KNOWN_GPUS["A100"], KNOWN_GPUS["H200"]
@@ -329,7 +330,7 @@ def test_plans_are_consistent(dev, in_dt, out_dt):
         elif p.get("rounds"):  # a one-pass full sum: every block its rounds of BLOCK * unroll chunks
             assert ln.grid[0] == max(1, _cdiv(p["nv"], sh.BLOCK * p["unroll"] * p["rounds"])) and ln.grid[0] > cap
             groups = _cdiv(ln.grid[0], sh.BLOCK)
-            assert plan.counters == (groups + 2) // 2 * 2 + 2 * (ln.grid[0] + groups)
+            assert plan.counters == flagged_counters(ln.grid[0], groups)
         else:
             assert 1 <= ln.grid[0] <= cap
         assert ln.block == (sh.BLOCK, 1, 1)
@@ -493,7 +494,7 @@ def test_one_pass_full_sums_match_their_order_comment_on_the_cpu(dtype, tmp_path
         p = param_dict(plan)
         assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
         g = -(-p["grid"] // sh.BLOCK) if p["grid"] > 1 else 0
-        assert (plan.workspace_floats, plan.counters) == ((0, (g + 2) // 2 * 2 + 2 * (p["grid"] + g)) if g else (0, 0))
+        assert (plan.workspace_floats, plan.counters) == ((0, flagged_counters(p["grid"], g)) if g else (0, 0))
         groups.add(g)
     assert groups >= {0, 1, 2}
     _simt_cases_match_the_twin(ONE_PASS_FLAT_CASES, dtype, tmp_path, rng)

@@ -213,7 +213,7 @@ def flagged_counters(grid: int, groups: int) -> int:
 
 
 def combine_grid_additions(grid: int, block: int, two_level: bool, fold: int) -> int:
-    """The longest chain of additions a block partial goes through in combine_grid / combine_grid2
+    """The longest chain of additions a block partial goes through in combine_grid_slots / combine_grid2
     (kernels/common.cuh, kernels/tensorcore_f32.cuh), ``fold`` the additions of the block fold that ends each
     combine_partials: its serial sum of cdiv(grid, block) partials per thread, then the fold; in two levels, a group's
     (one partial per thread), then the groups' totals the same way. 0 for a grid of one block (no combination)."""
