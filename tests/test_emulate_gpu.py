@@ -148,9 +148,13 @@ def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
     minimum of waves; an H200 plans 32 rounds for 16-bit data from 3 waves on, an H100 8 from 4, and for fp32 4-32):
     GPU == twin bit for bit, within the bound of the float64 sum, on sizes with one block, one group and two groups of
     block partials (a head and a tail on misaligned views), called twice (the group and final counters reset
-    themselves)."""
+    themselves, and the flagged slots of tc_flat's and shuffle_flat's combination are zero again: the stream's
+    counters pool is all zero afterwards)."""
+    import cupy
+
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
+    from tcreduce._launch import counters_for
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
     from tcreduce.testing import check_sum, patched_plans
@@ -176,6 +180,8 @@ def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
                     assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32)), (n, view, g, want)
                 check_sum(got[0], xh[view], None, method=method)
         assert groups_seen >= ({0, 1, 2} if rounds <= two_groups_max_rounds else {0, 1}), groups_seen
+        pool = counters_for(cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr, 1)
+        assert not pool.any(), "a counter or a flagged slot was left nonzero"
 
 
 @pytest.mark.parametrize("method,dtype", [("tensorcore", "float16"), ("tensorcore", "bfloat16"),
