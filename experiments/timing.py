@@ -29,7 +29,11 @@ __all__ = ["Timing", "TimingConfig", "time_gpu", "time_graph", "fill_timing", "f
            "HOST_ROUNDS"]
 
 HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: fastest_of_rounds re-times them
-HOST_ROUNDS = 3  # rounds (the first included) a host-bound point is timed in
+# rounds (the first included) a host-bound point is timed in. 3 until session 24: with a dozen methods per size, the
+# fastest of 3 rounds still left one method more than 2% ahead of the rest by the host's noise alone at some points,
+# and auto's table followed it (kahan at fp16 2^14-2^20 on an H200, notes/performance.md session 24); the fastest of
+# 7 approaches each method's own floor
+HOST_ROUNDS = 7
 
 
 @dataclass(frozen=True)
