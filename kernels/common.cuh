@@ -161,57 +161,98 @@ __device__ __forceinline__ bool arrive_last_relaxed(unsigned* counter, unsigned 
     return is_last;
 }
 
-// combine_partials' additions over count flagged slots (thread t adds slots t, t + BLOCK, ... to 0.0f in increasing
-// index, then block_fold), 4 slots loaded before the first is waited for; each slot is zeroed once read.
-template <int BLOCK>
-__device__ __forceinline__ float combine_slots(unsigned long long* slots, i64 count, float* smem) {
-    constexpr int BATCH = 4;
-    float acc = 0.0f;
-    for (i64 j0 = threadIdx.x; j0 < count; j0 += (i64)BATCH * BLOCK) {
-        unsigned long long w[BATCH];
+// A value of type V in SlotFloats<V>::W consecutive flagged slots, one float each (float: 1; tensorcore_f32.cuh adds
+// tcr32::F2's (s, e) pair: 2): store_value publishes one (thread 0 of a block); wait_value waits for every flag of one
+// whose slots were loaded ahead into w, zeroes those slots and returns the value.
+template <typename V> struct SlotFloats;
+template <> struct SlotFloats<float> {
+    enum : int { W = 1 };  // an enumerator, not a variable: no symbol in the PTX
+    static __device__ __forceinline__ float get(float v, int) { return v; }
+    static __device__ __forceinline__ float make(const float (&f)[1]) { return f[0]; }
+};
+
+template <typename V>
+__device__ __forceinline__ void store_value(unsigned long long* slots, i64 j, V v) {
+    constexpr int W = SlotFloats<V>::W;
 #pragma unroll
-        for (int u = 0; u < BATCH; ++u) w[u] = j0 + u * BLOCK < count ? load_slot(slots + j0 + u * BLOCK) : 0ull;
+    for (int c = 0; c < W; ++c) store_slot(slots + j * W + c, flagged(SlotFloats<V>::get(v, c)));
+}
+
+template <typename V, int W = SlotFloats<V>::W>
+__device__ __forceinline__ V wait_value(unsigned long long* slots, i64 j, unsigned long long (&w)[W]) {
+    float f[W];
+#pragma unroll
+    for (int c = 0; c < W; ++c) {
+        while ((w[c] >> 32) == 0ull) w[c] = load_slot(slots + j * W + c);
+        store_slot(slots + j * W + c, 0ull);
+        f[c] = __uint_as_float((unsigned)w[c]);
+    }
+    return SlotFloats<V>::make(f);
+}
+
+// combine_partials' additions over count flagged values (thread t adds values t, t + BLOCK, ... to `zero` in
+// increasing index with add, then fold(acc, smem): block_fold for floats), the slots of 4 values loaded before the
+// first is waited for; each slot is zeroed once read.
+template <int BLOCK, typename V, typename Add, typename Fold>
+__device__ __forceinline__ V combine_slots(unsigned long long* slots, i64 count, float* smem, V zero, Add add,
+                                           Fold fold) {
+    constexpr int BATCH = 4, W = SlotFloats<V>::W;
+    V acc = zero;
+    for (i64 j0 = threadIdx.x; j0 < count; j0 += (i64)BATCH * BLOCK) {
+        unsigned long long w[BATCH][W];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) {
+#pragma unroll
+            for (int c = 0; c < W; ++c)
+                w[u][c] = j0 + u * BLOCK < count ? load_slot(slots + (j0 + u * BLOCK) * W + c) : 0ull;
+        }
 #pragma unroll
         for (int u = 0; u < BATCH; ++u) {
             const i64 j = j0 + u * BLOCK;
-            if (j < count) {
-                while ((w[u] >> 32) == 0ull) w[u] = load_slot(slots + j);
-                store_slot(slots + j, 0ull);
-                acc += __uint_as_float((unsigned)w[u]);
-            }
+            if (j < count) acc = add(acc, wait_value<V>(slots, j, w[u]));
         }
     }
-    return block_fold<BLOCK>(acc, smem);
+    return fold(acc, smem);
 }
 
 // A full sum's block values combined into one by the last block to arrive (counters[0]): combine_slots over all
 // gridDim.x of them. TWO_LEVEL (the one-pass grids, whose grids run to many thousand blocks): the last block of each
-// group of BLOCK consecutive blocks combine_slots its group's values (thread t: 0.0f + value t) into the group's slot
+// group of BLOCK consecutive blocks combine_slots its group's values (thread t: zero + value t) into the group's slot
 // (counters[group]), and the last group to finish combine_slots the groups' totals (counters[groups]). `value` is
 // valid in thread 0; every thread of every block calls it; it returns true in the one block holding the result
 // (*total, valid in thread 0). The counters pool holds the counters (1, or groups + 1), then from the next even index
-// the slots, 64-bit: gridDim.x block values, then (TWO_LEVEL) the groups' totals (plans/_common.py's
-// flagged_counters sizes it).
-template <int BLOCK, bool TWO_LEVEL>
-__device__ __forceinline__ bool combine_grid_slots(float value, unsigned* counters, float* smem, float* total) {
+// the slots, 64-bit, W per value: gridDim.x block values, then (TWO_LEVEL) the groups' totals (plans/_common.py's
+// flagged_counters sizes it). combine_grid_slots below is the float instance (tc_flat, shuffle_flat); tc32_flat's
+// (s, e) pairs take two slots each.
+template <int BLOCK, bool TWO_LEVEL, typename V, typename Add, typename Fold>
+__device__ __forceinline__ bool combine_grid_values(V value, unsigned* counters, float* smem, V* total, V zero, Add add,
+                                                    Fold fold) {
     const unsigned groups = TWO_LEVEL ? (gridDim.x + BLOCK - 1) / BLOCK : 0u;
     unsigned long long* slots = reinterpret_cast<unsigned long long*>(counters + ((groups + 2u) & ~1u));
-    if (threadIdx.x == 0) store_slot(slots + blockIdx.x, flagged(value));
+    if (threadIdx.x == 0) store_value(slots, blockIdx.x, value);
     if constexpr (!TWO_LEVEL) {
         if (!arrive_last_relaxed(counters, gridDim.x)) return false;
-        *total = combine_slots<BLOCK>(slots, gridDim.x, smem);
+        *total = combine_slots<BLOCK>(slots, gridDim.x, smem, zero, add, fold);
         return true;
     } else {
         const unsigned group = blockIdx.x / BLOCK;
         const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
         if (!arrive_last_relaxed(counters + group, members)) return false;
-        const float group_total = combine_slots<BLOCK>(slots + (i64)group * BLOCK, members, smem);
-        if (threadIdx.x == 0) store_slot(slots + gridDim.x + group, flagged(group_total));
+        constexpr int W = SlotFloats<V>::W;
+        const V group_total = combine_slots<BLOCK>(slots + (i64)group * BLOCK * W, members, smem, zero, add, fold);
+        if (threadIdx.x == 0) store_value(slots, (i64)gridDim.x + group, group_total);
         __syncthreads();  // every thread has read is_last before thread 0 writes it again
         if (!arrive_last_relaxed(counters + groups, groups)) return false;
-        *total = combine_slots<BLOCK>(slots + gridDim.x, groups, smem);
+        *total = combine_slots<BLOCK>(slots + (i64)gridDim.x * W, groups, smem, zero, add, fold);
         return true;
     }
+}
+
+template <int BLOCK, bool TWO_LEVEL>
+__device__ __forceinline__ bool combine_grid_slots(float value, unsigned* counters, float* smem, float* total) {
+    return combine_grid_values<BLOCK, TWO_LEVEL>(
+        value, counters, smem, total, 0.0f, [](float a, float v) { return a + v; },
+        [](float a, float* sm) { return block_fold<BLOCK>(a, sm); });
 }
 
 // ------------------------------------------------------------------------------ whole-grid cluster combination

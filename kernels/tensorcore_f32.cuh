@@ -38,6 +38,17 @@ struct F2 {
     float s, e;  // the value s + e
 };
 
+}  // namespace tcr32
+
+// A pair in two flagged slots of tcr::combine_grid_values: its s part, then its e part.
+template <> struct tcr::SlotFloats<tcr32::F2> {
+    enum : int { W = 2 };
+    static __device__ __forceinline__ float get(tcr32::F2 v, int c) { return c == 0 ? v.s : v.e; }
+    static __device__ __forceinline__ tcr32::F2 make(const float (&f)[2]) { return {f[0], f[1]}; }
+};
+
+namespace tcr32 {
+
 // Knuth's TwoSum: s = RN(a + b) and t with s + t = a + b exactly (no overflow): bb = s - a,
 // t = (a - (s - bb)) + (b - bb). The same s and t for (a, b) and (b, a).
 __device__ __forceinline__ void two_sum(float a, float b, float& s, float& t) {
@@ -112,38 +123,16 @@ __device__ __forceinline__ F2 block_combine2(F2 warp_total, float* smem) {
     return v;
 }
 
-// common.cuh's combine_partials on pairs p[2i], p[2i + 1] (i < count): thread i adds pairs i, i + BLOCK, ... to (0, 0)
-// in order, then warp_fold2 and block_combine2. Valid in warp 0.
-template <int BLOCK>
-__device__ __forceinline__ F2 combine_partials2(const float* p, i64 count, float* smem) {
-    F2 acc = {0.0f, 0.0f};
-    for (i64 i = threadIdx.x; i < count; i += BLOCK) acc = add2(acc, F2{__ldcg(p + 2 * i), __ldcg(p + 2 * i + 1)});
-    return block_combine2<BLOCK>(warp_fold2(acc), smem);
-}
-
-// common.cuh's combine_grid_slots order on pairs, through the workspace behind arrive_last's fences (a pair and its
-// flag do not fit one 64-bit slot): block b's pair at (ws[2b], ws[2b + 1]); TWO_LEVEL: group totals at
-// ws[2 (gridDim.x + group)] and after it, each group of BLOCK blocks' pairs combine_partials2'd, then the groups'.
-// Returns true in the block holding the result (*total, valid in thread 0). Counters: 1, or groups + 1 (TWO_LEVEL).
+// common.cuh's combine_grid_slots on pairs (tcr::combine_grid_values: a pair in two flagged slots, its s part then
+// its e part): thread i add2s the pairs i, i + BLOCK, ... to (0, 0) in order, then warp_fold2 and block_combine2; in
+// two levels for TWO_LEVEL. Returns true in the block holding the result (*total, valid in thread 0). Counters pool:
+// the counters (1, or groups + 1), then two 64-bit slots per block pair and group total (plans/_common.py's
+// flagged_counters with two slots per value).
 template <int BLOCK, bool TWO_LEVEL>
-__device__ __forceinline__ bool combine_grid2(float* ws, unsigned* counters, float* smem, F2* total) {
-    if constexpr (!TWO_LEVEL) {
-        if (!tcr::arrive_last(counters, gridDim.x)) return false;
-        *total = combine_partials2<BLOCK>(ws, gridDim.x, smem);
-        return true;
-    } else {
-        const unsigned group = blockIdx.x / BLOCK, groups = (gridDim.x + BLOCK - 1) / BLOCK;
-        const unsigned members = min((unsigned)BLOCK, gridDim.x - group * BLOCK);
-        if (!tcr::arrive_last(counters + group, members)) return false;
-        const F2 group_total = combine_partials2<BLOCK>(ws + 2 * (i64)group * BLOCK, members, smem);
-        if (threadIdx.x == 0) {
-            ws[2 * ((i64)gridDim.x + group)] = group_total.s;
-            ws[2 * ((i64)gridDim.x + group) + 1] = group_total.e;
-        }
-        if (!tcr::arrive_last(counters + groups, groups)) return false;
-        *total = combine_partials2<BLOCK>(ws + 2 * (i64)gridDim.x, groups, smem);
-        return true;
-    }
+__device__ __forceinline__ bool combine_grid2(F2 value, unsigned* counters, float* smem, F2* total) {
+    return tcr::combine_grid_values<BLOCK, TWO_LEVEL>(
+        value, counters, smem, total, F2{0.0f, 0.0f}, [](F2 a, F2 v) { return add2(a, v); },
+        [](F2 a, float* sm) { return block_combine2<BLOCK>(warp_fold2(a), sm); });
 }
 
 // ------------------------------------------------------------------------------------------------ geometries
@@ -198,13 +187,13 @@ __device__ __forceinline__ void load4(const float* __restrict__ p, bool ok, i64 
 //     nvec)), P = BLOCK*UNROLL*ROUNDS, and thread t of it loads w[b*P + it*BLOCK*UNROLL + u*BLOCK + t] (zero past
 //     the block's end), the steps in the same order.
 //  3. Lane pair = add2(row_lo, row_hi); warp_fold_rows2 sums the 8 quads; the warp pairs are block_combine2'd; the
-//     block pairs (ws[2b], ws[2b + 1]) are combined by the last block (combine_partials2); out = value2. ROUNDS > 0:
-//     in two levels (combine_grid2's TWO_LEVEL): each group of BLOCK consecutive blocks' pairs, then the groups'.
-// Workspace: 2 grid floats (ROUNDS > 0: 2 (grid + groups)); counters: 1 (ROUNDS > 0: groups + 1).
+//     block pairs travel in flagged slots to the last block (combine_grid2: thread i add2s pairs i, i + BLOCK, ... to
+//     (0, 0), warp_fold2, block_combine2); out = value2. ROUNDS > 0: in two levels (combine_grid2's TWO_LEVEL): each
+//     group of BLOCK consecutive blocks' pairs, then the groups'.
+// No workspace; when gridDim.x > 1, counters: 1 (ROUNDS > 0: groups + 1), then two flagged 64-bit slots per pair.
 template <class FMT, int BLOCK, int UNROLL, typename OutT, int LOAD, int MINB, int ROUNDS = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
-tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float* __restrict__ ws,
-          unsigned* counters) {
+tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, unsigned* counters) {
     using namespace tcr;
     using tcr32::F2;
     static_assert(UNROLL % 2 == 0 && UNROLL >= 2, "a step takes two 16-byte vectors");
@@ -265,9 +254,8 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, float
         if (threadIdx.x == 0) out[0] = from_float<OutT>(tcr32::value2(block_total));
         return;
     }
-    if (threadIdx.x == 0) { ws[2 * blockIdx.x] = block_total.s; ws[2 * blockIdx.x + 1] = block_total.e; }
     F2 total;
-    if (tcr32::combine_grid2<BLOCK, (ROUNDS > 0)>(ws, counters, smem, &total) && threadIdx.x == 0) {
+    if (tcr32::combine_grid2<BLOCK, (ROUNDS > 0)>(block_total, counters, smem, &total) && threadIdx.x == 0) {
         out[0] = from_float<OutT>(tcr32::value2(total));
     }
 }

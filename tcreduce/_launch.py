@@ -101,7 +101,7 @@ COUNTERS_MIN = 1 << 16  # the smallest counters pool: 256 KiB, room for the flag
 def counters_for(device_id: int, stream_ptr: int, count: int):
     """Zeroed uint32 counters for single-pass kernels, one pool per (device, stream). Kernels reset every counter
     they use before they exit (and zero the flagged slots of a full sum's combination, kernels/common.cuh
-    combine_grid_slots, once read), so the pool stays zero between launches; launches on one stream never
+    combine_grid_values, once read), so the pool stays zero between launches; launches on one stream never
     overlap."""
     import cupy
 

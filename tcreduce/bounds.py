@@ -284,7 +284,7 @@ def _f32_combination(plan: Plan) -> tuple[int, int]:
     k = p["steps"]
     group = p.get("wpt", 1) if p.get("wpt", 1) > 1 else 0
     splits = p.get("splits", 1) if p.get("splits", 1) > 1 else 0
-    if p["form"] == "flat":  # the block pairs: combine_partials2 ends in warp_fold2 (5) and block_combine2 (5)
+    if p["form"] == "flat":  # the block pairs: combine_grid2 ends in warp_fold2 (5) and block_combine2 (5)
         ell = 1 + 3 + 5 + combine_grid_additions(p["grid"], p["block"], bool(p.get("rounds", 0)), 5 + 5)
     elif p["form"] == "stream":
         ell = 1 + 3 + group + splits

@@ -271,7 +271,8 @@ def flat(plan: Plan, memory: np.ndarray, start: int, new_format) -> np.float32:
 
 
 def _combine_partials2(pairs: list, block: int) -> tuple:
-    """combine_partials2: thread i add2s pairs i, i + block, ... to (0, 0) in order, warp_fold2, block_combine2."""
+    """combine_grid2's combination (tcr::combine_slots on pairs): thread i add2s pairs i, i + block, ... to (0, 0) in
+    order, warp_fold2, block_combine2."""
     threads_acc = []
     for i in range(block):
         acc = (f(0), f(0))

@@ -148,7 +148,7 @@ def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
     minimum of waves; an H200 plans 32 rounds for 16-bit data from 3 waves on, an H100 8 from 4, and for fp32 4-32):
     GPU == twin bit for bit, within the bound of the float64 sum, on sizes with one block, one group and two groups of
     block partials (a head and a tail on misaligned views), called twice (the group and final counters reset
-    themselves, and the flagged slots of tc_flat's and shuffle_flat's combination are zero again: the stream's
+    themselves, and the flagged slots of tc_flat's, shuffle_flat's and tc32_flat's combinations are zero again: the stream's
     counters pool is all zero afterwards)."""
     import cupy
 

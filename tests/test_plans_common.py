@@ -210,10 +210,10 @@ def test_large_fp32_full_sums_walk_in_one_pass_from_a_few_waves(method, n, h100_
         assert plan.launches[0].kernel.endswith(f", 4, {rounds}>" if rounds else ", 4>"), (family, plan.launches[0])
         groups = -(-p["grid"] // 256) if rounds else 0
         assert p["grid"] >= waves[family] * 132 * 4 if rounds else p["grid"] <= 4 * named_device(family).sm_count
-        if method == "shuffle":  # no workspace: the counters, then a 64-bit flagged slot per partial and group total
-            assert (plan.workspace_floats, plan.counters) == (0, flagged_counters(p["grid"], groups))
-        else:  # the split and tf32 keep an (s, e) pair per block in the workspace
-            assert (plan.workspace_floats, plan.counters) == (2 * (p["grid"] + groups), groups + 1)
+        # no workspace: the counters, then a 64-bit flagged slot per partial and group total (the split's and tf32's
+        # (s, e) pairs: two)
+        slots = 1 if method == "shuffle" else 2
+        assert (plan.workspace_floats, plan.counters) == (0, flagged_counters(p["grid"], groups, slots))
 
 
 def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_fills_the_gpu(monkeypatch):
@@ -386,9 +386,13 @@ def test_small_full_sums_run_as_one_block_where_allowed(dtype):
 def test_flagged_counters_hold_the_counters_then_a_slot_per_partial():
     """combine_grid_slots' layout in the counters pool (kernels/common.cuh computes the slots' offset itself): the
     counters (1, or groups + 1 for two levels) padded to an even count, then two 32-bit words per block partial and
-    per group total; nothing for one block."""
+    per group total (four for pairs); nothing for one block."""
     assert flagged_counters(1, 0) == 0
     assert flagged_counters(5, 0) == 2 + 2 * 5  # one counter, a pad word, 5 slots
     assert flagged_counters(2048, 8) == 10 + 2 * (2048 + 8)  # 9 counters, a pad word, 2056 slots
     assert flagged_counters(257, 2) == 4 + 2 * (257 + 2)  # 3 counters, a pad word
     assert flagged_counters(512, 2) == 4 + 2 * 514
+    # tc32_flat's (s, e) pairs: two slots (four words) per block pair and group total
+    assert flagged_counters(5, 0, slots_per_value=2) == 2 + 4 * 5
+    assert flagged_counters(257, 2, slots_per_value=2) == 4 + 4 * (257 + 2)
+    assert flagged_counters(1, 0, slots_per_value=2) == 0

@@ -36,6 +36,7 @@ from tcreduce.emulate.mma_model import fused_rowsum
 from tcreduce.emulate.tensorcore import _fragment_rows
 from tcreduce.emulate.tensorcore_fp32 import (ROW_SLOTS, emulate_tensorcore_fp32, lane_sigmas, row_sigmas,
                                               split_common, split_own)
+from tcreduce.plans._common import flagged_counters
 from tcreduce.plans.tensorcore_fp32 import plan_tensorcore_fp32
 from tcreduce.reference import exact_sum
 from tcreduce.testing import adversarial_inputs, bound_for, check_sum, mixed_sign_inputs, poisoned, to_numpy
@@ -152,7 +153,9 @@ def test_one_pass_flat_twin_equals_literal_replay(method, n, start, rng, monkeyp
     p = param_dict(plan)
     groups = -(-p["grid"] // 64) if p["grid"] > 1 else 0
     assert p["rounds"] == 1 and plan.launches[0].kernel.endswith(", 1>")
-    assert (plan.workspace_floats, plan.counters) == ((2 * (p["grid"] + groups), groups + 1) if groups else (0, 0))
+    # no workspace: the counters, then two 64-bit flagged slots (s, e) per block pair and group total (combine_grid2)
+    assert (plan.workspace_floats, plan.counters) == ((0, flagged_counters(p["grid"], groups, slots_per_value=2))
+                                                      if groups else (0, 0))
     new_format, twin = ((literal.LiteralSplit, emulate_tensorcore_fp32) if method == METHOD
                         else (literal.LiteralTf32, emulate_tensorcore_tf32))
     want = literal.flat(plan, x, start, new_format)

@@ -233,7 +233,7 @@ def _flat(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray
         fmt.step(np.concatenate([first, second], axis=-1), st < steps)
     ws, we = _warp_pair(*fmt.rows())
     bs, be = block_combine2(ws.reshape(grid, block // 32), we.reshape(grid, block // 32))
-    if grid > 1:  # combine_grid2: combine_partials2 (or each group's, then the groups' totals: one-pass grids)
+    if grid > 1:  # combine_grid2: its combine_slots on pairs (or each group's, then the groups' totals: one-pass grids)
         if param_dict(plan).get("rounds", 0):
             groups = -(-grid // block)
             gs, ge = (np.zeros(groups * block, F32) for _ in range(2))
@@ -244,8 +244,8 @@ def _flat(plan: Plan, data: np.ndarray, new_format: FormatFactory) -> np.ndarray
 
 
 def _combine_partials2(s: np.ndarray, e: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """tcr32::combine_partials2 of each row of pairs [..., count]: serial pairs per thread of ``block``, warp_fold2,
-    block_combine2 (returns [...])."""
+    """tcr32::combine_grid2's combination (tcr::combine_slots on pairs) of each row of pairs [..., count]: serial pairs
+    per thread of ``block``, warp_fold2, block_combine2 (returns [...])."""
     ts, te = serial2(s, e, block)
     shape = s.shape[:-1] + (block // 32, 32)
     return block_combine2(*fold2(ts.reshape(shape), te.reshape(shape)))

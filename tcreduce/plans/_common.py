@@ -204,12 +204,13 @@ def grid_groups(grid: int, block: int) -> int:
     return cdiv(grid, block) if grid > 1 else 0
 
 
-def flagged_counters(grid: int, groups: int) -> int:
+def flagged_counters(grid: int, groups: int, slots_per_value: int = 1) -> int:
     """Counters (32-bit words of the zeroed counters pool) of a full sum whose ``grid`` block partials
-    combine_grid_slots combines (kernels/common.cuh; ``groups`` from :func:`grid_groups` for a two-level one-pass
-    grid, 0 for one level): its counters (1, or groups + 1), padded to an even count, then a 64-bit flagged slot per
-    partial and per group total. 0 for a grid of one block (no combination)."""
-    return (groups + 2) // 2 * 2 + 2 * (grid + groups) if grid > 1 else 0
+    combine_grid_values combines (kernels/common.cuh; ``groups`` from :func:`grid_groups` for a two-level one-pass
+    grid, 0 for one level): its counters (1, or groups + 1), padded to an even count, then ``slots_per_value`` 64-bit
+    flagged slots per partial and per group total (1 for a float, 2 for tc32_flat's (s, e) pairs). 0 for a grid of one
+    block (no combination)."""
+    return (groups + 2) // 2 * 2 + 2 * slots_per_value * (grid + groups) if grid > 1 else 0
 
 
 def combine_grid_additions(grid: int, block: int, two_level: bool, fold: int) -> int:

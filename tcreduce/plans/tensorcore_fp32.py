@@ -43,9 +43,9 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
-from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flat_one_pass_grid, full_grid, grid_groups,
-                      is_aligned, one_pass, rebalance_splits, split_work, spread_rows, stream_work, tuned,
-                      wave_efficiency)
+from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flagged_counters, flat_one_pass_grid,
+                      full_grid, grid_groups, is_aligned, one_pass, rebalance_splits, split_work, spread_rows,
+                      stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -374,11 +374,11 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         name = (f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}"
                 f"{f', {rounds}' if extra else ''}>")
         launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
-                              (Buf("x"), problem.n, Buf("out"), Buf("ws"), Buf("counters")))
+                              (Buf("x"), problem.n, Buf("out"), Buf("counters")))
         params = dict(form="flat", block=BLOCK, unroll=unroll, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
                       nvec=nvec, tail=tail, steps=steps, **extra)
-        return Plan(**common, launches=(launch,), workspace_floats=2 * (grid + groups) if grid > 1 else 0,
-                    counters=groups + 1 if grid > 1 else 0, params=tuple(sorted(params.items())))
+        return Plan(**common, launches=(launch,), counters=flagged_counters(grid, groups, slots_per_value=2),
+                    params=tuple(sorted(params.items())))
     if isinstance(problem, Rows):
         if _takes_rows4(fmt, problem, device):
             return _plan_rows4(common, fmt, out_t, problem, device)
