@@ -192,9 +192,23 @@ def test_fastest_of_rounds_retimes_only_host_bound_points_round_robin():
 
     got = fastest_of_rounds({"slow host": t(40.0), "noisy": t(11.0), "gpu bound": t(700.0)}, retime, rounds=3,
                             below_s=50e-6)
-    assert calls == ["slow host", "noisy", "slow host", "noisy"]  # round-robin, the GPU-bound point never again
+    assert calls == ["noisy", "slow host", "noisy", "slow host"]  # round-robin (round_order), GPU-bound never again
     assert {k: (round(v.median_s * 1e6, 3), n) for k, (v, n) in got.items()} == {
         "slow host": (10.0, 3), "noisy": (9.0, 3), "gpu bound": (700.0, 1)}
+
+
+def test_round_order_rotates_and_reverses_so_no_label_keeps_its_place():
+    from experiments.timing import round_order
+
+    labels = ["a", "b", "c", "d"]
+    assert round_order(labels, 1, 3) == ["a", "d", "c", "b"]  # from b, reversed
+    assert round_order(labels, 2, 3) == ["c", "d", "a", "b"]  # from c
+    thirteen = [f"m{i}" for i in range(13)]  # the throughput study's fp16 labels: 7 rounds, 6 of them re-timed
+    orders = [round_order(thirteen, r, 7) for r in range(1, 7)]
+    assert all(sorted(o) == sorted(thirteen) for o in orders)
+    for label in thirteen:  # every label early in one round and late in another
+        places = [o.index(label) for o in orders]
+        assert min(places) < 6 and max(places) >= 6, (label, places)
 
 
 def test_metadata_fields(tmp_path):
