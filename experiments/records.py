@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from .env import device_info, git_info, package_version, torch_version
+from .timing import timing_cpu
 
 if TYPE_CHECKING:
     from .context import Context
@@ -49,6 +50,7 @@ def metadata(study: str, ctx: "Context", config: dict[str, Any], extra: Optional
             "cuda-bindings": package_version("cuda-bindings"),
         },
         "platform": platform.platform(),
+        "timing_cpu": timing_cpu() if ctx.gpu else None,  # the CPU every timing ran on (timing.pinned)
         "config": config,
     }
     if extra:
@@ -79,6 +81,8 @@ def csv_header(meta: dict) -> dict[str, str]:
         "backend": meta.get("backend", ""),
         "quick": str(meta.get("quick", "")),
     }
+    if meta.get("timing_cpu") is not None:
+        head["timing_cpu"] = str(meta["timing_cpu"])
     for k, v in (meta.get("csv_header") or {}).items():
         head[k] = str(v)
     return head

@@ -9,7 +9,9 @@ zeros. :func:`time_graph`: the same calls captured into a CUDA graph and replaye
 :func:`fastest_of_rounds`: host-bound points (a call under 50 us: the time is the host's dispatch, not the GPU's)
 are timed again in further rounds, round-robin over the methods of one size, and keep the smallest median: host
 noise (another process, a garbage collection) only ever adds time, and one burst cannot land on every round of one
-method. The rows say how many rounds they took.
+method. The rows say how many rounds they took. Every back-to-back timing runs with its thread pinned to one CPU
+(:func:`pinned`, :func:`timing_cpu`; the CSV header names the CPU): unpinned, the host's time per call flipped
+between two levels as the thread moved between CPUs.
 
 Bandwidth: decimal GB/s of the fewest bytes a call must move (each input element read once, each output element
 written once); :func:`fill_timing` writes both into a CSV row.
@@ -17,16 +19,19 @@ written once); :func:`fill_timing` writes both into a CSV row.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .env import torch_cuda
 
 __all__ = ["Timing", "TimingConfig", "time_gpu", "time_graph", "fill_timing", "fastest_of_rounds", "HOST_BOUND_S",
-           "HOST_ROUNDS", "round_order"]
+           "HOST_ROUNDS", "round_order", "timing_cpu", "pinned"]
 
 HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: fastest_of_rounds re-times them
 # rounds (the first included) a host-bound point is timed in. 3 until session 24: with a dozen methods per size, the
@@ -66,8 +71,57 @@ class TimingConfig:
         return TimingConfig(target_s=0.02, warmup=2, min_reps=3, max_reps=20, max_batch=32)
 
 
+@functools.lru_cache(maxsize=1)
+def timing_cpu() -> int | None:
+    """The one CPU the timing thread runs on while it times (:func:`pinned`): ``TCREDUCE_TIMING_CPU`` when set (a
+    CPU number; "none" turns pinning off), else the last of the GPU's local CPUs (sysfs) this process may run on, else
+    the last CPU it may run on; None where the OS cannot pin threads. Why: on a lent H200 (one NUMA node, 16 vCPUs,
+    benchmarks/host_probe.py, session 25) back-to-back calls of a 2^12 fp16 sum from an unpinned process read 4.8 us
+    per call in some rounds and 6-7 us in others, a few seconds each, as the thread moved between CPUs; pinned to one
+    CPU every round read 4.6-5.0 us. Unpinned, a study's host-bound points took whichever state their rounds met."""
+    setting = os.environ.get("TCREDUCE_TIMING_CPU", "").strip().lower()
+    if setting == "none" or not hasattr(os, "sched_setaffinity"):
+        return None
+    if setting:
+        return int(setting)
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        import cupy
+
+        bus = cupy.cuda.Device().pci_bus_id.lower()
+        with open(f"/sys/bus/pci/devices/{bus}/local_cpulist") as f:
+            local = {cpu for part in f.read().strip().split(",") if part
+                     for cpu in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        allowed = [cpu for cpu in allowed if cpu in local] or allowed
+    except Exception:  # no GPU, no sysfs entry: any CPU this process may use
+        pass
+    return allowed[-1]
+
+
+@contextmanager
+def pinned() -> Iterator[None]:
+    """The calling thread on :func:`timing_cpu` alone for the block, its former CPUs restored after (Linux pins one
+    thread at a time; threads it starts inside the block inherit the pin)."""
+    cpu = timing_cpu()
+    if cpu is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def time_gpu(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig = TimingConfig()) -> Timing:
-    """Median device time of one ``fn(input)`` call, rotating through ``inputs`` (see the module docstring)."""
+    """Median device time of one ``fn(input)`` call, rotating through ``inputs`` (see the module docstring), timed
+    from one CPU (:func:`pinned`)."""
+    with pinned():
+        return _time_gpu(fn, inputs, cfg)
+
+
+def _time_gpu(fn: Callable[[Any], Any], inputs: Sequence[Any], cfg: TimingConfig) -> Timing:
     import cupy
 
     stream = cupy.cuda.get_current_stream()

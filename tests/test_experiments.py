@@ -535,3 +535,31 @@ def test_timing_and_ceiling_on_gpu():
     assert 100 < c.read_gbs < 20000 and 100 < c.copy_gbs < 20000
     views = rotating_views(random_pool("float16", 2**26, seed=2), 2**12)
     assert len(views) > 1 and all(v.size == 2**12 and v.data.ptr % 256 == 0 for v in views)
+
+
+def test_pinned_timing_runs_on_one_cpu_and_restores_the_thread(monkeypatch):
+    """time_gpu's timings run on one CPU (timing.pinned): TCREDUCE_TIMING_CPU picks it ("none": no pinning); the
+    thread's former CPUs come back after the block, also when it raises."""
+    import os
+
+    from experiments import timing
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("this OS cannot pin threads")
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    for setting, want in ((str(cpu), {cpu}), ("none", before)):
+        monkeypatch.setenv("TCREDUCE_TIMING_CPU", setting)
+        timing.timing_cpu.cache_clear()
+        with timing.pinned():
+            assert os.sched_getaffinity(0) == want
+        assert os.sched_getaffinity(0) == before
+    monkeypatch.setenv("TCREDUCE_TIMING_CPU", str(cpu))
+    timing.timing_cpu.cache_clear()
+    with pytest.raises(RuntimeError), timing.pinned():
+        raise RuntimeError("a failed timing")
+    assert os.sched_getaffinity(0) == before
+    monkeypatch.delenv("TCREDUCE_TIMING_CPU")
+    timing.timing_cpu.cache_clear()
+    assert timing.timing_cpu() in before  # no GPU here: the last CPU this process may use
+    timing.timing_cpu.cache_clear()
