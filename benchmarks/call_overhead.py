@@ -199,13 +199,17 @@ def _time_cases(stream, cases: list, args, n: int) -> list[dict]:
     """One row per (label, fn): us per call and host us per call, timed with events on ``stream``, in ``--rounds``
     interleaved rounds (every case once per round, in order): the host's speed moves within a process (session 19,
     H100: the same case read 9.7 and 12.3 us per call minutes apart), so cases are compared within rounds. Reports the
-    median over rounds of each round's median, and the lowest and highest round."""
+    median over rounds of each round's median, and the lowest and highest round. Timed from one CPU, as the studies
+    time (experiments.timing.pinned: unpinned, the thread's moves between CPUs flip the host's time per call)."""
+    from experiments.timing import pinned
+
     per_round: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in cases}
-    for _ in range(args.rounds):
-        for label, fn in cases:
-            per = 100 if "100 calls" in label else 1
-            gpu_us, host_us = _time(stream, fn, args.calls // per, args.reps)
-            per_round[label].append((gpu_us / per, host_us / per))
+    with pinned():
+        for _ in range(args.rounds):
+            for label, fn in cases:
+                per = 100 if "100 calls" in label else 1
+                gpu_us, host_us = _time(stream, fn, args.calls // per, args.reps)
+                per_round[label].append((gpu_us / per, host_us / per))
     rows = []
     for label, _ in cases:
         gpu = [g for g, _ in per_round[label]]

@@ -62,13 +62,14 @@ def metadata() -> dict:
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
     from experiments.env import git_info
+    from experiments.timing import timing_cpu
 
     commit = git_info()["commit"] or "unknown"
     meta = dict(device=props["name"].decode(), sms=props["multiProcessorCount"],
                 driver=cupy.cuda.runtime.driverGetVersion(), runtime=cupy.cuda.runtime.runtimeGetVersion(),
                 cupy=cupy.__version__, numpy=np.__version__, python=platform.python_version(), commit=commit,
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                command=" ".join(sys.argv))
+                command=" ".join(sys.argv), timing_cpu=timing_cpu())
     try:
         import torch
 
