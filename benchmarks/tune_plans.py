@@ -533,6 +533,16 @@ for _e in (13, 14, 15, 16, 17):
         SWEEPS[f"{_method}_{_dt}_flat_cluster_2p{_e}"] = (
             _module, [committed(_module, "FLAT_CLUSTER_MAX_BLOCKS"), dict(FLAT_CLUSTER_MAX_BLOCKS=16)],
             _dt, (1 << _e,), None, [(5000,), (30011,), (65536,), (131075,)], _method)
+# tc32_flat's resident grid (the split below 2^29 on an H200) with more 16-byte vectors in flight per thread: at 2^22-2^25
+# the split reads 0.87-0.93x shuffle in GPU time (throughput study at b69e600) where both walk a resident grid, shuffle
+# with 8 vectors in flight per thread on 4 blocks per SM, the split with 4 (NVRTC sm_90: 8 on 4 64 registers, 8 on 3
+# 80, 6 on 4 64, no spills). Run with --graph: the GPU's time per call
+for _lg in (24, 25):
+    SWEEPS[f"fp32_flat_resident_2p{_lg}"] = (
+        tc32_plan, [committed(tc32_plan, "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM")]
+        + [dict(FLAT_UNROLL={"tensorcore": u, "tensorcore_tf32": 8}, FLAT_BLOCKS_PER_SM=b)
+           for u, b in ((8, 4), (8, 3), (6, 4), (8, 2))],
+        "float32", (1 << _lg,), None, [((1 << 18) + 7,), (4099,)])
 # few long rows streamed with splits (tc_rows_stream, tc32_rows_stream): the fewest splits that fill the resident
 # blocks (STREAM_SPLIT_FILL) against about 4 waves whatever their last one holds (128 rows: 17 splits, 82% of 5 waves
 # on an H100); another order of additions: the bits check follows the plan (its shapes split). Run 32 swept a cap on
