@@ -524,6 +524,14 @@ for _dt, _e in (("float16", 15), ("float16", 16), ("float16", 17), ("bfloat16", 
         + [dict(FLAT_RESIDENT={_isz: ub}) for ub in ((2, 6), (4, 4))]
         + [dict(FLAT_ONE_BLOCK={_isz: (u, 2, t)}) for u, t in ((16, 1), (16, 2), (16, 4), (8, 4), (8, 8))],
         _dt, (1 << _e,), None, [(5000,), (30011,), (65536,), (131075,)])
+# ... and the fp32 tensor-core sums' (tc32's FLAT_ONE_BLOCK, per method; session 25 prepared it, no GPU plans it yet):
+# the split's 2^13-2^15 take 3.0-3.2 us of GPU time in graphs as grids of 2-8 blocks (b69e600 study), tf32's 2^13 2.0
+# as its resident grid's one block of 8 vectors per thread. Run with --graph
+for _m, _e in (("tensorcore", 13), ("tensorcore", 14), ("tensorcore", 15), ("tensorcore_tf32", 14)):
+    SWEEPS[f"fp32_{_m}_flat_small_grid_2p{_e}"] = (
+        tc32_plan, [committed(tc32_plan, "FLAT_ONE_BLOCK")]
+        + [dict(FLAT_ONE_BLOCK={_m: (u, 2, t)}) for u, t in ((16, 1), (16, 2), (8, 2), (8, 4))],
+        "float32", (1 << _e,), None, [(5000,), (16387,), (32771,)], _m)
 # small full sums whose resident grid runs as one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS; the same bits, the
 # check shapes have 2-16 blocks) against the last-block combination (the committed setting first): GPU time, so run
 # them with --graph (session 21: an H100's fp16 2^13-2^16 took 3.2-3.6 us in graphs against 1.5-1.6 at one block)

@@ -108,7 +108,11 @@ ONE_PASS_FLAT_FP32 = ([("shuffle.cu", f"shuffle_flat<{t}, float, 256, {u}, {a}, 
                        for r in (1, 8, 32)]
                       + [(src, f"tc32_flat<{policy}, 256, {u}, float, 2, 4, {r}>", "mma.sync.aligned")
                          for src, policy, u in (("tensorcore_fp32.cu", "tcr32::Split", 4),
-                                                ("tensorcore_tf32.cu", "tcr32::Tf32", 8)) for r in (1, 8, 32)])
+                                                ("tensorcore_tf32.cu", "tcr32::Tf32", 8)) for r in (1, 8, 32)]
+                      # ... and as one block of 16 vectors per thread (tc32's FLAT_ONE_BLOCK, patched in by GPU tests)
+                      + [(src, f"tc32_flat<{policy}, 256, 16, float, 2, 2>", "mma.sync.aligned")
+                         for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"),
+                                             ("tensorcore_tf32.cu", "tcr32::Tf32"))])
 
 
 @pytest.mark.parametrize("kernel", ONE_PASS_FLAT)

@@ -136,6 +136,51 @@ def test_twin_equals_literal_replay(case, rng):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
 
 
+def _one_block_plans(method: str, trips: int, device) -> tuple:
+    """(elements one block of FLAT_ONE_BLOCK's (16, 2, trips) holds, plan(n, align)) for ``method`` on ``device``,
+    with the knob patched on by the caller."""
+    from tcreduce.plans import tensorcore_fp32 as tc32
+
+    def plan(n: int, align: int = 0):
+        return tcreduce.registry.get(method).plan(Flat(n, align), "float32", "float32", device)
+
+    return trips * tc32.BLOCK * 16 * 4, plan
+
+
+@pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
+@pytest.mark.parametrize("trips", [1, 2])
+def test_one_block_flat_plans_and_twin_equals_literal_replay(method, trips, rng, monkeypatch):
+    """FLAT_ONE_BLOCK patched on ((16 vectors per thread, 2 blocks per SM, trips); no GPU plans it yet): a full sum
+    the resident grid (4 blocks on the 1-SM test GPU) spreads over several blocks, of up to trips x 256 x 16 vectors,
+    runs as one tc32_flat block that writes its value itself (no counters); one vector more keeps the resident grid,
+    and so does a sum the resident grid gives one block anyway. The twin equals the literal replay of a one-block plan
+    with a head and a tail."""
+    from tcreduce.plans import tensorcore_fp32 as tc32
+
+    monkeypatch.setattr(tc32, "FLAT_ONE_BLOCK", {method: (16, 2, trips)})
+    limit, plan = _one_block_plans(method, trips, ONE_SM)
+    one = plan(limit)
+    assert (param_dict(one)["grid"], param_dict(one)["unroll"], param_dict(one)["minb"], one.counters) == (1, 16, 2, 0)
+    assert one.launches[0].kernel.endswith(", 16, float, 2, 2>"), one.launches[0]
+    more = param_dict(plan(limit + 4))
+    assert more["grid"] > 1 and more["unroll"] == tc32.FLAT_UNROLL[method], more
+    resident_one = tc32.BLOCK * tc32.FLAT_UNROLL[method] * 4
+    assert (param_dict(plan(resident_one))["grid"], param_dict(plan(resident_one))["unroll"]) == (
+        1, tc32.FLAT_UNROLL[method])
+    from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
+
+    start, n = 1, limit // 2 + 4103  # more vectors than one resident block holds, a misaligned start, a tail
+    x = values(rng, (n + start,))
+    layout, _ = host_layout(x[start:], None)
+    p = plan(n, layout.problem.align)
+    assert param_dict(p)["grid"] == 1 and param_dict(p)["unroll"] == 16
+    new_format, twin = ((literal.LiteralSplit, emulate_tensorcore_fp32) if method == METHOD
+                        else (literal.LiteralTf32, emulate_tensorcore_tf32))
+    want = literal.flat(p, x, start, new_format)
+    got = np.asarray(twin(p, np.asarray(x[start:]), "H100"), F32).reshape(-1)
+    assert got[0].view(np.uint32) == F32(want).view(np.uint32), (n, got, want)
+
+
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
 @pytest.mark.parametrize("n,start", [(1000, 0), (20000, 1), (70001, 3)])
 def test_one_pass_flat_twin_equals_literal_replay(method, n, start, rng, monkeypatch):
@@ -462,6 +507,41 @@ GPU_AXIS_CASES = [
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
     ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
 ]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
+@pytest.mark.parametrize("trips", [1, 2])
+def test_gpu_one_block_flat_sum_equals_emulator(method, trips, rng, monkeypatch):
+    """FLAT_ONE_BLOCK patched on ((16, 2, trips); no GPU plans it yet): full sums around the one block's capacity
+    (one vector more: the resident grid) and a third of it, aligned and misaligned: GPU == twin bit for bit, within
+    the bound, every output written (a poisoned out)."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce.plans import tensorcore_fp32 as tc32
+
+    device = current_device()[1]
+    monkeypatch.setattr(tc32, "FLAT_ONE_BLOCK", {method: (16, 2, trips)})
+    get_plan.cache_clear()
+    try:
+        limit, plan = _one_block_plans(method, trips, device)
+        for n in (limit // 3 + 5, limit, limit + 4, limit + 7):
+            xh = values(rng, n)
+            xd = cupy.asarray(xh)
+            for start in (0, 3):
+                p = param_dict(plan(n - start, (4 * start) % 16))
+                assert (p["grid"] == 1) == (p["nvec"] <= limit // 4), (n, start, p)
+                want = np.asarray(tcreduce.emulate.sum(xh[start:], method=method, gpu=device))
+                out = poisoned((), "float32")
+                tcreduce.sum(xd[start:], method=method, out=out)
+                cupy.cuda.Device().synchronize()
+                got = to_numpy(out)
+                assert got.tobytes() == want.tobytes(), (n, start, got, want)
+                check_sum(got, xh[start:], None, method=method)
+    finally:
+        get_plan.cache_clear()
 
 
 @pytest.mark.gpu

@@ -70,6 +70,14 @@ FLAT_LOAD = 2  # cache-streaming 16-byte loads (__ldcs), as tc_flat
 # 2^28 3,029 / 3,105 / 3,074 (Triton 3,150 at 2^30): 4 rounds from 12 waves (the split from 2^27, tf32 from 2^28)
 FLAT_ROUNDS: dict[str, int] = {}
 FLAT_ONE_PASS_MIN_WAVES = 3
+# tc32_flat as one block where the resident grid would spread a small full sum over several blocks (tc_flat's
+# FLAT_ONE_BLOCK), per method: (16-byte vectors per thread, blocks per SM it is compiled for, trips: the most loops of
+# the block over its vectors). One block writes its value itself, so the last block's combination (its slots, the
+# counter's atomic and a round trip through L2) is gone. Not measured yet, so no plan takes it (session 25 prepared
+# the sweeps fp32_flat_small_grid_2p{13,14,15}: in the b69e600 throughput study the split's 2^13 took 3.0 us of GPU
+# time in a graph against 2.0 for tensorcore_tf32, one block of 8 vectors per thread there, and 1.5 for shuffle).
+# NVRTC sm_90 at 16 vectors on 2 blocks per SM: the split 112 registers, tf32 93, no spills
+FLAT_ONE_BLOCK: dict[str, tuple[int, int, int]] = {}
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
 #                   against 2,305 with 4 at 3 blocks: benchmarks/tune_plans.py, notes/performance.md)
 TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (k <= 16)
@@ -364,18 +372,22 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(fmt.method, 0)
         grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
                                   device, FLAT_BLOCKS_PER_SM)
+        minb = FLAT_BLOCKS_PER_SM
         if grid:  # a warp's trips: at most its block's rounds
             trips, groups = min(rounds, cdiv(nvec, BLOCK * unroll)), grid_groups(grid, BLOCK)
             extra: dict[str, Any] = dict(rounds=rounds)
         else:
             grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
+            one_unroll, one_minb, one_trips = tuned(_THIS, "FLAT_ONE_BLOCK", device).get(fmt.method, (0, 0, 0))
+            if grid > 1 and nvec <= one_trips * BLOCK * one_unroll:  # small enough for one block
+                unroll, minb, grid = one_unroll, one_minb, 1
             trips, groups, extra = cdiv(nvec, grid * BLOCK * unroll), 0, {}
         steps = trips * (unroll // 2) + (1 if head + tail else 0)
-        name = (f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {FLAT_BLOCKS_PER_SM}"
+        name = (f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {minb}"
                 f"{f', {rounds}' if extra else ''}>")
         launch = KernelLaunch(fmt.source, name, (grid, 1, 1), (BLOCK, 1, 1),
                               (Buf("x"), problem.n, Buf("out"), Buf("counters")))
-        params = dict(form="flat", block=BLOCK, unroll=unroll, minb=FLAT_BLOCKS_PER_SM, grid=grid, head=head,
+        params = dict(form="flat", block=BLOCK, unroll=unroll, minb=minb, grid=grid, head=head,
                       nvec=nvec, tail=tail, steps=steps, **extra)
         return Plan(**common, launches=(launch,), counters=flagged_counters(grid, groups, slots_per_value=2),
                     params=tuple(sorted(params.items())))
