@@ -275,7 +275,8 @@ def round_order(labels: list[str], r: int, rounds: int) -> list[str]:
     label ``r * len / rounds`` and reversed in odd rounds, so that every label is timed early in some rounds and after
     different neighbours. The throughput study at 7dfb9db timed host-bound points in one fixed order: at fp16 2^10
     every label from the sixth on (the read kernel included) read about 11.8 us per call in all 7 rounds and every
-    one before it about 7.8, so a label's place in the round, not its call, set its time there."""
+    one before it about 7.8: the host's slow state (the thread on another CPU, :func:`timing_cpu`) met the same
+    labels in every round. Pinning removed that state; the rotation keeps any other drift off fixed labels."""
     start = r * len(labels) // rounds
     order = labels[start:] + labels[:start]
     return order[::-1] if r % 2 else order
