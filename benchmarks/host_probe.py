@@ -36,23 +36,6 @@ def child(rounds: int) -> None:
                           times=[round(v, 2) for v in times])))
 
 
-def gpu_local_cpus() -> str:
-    import cupy
-
-    bus = cupy.cuda.Device().pci_bus_id.lower()
-    path = Path("/sys/bus/pci/devices") / bus / "local_cpulist"
-    return path.read_text().strip() if path.exists() else ""
-
-
-def parse_list(text: str) -> list[int]:
-    cpus: list[int] = []
-    for part in text.split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            cpus += list(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=40)
@@ -62,16 +45,19 @@ def main() -> None:
     if args.child:
         child(args.rounds)
         return
+    sys.path.insert(0, str(ROOT))
+    from experiments.env import cpu_list, gpu_local_cpus
+
     nodes = {p.name: (p / "cpulist").read_text().strip()
              for p in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"))}
     local = gpu_local_cpus()
-    print(f"NUMA nodes: {nodes}; the GPU's local CPUs: {local!r}; this process may run on "
+    print(f"NUMA nodes: {nodes}; the GPU's local CPUs: {local}; this process may run on "
           f"{len(os.sched_getaffinity(0))} CPUs", flush=True)
     placements = {"all": sorted(os.sched_getaffinity(0))}
-    placements.update({name: parse_list(cpus) for name, cpus in nodes.items()})
+    placements.update({name: cpu_list(cpus) for name, cpus in nodes.items()})
     if local:
-        placements["gpu local"] = parse_list(local)
-        placements["one local cpu"] = parse_list(local)[-1:]
+        placements["gpu local"] = local
+        placements["one local cpu"] = local[-1:]
     results = {}
     for name, cpus in placements.items():
         cmd = [sys.executable, __file__, "--child", "--rounds", str(args.rounds)]

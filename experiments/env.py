@@ -123,6 +123,28 @@ def command_line() -> str:
     return shlex.join(argv)
 
 
+def cpu_list(text: str) -> list[int]:
+    """The CPUs of a Linux CPU list ("0-3,8,10-11", sysfs' and taskset's format), in order."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus += list(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def gpu_local_cpus() -> list[int]:
+    """The CPUs local to the current CUDA device (sysfs ``local_cpulist`` of its PCI bus id); empty where unknown (no
+    GPU, no sysfs entry)."""
+    try:
+        import cupy
+
+        bus = cupy.cuda.Device().pci_bus_id.lower()
+        return cpu_list(Path(f"/sys/bus/pci/devices/{bus}/local_cpulist").read_text())
+    except Exception:
+        return []
+
+
 def l2_bytes() -> int:
     return int(device_info().get("l2_bytes") or 60 * 2**20)
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .env import torch_cuda
+from .env import gpu_local_cpus, torch_cuda
 
 __all__ = ["Timing", "TimingConfig", "time_gpu", "time_graph", "fill_timing", "fastest_of_rounds", "HOST_BOUND_S",
            "HOST_ROUNDS", "round_order", "timing_cpu", "pinned"]
@@ -85,17 +85,8 @@ def timing_cpu() -> int | None:
     if setting:
         return int(setting)
     allowed = sorted(os.sched_getaffinity(0))
-    try:
-        import cupy
-
-        bus = cupy.cuda.Device().pci_bus_id.lower()
-        with open(f"/sys/bus/pci/devices/{bus}/local_cpulist") as f:
-            local = {cpu for part in f.read().strip().split(",") if part
-                     for cpu in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
-        allowed = [cpu for cpu in allowed if cpu in local] or allowed
-    except Exception:  # no GPU, no sysfs entry: any CPU this process may use
-        pass
-    return allowed[-1]
+    local = set(gpu_local_cpus())  # empty without a GPU or its sysfs entry: any CPU this process may use
+    return ([cpu for cpu in allowed if cpu in local] or allowed)[-1]
 
 
 @contextmanager

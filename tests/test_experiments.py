@@ -537,6 +537,13 @@ def test_timing_and_ceiling_on_gpu():
     assert len(views) > 1 and all(v.size == 2**12 and v.data.ptr % 256 == 0 for v in views)
 
 
+def test_cpu_list_reads_the_sysfs_format():
+    from experiments.env import cpu_list
+
+    assert cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert cpu_list("5") == [5] and cpu_list("") == []
+
+
 def test_pinned_timing_runs_on_one_cpu_and_restores_the_thread(monkeypatch):
     """time_gpu's timings run on one CPU (timing.pinned): TCREDUCE_TIMING_CPU picks it ("none": no pinning); the
     thread's former CPUs come back after the block, also when it raises."""
