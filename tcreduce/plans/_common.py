@@ -187,6 +187,17 @@ def flat_one_pass_grid(vectors: int, per_round: int, rounds: int, min_waves: flo
     return grid if grid >= min_waves * device.sm_count * blocks_per_sm else 0
 
 
+def flat_one_block(grid: int, unroll: int, minb: int, nvec: int, block: int,
+                   setting: tuple[int, int, int] | None) -> tuple[int, int, int]:
+    """(grid, 16-byte vectors per thread, blocks per SM) of a full sum's resident walk of ``nvec`` vectors, given the
+    resident grid's (``grid``, ``unroll``, ``minb``) and a FLAT_ONE_BLOCK ``setting`` (vectors per thread, blocks per
+    SM, trips; tc_flat's and tc32_flat's): one block of the setting's shape where the resident grid has several blocks
+    and the sum fits the block's trips (it then writes its value itself: no combination), else the resident grid."""
+    if setting and grid > 1 and nvec <= setting[2] * block * setting[0]:
+        return 1, setting[0], setting[1]
+    return grid, unroll, minb
+
+
 CLUSTER_MAX_BLOCKS = 16  # the largest thread-block cluster Hopper runs (above 8 with the non-portable size allowed)
 
 

@@ -26,9 +26,9 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
-from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_pass_grid,
-                      full_grid, grid_groups, is_aligned, one_pass, reaches_floor, rebalance_splits, split_work,
-                      spread_rows, stream_work, tuned, wave_efficiency)
+from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_block,
+                      flat_one_pass_grid, full_grid, grid_groups, is_aligned, one_pass, reaches_floor,
+                      rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -246,10 +246,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             tail_args, extra = f"{minb}, {rounds}", dict(rounds=rounds)
         else:
             unroll, minb = flat_resident(isz, device)
-            grid, groups = full_grid(nvec, BLOCK * unroll, device, minb), 0
-            one_unroll, one_minb, trips = tuned(_THIS, "FLAT_ONE_BLOCK", device).get(isz, (0, 0, 0))
-            if grid > 1 and nvec <= trips * BLOCK * one_unroll:  # small enough for one block
-                unroll, minb, grid = one_unroll, one_minb, 1
+            resident = full_grid(nvec, BLOCK * unroll, device, minb)
+            grid, unroll, minb = flat_one_block(resident, unroll, minb, nvec, BLOCK,
+                                                tuned(_THIS, "FLAT_ONE_BLOCK", device).get(isz))
+            groups = 0
             cluster = flat_cluster(grid, tuned(_THIS, "FLAT_CLUSTER_MAX_BLOCKS", device), device)
             tail_args, extra = f"{minb}", {}
         params = dict(block=BLOCK, unroll=unroll, chain=chain, grid=grid, head=head, nvec=nvec, vec=vec, **extra)

@@ -43,9 +43,9 @@ from typing import Any
 from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
-from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flagged_counters, flat_one_pass_grid,
-                      full_grid, grid_groups, is_aligned, one_pass, rebalance_splits, split_work, spread_rows,
-                      stream_work, tuned, wave_efficiency)
+from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flagged_counters, flat_one_block,
+                      flat_one_pass_grid, full_grid, grid_groups, is_aligned, one_pass, rebalance_splits, split_work,
+                      spread_rows, stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -377,10 +377,9 @@ def plan_forms(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSp
             trips, groups = min(rounds, cdiv(nvec, BLOCK * unroll)), grid_groups(grid, BLOCK)
             extra: dict[str, Any] = dict(rounds=rounds)
         else:
-            grid = full_grid(nvec, BLOCK * unroll, device, FLAT_BLOCKS_PER_SM)
-            one_unroll, one_minb, one_trips = tuned(_THIS, "FLAT_ONE_BLOCK", device).get(fmt.method, (0, 0, 0))
-            if grid > 1 and nvec <= one_trips * BLOCK * one_unroll:  # small enough for one block
-                unroll, minb, grid = one_unroll, one_minb, 1
+            resident = full_grid(nvec, BLOCK * unroll, device, minb)
+            grid, unroll, minb = flat_one_block(resident, unroll, minb, nvec, BLOCK,
+                                                tuned(_THIS, "FLAT_ONE_BLOCK", device).get(fmt.method))
             trips, groups, extra = cdiv(nvec, grid * BLOCK * unroll), 0, {}
         steps = trips * (unroll // 2) + (1 if head + tail else 0)
         name = (f"tc32_flat<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {FLAT_LOAD}, {minb}"
