@@ -73,9 +73,10 @@ FLAT_ONE_PASS_MIN_WAVES = 3
 # tc32_flat as one block where the resident grid would spread a small full sum over several blocks (tc_flat's
 # FLAT_ONE_BLOCK), per method: (16-byte vectors per thread, blocks per SM it is compiled for, trips: the most loops of
 # the block over its vectors). One block writes its value itself, so the last block's combination (its slots, the
-# counter's atomic and a round trip through L2) is gone. Not measured yet, so no plan takes it (session 25 prepared
-# the sweeps fp32_flat_small_grid_2p{13,14,15}: in the b69e600 throughput study the split's 2^13 took 3.0 us of GPU
-# time in a graph against 2.0 for tensorcore_tf32, one block of 8 vectors per thread there, and 1.5 for shuffle).
+# counter's atomic and a round trip through L2) is gone. H200 (session 26, tune_plans --graph
+# fp32_*_flat_small_grid_2p*, GPU time per call, resident grid / one block): the split 2^13 3.23 / 2.48 us at 8
+# vectors (16: 3.51, its warps each step 8 times in a row), 2^14 3.00 / 3.28-3.48 (every shape), 2^15 3.12 / 3.08;
+# tf32 2^14 3.08 / 2.43 at 16 vectors (8: 2.53). So one trip of 8 vectors for the split, of 16 for tf32 (FAMILY_TUNING).
 # NVRTC sm_90 at 16 vectors on 2 blocks per SM: the split 112 registers, tf32 93, no spills
 FLAT_ONE_BLOCK: dict[str, tuple[int, int, int]] = {}
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
@@ -185,7 +186,8 @@ ITEMSIZE = 4
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
     "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4,
-                 FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6),
+                 FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
+                 FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
 _THIS = sys.modules[__name__]
 
