@@ -232,13 +232,17 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
                 check_sum(got, xh[view], None, method=method)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [
+    ("tensorcore", "float32"), ("tensorcore_tf32", "float32")]
+
+
+@pytest.mark.parametrize("method,dtype", ONE_BLOCK_CASES)
 @pytest.mark.parametrize("trips", [1, 2])
-def test_gpu_one_block_flat_sum_equals_emulator(dtype, trips, rng):
-    """FLAT_ONE_BLOCK (patched on, on any GPU, to the setting measured for an H200 and to two trips): full sums of up
-    to trips x 256 x 16 vectors as one block of 16 vectors per thread looping over its trips, one vector more as a
-    grid of several: GPU == twin bit for bit, within the bound, every output written (a poisoned out), aligned and
-    misaligned."""
+def test_gpu_one_block_flat_sum_equals_emulator(method, dtype, trips, rng):
+    """FLAT_ONE_BLOCK (tc_flat's, per bytes per element, and tc32_flat's, per method) patched on, on any GPU, to 16
+    vectors per thread on 2 blocks per SM and 1 or 2 trips: full sums of up to trips x 256 x 16 vectors as one block
+    looping over its trips, one vector more as a grid of several: GPU == twin bit for bit, within the bound, every
+    output written (a poisoned out), aligned and misaligned."""
     import cupy
 
     from tcreduce._api import get_plan
@@ -246,32 +250,37 @@ def test_gpu_one_block_flat_sum_equals_emulator(dtype, trips, rng):
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
     from tcreduce.formats import get_format
-    from tcreduce.plans import tensorcore
+    from tcreduce.plans import tensorcore, tensorcore_fp32
     from tcreduce.testing import check_sum, patched_plans, poisoned
 
     device = current_device()[1]
     isz = get_format(dtype).itemsize
-    setting = dict(FLAT_ONE_BLOCK={2: (16, 2, trips), 1: (16, 2, trips)})
-    limit = trips * tensorcore.BLOCK * 16 * (16 // isz)  # elements of one block
-    resident_unroll = tensorcore.flat_resident(isz, device)[0]
-    with patched_plans(tensorcore, setting):
-        for n in (77, limit // 3 + 5, limit, limit + 16 // isz, limit + 19):
+    vec = 16 // isz  # elements per 16-byte vector
+    if dtype == "float32":
+        module, key, block = tensorcore_fp32, method, tensorcore_fp32.BLOCK
+        resident_unroll = tensorcore_fp32.FLAT_UNROLL[method]
+    else:
+        module, key, block = tensorcore, isz, tensorcore.BLOCK
+        resident_unroll = tensorcore.flat_resident(isz, device)[0]
+    limit = trips * block * 16 * vec  # elements of one block
+    with patched_plans(module, dict(FLAT_ONE_BLOCK={key: (16, 2, trips)})):
+        for n in (77, limit // 3 + 5, limit, limit + vec, limit + 19):
             xh = random_input(rng, (n,), dtype)
             xd, kw = to_device(xh)
             for view in (slice(None), slice(3, None)):
                 align = (3 * isz) % 16 if view.start else 0
-                p = param_dict(get_plan("tensorcore", Flat(xh[view].size, align), dtype, "float32", device))
-                assert (p["grid"] == 1) == (p["nvec"] <= limit // (16 // isz)), (n, view, p)
+                p = param_dict(get_plan(method, Flat(xh[view].size, align), dtype, "float32", device))
+                assert (p["grid"] == 1) == (p["nvec"] <= limit // vec), (n, view, p)
                 # a sum the resident grid gives one block anyway keeps that plan
-                one = resident_unroll if p["nvec"] <= tensorcore.BLOCK * resident_unroll else 16
+                one = resident_unroll if p["nvec"] <= block * resident_unroll else 16
                 assert p["grid"] > 1 or p["unroll"] == one, (n, view, p)
-                want = np.asarray(tcreduce.emulate.sum(xh[view], method="tensorcore", gpu=device))
+                want = np.asarray(tcreduce.emulate.sum(xh[view], method=method, gpu=device))
                 out = poisoned((), "float32")
-                tcreduce.sum(xd[view], method="tensorcore", out=out, **kw)
+                tcreduce.sum(xd[view], method=method, out=out, **kw)
                 cupy.cuda.Device().synchronize()
                 got = to_numpy(out)
                 assert got.tobytes() == want.tobytes(), (n, view, got, want)
-                check_sum(got, xh[view], None, method="tensorcore")
+                check_sum(got, xh[view], None, method=method)
 
 
 UINT = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}

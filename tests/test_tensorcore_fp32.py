@@ -150,7 +150,7 @@ def _one_block_plans(method: str, trips: int, device) -> tuple:
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
 @pytest.mark.parametrize("trips", [1, 2])
 def test_one_block_flat_plans_and_twin_equals_literal_replay(method, trips, rng, monkeypatch):
-    """FLAT_ONE_BLOCK patched on ((16 vectors per thread, 2 blocks per SM, trips); no GPU plans it yet): a full sum
+    """FLAT_ONE_BLOCK patched on ((16 vectors per thread, 2 blocks per SM, trips)) for the 1-SM test GPU: a full sum
     the resident grid (4 blocks on the 1-SM test GPU) spreads over several blocks, of up to trips x 256 x 16 vectors,
     runs as one tc32_flat block that writes its value itself (no counters); one vector more keeps the resident grid,
     and so does a sum the resident grid gives one block anyway. The twin equals the literal replay of a one-block plan
@@ -179,6 +179,27 @@ def test_one_block_flat_plans_and_twin_equals_literal_replay(method, trips, rng,
     want = literal.flat(p, x, start, new_format)
     got = np.asarray(twin(p, np.asarray(x[start:]), "H100"), F32).reshape(-1)
     assert got[0].view(np.uint32) == F32(want).view(np.uint32), (n, got, want)
+
+
+def test_h200_runs_small_full_sums_as_one_block():
+    """FAMILY_TUNING["H200"]'s FLAT_ONE_BLOCK (session 26): the split's sums of 4,097-8,195 elements (2 resident blocks)
+    run as one block of 8 vectors per thread, tf32's of 8,196-16,387 (2-4 blocks) as one of 16, both compiled for 2
+    blocks per SM and writing their value themselves (no counters); one vector more keeps the resident grid, and an
+    H100 (no setting) keeps it everywhere."""
+    h200, h100 = KNOWN_GPUS["H200"], KNOWN_GPUS["H100"]
+
+    def plan(method: str, n: int, device):
+        return tcreduce.registry.get(method).plan(Flat(n, 0), "float32", "float32", device)
+
+    for method, unroll, lo, hi in ((METHOD, 8, 4100, 8192), ("tensorcore_tf32", 16, 8196, 16384)):
+        for n in (lo, hi + 3):
+            one = plan(method, n, h200)
+            assert (param_dict(one)["grid"], param_dict(one)["unroll"], one.counters) == (1, unroll, 0), (method, n)
+            assert one.launches[0].kernel.endswith(f", {unroll}, float, 2, 2>"), one.launches[0]
+            assert param_dict(plan(method, n, h100))["grid"] > 1, (method, n)
+        assert param_dict(plan(method, hi + 4, h200))["grid"] > 1
+        assert param_dict(plan(method, lo - 4, h200))["grid"] == 1  # one resident block anyway
+        assert param_dict(plan(method, lo - 4, h200))["unroll"] == tcreduce.plans.tensorcore_fp32.FLAT_UNROLL[method]
 
 
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
@@ -507,41 +528,6 @@ GPU_AXIS_CASES = [
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
     ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
 ]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
-@pytest.mark.parametrize("trips", [1, 2])
-def test_gpu_one_block_flat_sum_equals_emulator(method, trips, rng, monkeypatch):
-    """FLAT_ONE_BLOCK patched on ((16, 2, trips); no GPU plans it yet): full sums around the one block's capacity
-    (one vector more: the resident grid) and a third of it, aligned and misaligned: GPU == twin bit for bit, within
-    the bound, every output written (a poisoned out)."""
-    import cupy
-
-    from tcreduce._api import get_plan
-    from tcreduce._device import current_device
-    from tcreduce.plans import tensorcore_fp32 as tc32
-
-    device = current_device()[1]
-    monkeypatch.setattr(tc32, "FLAT_ONE_BLOCK", {method: (16, 2, trips)})
-    get_plan.cache_clear()
-    try:
-        limit, plan = _one_block_plans(method, trips, device)
-        for n in (limit // 3 + 5, limit, limit + 4, limit + 7):
-            xh = values(rng, n)
-            xd = cupy.asarray(xh)
-            for start in (0, 3):
-                p = param_dict(plan(n - start, (4 * start) % 16))
-                assert (p["grid"] == 1) == (p["nvec"] <= limit // 4), (n, start, p)
-                want = np.asarray(tcreduce.emulate.sum(xh[start:], method=method, gpu=device))
-                out = poisoned((), "float32")
-                tcreduce.sum(xd[start:], method=method, out=out)
-                cupy.cuda.Device().synchronize()
-                got = to_numpy(out)
-                assert got.tobytes() == want.tobytes(), (n, start, got, want)
-                check_sum(got, xh[start:], None, method=method)
-    finally:
-        get_plan.cache_clear()
 
 
 @pytest.mark.gpu
