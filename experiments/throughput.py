@@ -20,6 +20,7 @@ throughput_calls.png/.pdf (back-to-back calls from Python).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from pathlib import Path
@@ -34,14 +35,16 @@ from tcreduce.formats import get_format
 from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, rotating_views, torch_view
 from .methods import sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
-from .timing import HOST_BOUND_S, HOST_ROUNDS, TimingConfig, fastest_of_rounds, fill_timing, time_gpu, time_graph
+from .timing import (HOST_BOUND_S, HOST_SAMPLES, Timed, TimingConfig, fill_timing, time_gpu, time_graph,
+                     time_interleaved)
 
 NAME = "throughput"
 NEEDS_GPU = True
 SUMMARY = "GB/s and fraction of the measured ceiling vs N, full sums, every method beside torch.sum and cupy.sum"
 WHY_GPU = "it times kernels on a GPU with CUDA events"
 
-COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "rounds", "buffers",
+COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "interleaved",
+           "buffers",
            "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "graph_us", "graph_p10_us",
            "graph_p90_us", "graph_calls", "graph_gbs", "graph_frac_ceiling", "note"]
 DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
@@ -59,8 +62,8 @@ def config(ctx: Context) -> dict[str, Any]:
         "ceiling_bytes": 2**28 if ctx.quick or ctx.mode == "tiny" else 2**30,
         "slow_cutoff_s": 0.01 if ctx.quick else 0.05,
         "graph_below_s": 1e-3,
-        "host_bound_s": HOST_BOUND_S,  # calls faster than this: the fastest median of HOST_ROUNDS rounds
-        "host_rounds": HOST_ROUNDS,
+        "host_bound_s": HOST_BOUND_S,  # calls faster than this: re-timed together, HOST_SAMPLES turns
+        "host_samples": HOST_SAMPLES,
         "input": "uniform [-0.25, 0.75), one pool per dtype, 256-byte aligned views",
         "timing": TimingConfig.for_mode(ctx.mode).__dict__,
     }
@@ -116,10 +119,9 @@ def run(ctx: Context) -> list[Path]:
                 kind, call, inputs = by_label[label]
                 if kind == "ceiling":
                     return time_read_kernel(inputs, tcfg, ceiling.read_config)[0]
-                if kind == "competitor":
-                    with call.context(), torch_stream_guard():
-                        return time_gpu(call.call, inputs, tcfg)
-                return time_gpu(call, inputs, tcfg)
+                calls = _timed(kind, call, inputs, ceiling)
+                with calls.context():
+                    return time_gpu(calls.fn, calls.inputs, tcfg)
 
             first, size_rows = {}, {}
             for label, kind, call, inputs in entries:
@@ -143,18 +145,16 @@ def run(ctx: Context) -> list[Path]:
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
                 bar.update(1, f"{dtype_label(dt)} 2^{int(math.log2(n))} {label}")
 
-            def retime(label: str) -> Any:  # a later round that fails keeps round 1 (and says so)
-                try:
-                    return timed(label)
-                except Exception as e:
-                    ctx.error(f"throughput {label} {dt} n={n}, a later round: {error_note(e)[7:]}")
-                    return first[label]
-
-            for label, (t, taken) in fastest_of_rounds(first, retime).items():  # host-bound points: more rounds
+            try:  # host-bound points: every label of the size re-timed together, sample by sample
+                final = time_interleaved(first, {label: _timed(*by_label[label], ceiling) for label in first})
+            except Exception as e:
+                ctx.error(f"throughput {dt} n={n}, interleaved timing (the first timings kept): {error_note(e)[7:]}")
+                final = first
+            for label, t in final.items():
                 row = size_rows[label]
                 kind, call, inputs = by_label[label]
                 fill_timing(row, t, ceiling.gbs)
-                row["rounds"] = taken
+                row["interleaved"] = t is not first[label]
                 if t.median_s > cfg["slow_cutoff_s"]:
                     dropped[label] = n
                 if t.median_s < cfg["graph_below_s"]:
@@ -166,6 +166,22 @@ def run(ctx: Context) -> list[Path]:
     bar.close()
     cupy.cuda.Device().synchronize()
     return write(ctx, rows, cfg, ceiling.as_dict())
+
+
+def _timed(kind: str, call: Any, inputs: list, ceiling: Any) -> Timed:
+    """A label's calls as :func:`experiments.timing.time_interleaved` makes them: the read kernel's launcher, a
+    competitor inside its context on CuPy's stream, or a tcreduce call."""
+    if kind == "ceiling":
+        return Timed(read_launcher(ceiling.read_config), inputs)
+    if kind == "competitor":
+        def context() -> Any:
+            stack = contextlib.ExitStack()
+            stack.enter_context(call.context())
+            stack.enter_context(torch_stream_guard())
+            return stack
+
+        return Timed(call.call, inputs, context)
+    return Timed(call, inputs)
 
 
 def _tc_call(method: str, **kw):

@@ -6,12 +6,11 @@ gaps overlap with the previous call's work); the median sample over the batch si
 inputs rotate among several buffers (:func:`experiments.inputs.rotating_views`) so that the bytes touched between two
 reads of one buffer exceed the L2 cache (60 MiB on H200, 50 MB on H100) where memory allows. Inputs are random, never
 zeros. :func:`time_graph`: the same calls captured into a CUDA graph and replayed (host dispatch removed).
-:func:`fastest_of_rounds`: host-bound points (a call under 50 us: the time is the host's dispatch, not the GPU's)
-are timed again in further rounds, round-robin over the methods of one size, and keep the smallest median: host
-noise (another process, a garbage collection) only ever adds time, and one burst cannot land on every round of one
-method. The rows say how many rounds they took. Every back-to-back timing runs with its thread pinned to one CPU
-(:func:`pinned`, :func:`timing_cpu`; the CSV header names the CPU): unpinned, the host's time per call flipped
-between two levels as the thread moved between CPUs.
+:func:`time_interleaved`: host-bound points (a call under 50 us: the time is the host's dispatch, not the GPU's)
+are timed again sample by sample in turn, every method of one size once per turn, so that the host's states (which
+come and go within a second on a lent H200) fall on every method alike and their medians compare. Every
+back-to-back timing runs with its thread pinned to one CPU (:func:`pinned`, :func:`timing_cpu`; the CSV header names
+the CPU): unpinned, the host's time per call flipped between two levels as the thread moved between CPUs.
 
 Bandwidth: decimal GB/s of the fewest bytes a call must move (each input element read once, each output element
 written once); :func:`fill_timing` writes both into a CSV row.
@@ -22,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -30,15 +29,15 @@ import numpy as np
 
 from .env import gpu_local_cpus, torch_cuda
 
-__all__ = ["Timing", "TimingConfig", "time_gpu", "time_graph", "fill_timing", "fastest_of_rounds", "HOST_BOUND_S",
-           "HOST_ROUNDS", "round_order", "timing_cpu", "pinned"]
+__all__ = ["Timing", "TimingConfig", "Timed", "time_gpu", "time_graph", "time_interleaved", "turn_order", "fill_timing",
+           "HOST_BOUND_S", "HOST_SAMPLES", "timing_cpu", "pinned"]
 
-HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: fastest_of_rounds re-times them
-# rounds (the first included) a host-bound point is timed in. 3 until session 24: with a dozen methods per size, the
-# fastest of 3 rounds still left one method more than 2% ahead of the rest by the host's noise alone at some points,
-# and auto's table followed it (kahan at fp16 2^14-2^20 on an H200, notes/performance.md session 24); the fastest of
-# 7 approaches each method's own floor
-HOST_ROUNDS = 7
+HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: time_interleaved re-times them
+# samples per host-bound label in time_interleaved. Until session 26 host-bound points were re-timed in 7 rounds of
+# 100 samples per label, round-robin, keeping each label's fastest round: on the H200 of session 26 (pinned) labels of
+# one size still read 9 or 12-13 us per call by the rounds they met (bf16 2^11: tensorcore 12.9, auto 9.5; fp16 2^22
+# the read kernel 12.6 against 8.9-9.5), and auto's derived table followed them (kahan at fp16 2^22)
+HOST_SAMPLES = 300
 
 
 @dataclass(frozen=True)
@@ -245,32 +244,60 @@ def _time_graph_torch(fn, inputs, cfg: TimingConfig, max_calls: int) -> Timing:
                   per, min(nb, per))
 
 
-def fastest_of_rounds(first: dict[str, Timing], retime: Callable[[str], Timing], rounds: int = HOST_ROUNDS,
-                      below_s: float = HOST_BOUND_S) -> dict[str, tuple[Timing, int]]:
-    """For the timings of one size (``first``: label -> Timing of round 1), the label's smallest median over
-    ``rounds`` rounds and the rounds taken. Labels whose round-1 median is under ``below_s`` are re-timed with
-    ``retime(label)`` round-robin, every such label once per round, each round in another order
-    (:func:`round_order`); the others keep round 1."""
-    best = {label: (t, 1) for label, t in first.items()}
-    host_bound = [label for label, t in first.items() if t.median_s < below_s]
-    for r in range(1, rounds):
-        for label in round_order(host_bound, r, rounds):
-            t = retime(label)
-            old, taken = best[label]
-            best[label] = (t if t.median_s < old.median_s else old, taken + 1)
-    return best
+@dataclass(frozen=True)
+class Timed:
+    """A label's calls for :func:`time_interleaved`: ``fn(input)`` over ``inputs`` in turn, each sample of calls
+    inside ``context()`` (a competitor's: torch on CuPy's stream), entered and left outside the sample's events."""
+
+    fn: Callable[[Any], Any]
+    inputs: Sequence[Any]
+    context: Callable[[], Any] = nullcontext
 
 
-def round_order(labels: list[str], r: int, rounds: int) -> list[str]:
-    """The order of round ``r`` (1 .. rounds - 1) of :func:`fastest_of_rounds`: ``labels`` rotated to start at
-    label ``r * len / rounds`` and reversed in odd rounds, so that every label is timed early in some rounds and after
-    different neighbours. The throughput study at 7dfb9db timed host-bound points in one fixed order: at fp16 2^10
-    every label from the sixth on (the read kernel included) read about 11.8 us per call in all 7 rounds and every
-    one before it about 7.8: the host's slow state (the thread on another CPU, :func:`timing_cpu`) met the same
-    labels in every round. Pinning removed that state; the rotation keeps any other drift off fixed labels."""
-    start = r * len(labels) // rounds
+def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples: int = HOST_SAMPLES,
+                     below_s: float = HOST_BOUND_S) -> dict[str, Timing]:
+    """The timings of one size: ``first`` (label -> :func:`time_gpu`'s Timing, which warmed the label up and chose
+    its batch) where its median is ``below_s`` or more; the host-bound labels of ``timed`` re-timed together instead,
+    ``samples`` turns of one sample each (a batch of its first timing's size of back-to-back calls between two CUDA
+    events), in an order that turns each time (:func:`turn_order`), from one pinned CPU. Each label's median, p10
+    and p90 over its samples: all of them taken over the same second or so, so the host's states, which last
+    fractions of a second, fall on every label alike."""
+    import cupy
+
+    labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
+    out = dict(first)
+    if not labels:
+        return out
+    events: dict[str, list] = {label: [] for label in labels}
+    k = dict.fromkeys(labels, 0)
+    with pinned():
+        stream = cupy.cuda.get_current_stream()
+        for j in range(samples):
+            for label in turn_order(labels, j):
+                t, batch = timed[label], first[label].batch
+                s, e = cupy.cuda.Event(), cupy.cuda.Event()
+                with t.context():
+                    s.record(stream)
+                    for _ in range(batch):
+                        t.fn(t.inputs[k[label] % len(t.inputs)])
+                        k[label] += 1
+                    e.record(stream)
+                events[label].append((s, e))
+        stream.synchronize()
+    for label in labels:
+        batch = first[label].batch
+        times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events[label]])
+        out[label] = Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)),
+                            samples, batch, min(len(timed[label].inputs), k[label]))
+    return out
+
+
+def turn_order(labels: list[str], j: int) -> list[str]:
+    """The order of turn ``j`` of :func:`time_interleaved`: ``labels`` rotated to start at label ``j`` (mod their
+    count) and reversed in odd turns, so that every label follows every other and none keeps a place."""
+    start = j % len(labels)
     order = labels[start:] + labels[:start]
-    return order[::-1] if r % 2 else order
+    return order[::-1] if j % 2 else order
 
 
 def fill_timing(row: dict, t: "Timing", ceiling_gbs: float | None = None) -> None:

@@ -4,10 +4,12 @@ synthetic CSVs (the GPU studies' measuring parts run on a GPU only: ``pytest -m 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -177,38 +179,48 @@ def test_csv_round_trip(tmp_path):
     _well_formed_csv(p, ["a", "b", "c", "d", "e"])
 
 
-def test_fastest_of_rounds_retimes_only_host_bound_points_round_robin():
-    from experiments.timing import Timing, fastest_of_rounds
+def test_time_interleaved_times_host_bound_labels_in_turns_under_the_same_host_states(monkeypatch):
+    """A fake CuPy whose events read a clock that the calls advance: a host that is slow (1.5x) in the last 30% of
+    every millisecond. Re-timed in turns, two labels of the same cost read the same median, a dearer one its own, the
+    slow state shows in each p90 alone; a GPU-bound label keeps its first timing; the turns rotate and reverse."""
+    import types
 
-    def t(us):
-        return Timing(us * 1e-6, us * 1e-6, us * 1e-6, 10, 1, 1)
+    from experiments import timing
+    from experiments.timing import Timed, Timing, time_interleaved, turn_order
 
-    later = {"slow host": [t(12.0), t(10.0)], "noisy": [t(9.0), t(30.0)], "gpu bound": []}
-    calls = []
+    clock = [0.0]  # ms
 
-    def retime(label):
-        calls.append(label)
-        return later[label].pop(0)
+    class Event:
+        def record(self, stream=None):
+            self.t = clock[0]
 
-    got = fastest_of_rounds({"slow host": t(40.0), "noisy": t(11.0), "gpu bound": t(700.0)}, retime, rounds=3,
-                            below_s=50e-6)
-    assert calls == ["noisy", "slow host", "noisy", "slow host"]  # round-robin (round_order), GPU-bound never again
-    assert {k: (round(v.median_s * 1e6, 3), n) for k, (v, n) in got.items()} == {
-        "slow host": (10.0, 3), "noisy": (9.0, 3), "gpu bound": (700.0, 1)}
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Event=Event, get_current_stream=lambda: stream, get_elapsed_time=lambda s, e: e.t - s.t))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(timing, "pinned", contextlib.nullcontext)
+    calls: list[str] = []
 
+    def call(label: str, us: float):
+        def fn(x):
+            calls.append(label)
+            clock[0] += us * 1e-3 * (1.5 if clock[0] % 1.0 > 0.7 else 1.0)
+        return Timed(fn, [None, None])
 
-def test_round_order_rotates_and_reverses_so_no_label_keeps_its_place():
-    from experiments.timing import round_order
+    def t(us: float, batch: int):
+        return Timing(us * 1e-6, us * 1e-6, us * 1e-6, 10, batch, 2)
 
-    labels = ["a", "b", "c", "d"]
-    assert round_order(labels, 1, 3) == ["a", "d", "c", "b"]  # from b, reversed
-    assert round_order(labels, 2, 3) == ["c", "d", "a", "b"]  # from c
-    thirteen = [f"m{i}" for i in range(13)]  # the throughput study's fp16 labels: 7 rounds, 6 of them re-timed
-    orders = [round_order(thirteen, r, 7) for r in range(1, 7)]
-    assert all(sorted(o) == sorted(thirteen) for o in orders)
-    for label in thirteen:  # every label early in one round and late in another
-        places = [o.index(label) for o in orders]
-        assert min(places) < 6 and max(places) >= 6, (label, places)
+    first = {"a": t(14.0, 4), "b": t(10.0, 3), "c": t(12.0, 4), "gpu": t(700.0, 1)}
+    timed = {"a": call("a", 10.0), "b": call("b", 10.0), "c": call("c", 12.0), "gpu": call("gpu", 700.0)}
+    got = time_interleaved(first, timed, samples=200, below_s=50e-6)
+    assert got["gpu"] is first["gpu"] and "gpu" not in calls
+    assert calls[:11] == ["a"] * 4 + ["b"] * 3 + ["c"] * 4  # turn 0 in order, then turn 1: a, c, b
+    assert calls[11:22] == ["a"] * 4 + ["c"] * 4 + ["b"] * 3
+    assert turn_order(["a", "b", "c"], 2) == ["c", "a", "b"] and turn_order(["a", "b", "c"], 3) == ["c", "b", "a"]
+    for label, us in (("a", 10.0), ("b", 10.0), ("c", 12.0)):
+        g = got[label]
+        assert (g.reps, g.batch, g.buffers) == (200, first[label].batch, 2), g
+        assert abs(g.median_s * 1e6 - us) < 1e-6 and g.p90_s * 1e6 > 1.2 * us, (label, g)
 
 
 def test_metadata_fields(tmp_path):
