@@ -8,7 +8,8 @@ N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). In
 [-0.25, 0.75) from one pool per dtype; small N rotate among views of the pool so that the bytes touched exceed twice
 the L2 cache (up to 1024 views, so N below about 2^15 fp16 stays partly L2-resident, and is launch-bound anyway).
 Two timings per point: back-to-back calls from Python (:func:`experiments.timing.time_gpu`; for small N the
-per-call cost of a stream of calls, host dispatch included: ``time_us``, ``gbs``) and, where a call takes under
+per-call cost of a stream of calls, host dispatch included: ``time_us``, ``gbs``; calls under 50 us re-timed with
+every label of their size in turns, :func:`experiments.timing.time_interleaved`) and, where a call takes under
 1 ms, the same calls captured into a CUDA graph and replayed (:func:`experiments.timing.time_graph`; the GPU's cost
 without host dispatch: ``graph_us``, ``graph_gbs``; torch through torch.cuda.graph). Graphs replay up to 256
 captured calls, so small N rotate among at most 256 buffers there. A method whose call takes longer than 50 ms
@@ -64,6 +65,8 @@ def config(ctx: Context) -> dict[str, Any]:
         "graph_below_s": 1e-3,
         "host_bound_s": HOST_BOUND_S,  # calls faster than this: re-timed together, HOST_SAMPLES turns
         "host_samples": HOST_SAMPLES,
+        "host_bound_time": "rows with interleaved=true: time_us is the mean of the samples' middle 80% "
+                           "(experiments.timing.time_interleaved), elsewhere the median sample",
         "input": "uniform [-0.25, 0.75), one pool per dtype, 256-byte aligned views",
         "timing": TimingConfig.for_mode(ctx.mode).__dict__,
     }

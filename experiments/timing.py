@@ -7,8 +7,9 @@ inputs rotate among several buffers (:func:`experiments.inputs.rotating_views`) 
 reads of one buffer exceed the L2 cache (60 MiB on H200, 50 MB on H100) where memory allows. Inputs are random, never
 zeros. :func:`time_graph`: the same calls captured into a CUDA graph and replayed (host dispatch removed).
 :func:`time_interleaved`: host-bound points (a call under 50 us: the time is the host's dispatch, not the GPU's)
-are timed again sample by sample in turn, every method of one size once per turn, so that the host's states (which
-come and go within a second on a lent H200) fall on every method alike and their medians compare. Every
+are timed again sample by sample in turn, every method of one size once per turn in a random order, so that the
+host's states (which come and go within a second on a lent H200) fall on every method alike; their time is the mean of
+the samples' middle 80%. Every
 back-to-back timing runs with its thread pinned to one CPU (:func:`pinned`, :func:`timing_cpu`; the CSV header names
 the CPU): unpinned, the host's time per call flipped between two levels as the thread moved between CPUs.
 
@@ -255,13 +256,16 @@ class Timed:
 
 
 def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples: int = HOST_SAMPLES,
-                     below_s: float = HOST_BOUND_S) -> dict[str, Timing]:
+                     below_s: float = HOST_BOUND_S, seed: int = 0) -> dict[str, Timing]:
     """The timings of one size: ``first`` (label -> :func:`time_gpu`'s Timing, which warmed the label up and chose
     its batch) where its median is ``below_s`` or more; the host-bound labels of ``timed`` re-timed together instead,
     ``samples`` turns of one sample each (a batch of its first timing's size of back-to-back calls between two CUDA
-    events), in an order that turns each time (:func:`turn_order`), from one pinned CPU. Each label's median, p10
-    and p90 over its samples: all of them taken over the same second or so, so the host's states, which last
-    fractions of a second, fall on every label alike."""
+    events), each turn in a new random order (:func:`turn_order`), from one pinned CPU. All of them are taken over the
+    same second or so, so the host's states, which last fractions of a second, fall on every label alike, and every
+    label follows every other as often (a call after torch's code runs slower than after tcreduce's). Each label's
+    time is the mean of its samples from the 10th to the 90th percentile (``median_s``; p10 and p90 beside it): on a
+    host that flips between two states the samples have two modes, whose median jumps between them for labels of the
+    same cost, while their mean is the time per call of a long stream of calls."""
     import cupy
 
     labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
@@ -270,10 +274,11 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
         return out
     events: dict[str, list] = {label: [] for label in labels}
     k = dict.fromkeys(labels, 0)
+    rng = np.random.default_rng(seed)
     with pinned():
         stream = cupy.cuda.get_current_stream()
-        for j in range(samples):
-            for label in turn_order(labels, j):
+        for _ in range(samples):
+            for label in turn_order(labels, rng):
                 t, batch = timed[label], first[label].batch
                 s, e = cupy.cuda.Event(), cupy.cuda.Event()
                 with t.context():
@@ -287,17 +292,16 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
     for label in labels:
         batch = first[label].batch
         times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events[label]])
-        out[label] = Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)),
-                            samples, batch, min(len(timed[label].inputs), k[label]))
+        p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
+        mid = times[(times >= p10) & (times <= p90)]
+        out[label] = Timing(float(mid.mean()), float(p10), float(p90), samples, batch,
+                            min(len(timed[label].inputs), k[label]))
     return out
 
 
-def turn_order(labels: list[str], j: int) -> list[str]:
-    """The order of turn ``j`` of :func:`time_interleaved`: ``labels`` rotated to start at label ``j`` (mod their
-    count) and reversed in odd turns, so that every label follows every other and none keeps a place."""
-    start = j % len(labels)
-    order = labels[start:] + labels[:start]
-    return order[::-1] if j % 2 else order
+def turn_order(labels: list[str], rng: np.random.Generator) -> list[str]:
+    """The order of one turn of :func:`time_interleaved`: ``labels`` in a random order drawn from ``rng``."""
+    return [labels[i] for i in rng.permutation(len(labels))]
 
 
 def fill_timing(row: dict, t: "Timing", ceiling_gbs: float | None = None) -> None:

@@ -181,25 +181,28 @@ def test_csv_round_trip(tmp_path):
 
 def test_time_interleaved_times_host_bound_labels_in_turns_under_the_same_host_states(monkeypatch):
     """A fake CuPy whose events read a clock that the calls advance: a host that is slow (1.5x) in the last 30% of
-    every millisecond. Re-timed in turns, two labels of the same cost read the same median, a dearer one its own, the
-    slow state shows in each p90 alone; a GPU-bound label keeps its first timing; the turns rotate and reverse."""
+    every millisecond. Re-timed in turns of random order, two labels of the same cost read the same time (the mean of
+    the middle 80% of their samples), a dearer one its own, the slow state shows in each p90; every turn takes every
+    label once, and each label follows each other one in some turn; a GPU-bound label keeps its first timing."""
     import types
 
     from experiments import timing
-    from experiments.timing import Timed, Timing, time_interleaved, turn_order
+    from experiments.timing import Timed, Timing, time_interleaved
 
     clock = [0.0]  # ms
+
+    calls: list[str] = []  # the labels called, "|" where an event is recorded
 
     class Event:
         def record(self, stream=None):
             self.t = clock[0]
+            calls.append("|")
 
     stream = types.SimpleNamespace(synchronize=lambda: None)
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
         Event=Event, get_current_stream=lambda: stream, get_elapsed_time=lambda s, e: e.t - s.t))
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(timing, "pinned", contextlib.nullcontext)
-    calls: list[str] = []
 
     def call(label: str, us: float):
         def fn(x):
@@ -212,15 +215,20 @@ def test_time_interleaved_times_host_bound_labels_in_turns_under_the_same_host_s
 
     first = {"a": t(14.0, 4), "b": t(10.0, 3), "c": t(12.0, 4), "gpu": t(700.0, 1)}
     timed = {"a": call("a", 10.0), "b": call("b", 10.0), "c": call("c", 12.0), "gpu": call("gpu", 700.0)}
-    got = time_interleaved(first, timed, samples=200, below_s=50e-6)
+    got = time_interleaved(first, timed, samples=300, below_s=50e-6)
     assert got["gpu"] is first["gpu"] and "gpu" not in calls
-    assert calls[:11] == ["a"] * 4 + ["b"] * 3 + ["c"] * 4  # turn 0 in order, then turn 1: a, c, b
-    assert calls[11:22] == ["a"] * 4 + ["c"] * 4 + ["b"] * 3
-    assert turn_order(["a", "b", "c"], 2) == ["c", "a", "b"] and turn_order(["a", "b", "c"], 3) == ["c", "b", "a"]
-    for label, us in (("a", 10.0), ("b", 10.0), ("c", 12.0)):
+    batches = [b for b in "".join(calls).split("|") if b]  # the calls between two events: one sample
+    assert all(b == b[0] * first[b[0]].batch for b in batches), batches[:6]
+    turns = [[b[0] for b in batches[i:i + 3]] for i in range(0, len(batches), 3)]
+    assert len(turns) == 300 and all(sorted(turn) == ["a", "b", "c"] for turn in turns)
+    follows = {(x, y) for turn in turns for x, y in zip(turn, turn[1:])}
+    assert follows == {(x, y) for x in "abc" for y in "abc" if x != y}
+    for label in "abc":
         g = got[label]
-        assert (g.reps, g.batch, g.buffers) == (200, first[label].batch, 2), g
-        assert abs(g.median_s * 1e6 - us) < 1e-6 and g.p90_s * 1e6 > 1.2 * us, (label, g)
+        assert (g.reps, g.batch, g.buffers) == (300, first[label].batch, 2), g
+        assert g.p10_s < g.median_s < g.p90_s and abs(g.p90_s * 1e6 / (12.0 if label == "c" else 10.0) - 1.5) < 0.01
+    assert abs(got["a"].median_s / got["b"].median_s - 1) < 0.03, got
+    assert abs(got["c"].median_s / got["a"].median_s - 1.2) < 0.03, got
 
 
 def test_metadata_fields(tmp_path):
