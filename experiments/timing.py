@@ -257,15 +257,16 @@ class Timed:
 
 def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples: int = HOST_SAMPLES,
                      below_s: float = HOST_BOUND_S, seed: int = 0) -> dict[str, Timing]:
-    """The timings of one size: ``first`` (label -> :func:`time_gpu`'s Timing, which warmed the label up and chose
-    its batch) where its median is ``below_s`` or more; the host-bound labels of ``timed`` re-timed together instead,
-    ``samples`` turns of one sample each (a batch of its first timing's size of back-to-back calls between two CUDA
-    events), each turn in a new random order (:func:`turn_order`), from one pinned CPU. All of them are taken over the
-    same second or so, so the host's states, which last fractions of a second, fall on every label alike, and every
-    label follows every other as often (a call after torch's code runs slower than after tcreduce's). Each label's
-    time is the mean of its samples from the 10th to the 90th percentile (``median_s``; p10 and p90 beside it): on a
-    host that flips between two states the samples have two modes, whose median jumps between them for labels of the
-    same cost, while their mean is the time per call of a long stream of calls."""
+    """The timings of one size: ``first`` (label -> :func:`time_gpu`'s Timing, which warmed the label up) where its
+    median is ``below_s`` or more; the host-bound labels of ``timed`` re-timed together instead, ``samples`` turns of
+    one sample each (one batch of back-to-back calls between two CUDA events, the same batch for every label: the
+    largest of their first timings' batches, so that the cost of a label's first call after another label's, about a
+    cold call's, weighs the same on each), each turn in a new random order (:func:`turn_order`), from one pinned CPU.
+    All of them are taken over the same second or so, so the host's states, which last fractions of a second, fall on
+    every label alike, and every label follows every other as often (a call after torch's code runs slower than after
+    tcreduce's). Each label's time is the mean of its samples from the 10th to the 90th percentile (``median_s``; p10
+    and p90 beside it): on a host that flips between two states the samples have two modes, whose median jumps between
+    them for labels of the same cost, while their mean is the time per call of a long stream of calls."""
     import cupy
 
     labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
@@ -274,12 +275,13 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
         return out
     events: dict[str, list] = {label: [] for label in labels}
     k = dict.fromkeys(labels, 0)
+    batch = max(first[label].batch for label in labels)
     rng = np.random.default_rng(seed)
     with pinned():
         stream = cupy.cuda.get_current_stream()
         for _ in range(samples):
             for label in turn_order(labels, rng):
-                t, batch = timed[label], first[label].batch
+                t = timed[label]
                 s, e = cupy.cuda.Event(), cupy.cuda.Event()
                 with t.context():
                     s.record(stream)
@@ -290,7 +292,6 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
                 events[label].append((s, e))
         stream.synchronize()
     for label in labels:
-        batch = first[label].batch
         times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events[label]])
         p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
         mid = times[(times >= p10) & (times <= p90)]
