@@ -74,7 +74,7 @@ class TimingConfig:
 @functools.lru_cache(maxsize=1)
 def timing_cpu() -> int | None:
     """The one CPU the timing thread runs on while it times (:func:`pinned`): ``TCREDUCE_TIMING_CPU`` when set (a
-    CPU number; "none" turns pinning off), else the last of the GPU's local CPUs (sysfs) this process may run on, else
+    CPU number this process may run on, else ValueError; "none" turns pinning off), else the last of the GPU's local CPUs (sysfs) this process may run on, else
     the last CPU it may run on; None where the OS cannot pin threads. Why: on a lent H200 (one NUMA node, 16 vCPUs,
     benchmarks/host_probe.py, session 25) back-to-back calls of a 2^12 fp16 sum from an unpinned process read 4.8 us
     per call in some rounds and 6-7 us in others, a few seconds each, as the thread moved between CPUs; pinned to one
@@ -82,9 +82,12 @@ def timing_cpu() -> int | None:
     setting = os.environ.get("TCREDUCE_TIMING_CPU", "").strip().lower()
     if setting == "none" or not hasattr(os, "sched_setaffinity"):
         return None
-    if setting:
-        return int(setting)
     allowed = sorted(os.sched_getaffinity(0))
+    if setting:
+        if not setting.isdigit() or int(setting) not in allowed:
+            raise ValueError(f"TCREDUCE_TIMING_CPU={setting!r}: set it to one of the CPUs this process may run on "
+                             f"({', '.join(map(str, allowed))}), or to 'none' to time unpinned")
+        return int(setting)
     local = set(gpu_local_cpus())  # empty without a GPU or its sysfs entry: any CPU this process may use
     return ([cpu for cpu in allowed if cpu in local] or allowed)[-1]
 

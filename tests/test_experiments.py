@@ -566,8 +566,9 @@ def test_cpu_list_reads_the_sysfs_format():
 
 
 def test_pinned_timing_runs_on_one_cpu_and_restores_the_thread(monkeypatch):
-    """time_gpu's timings run on one CPU (timing.pinned): TCREDUCE_TIMING_CPU picks it ("none": no pinning); the
-    thread's former CPUs come back after the block, also when it raises."""
+    """time_gpu's timings run on one CPU (timing.pinned): TCREDUCE_TIMING_CPU picks it ("none": no pinning; a CPU the
+    process may not use: ValueError naming those it may); the thread's former CPUs come back after the block, also
+    when it raises."""
     import os
 
     from experiments import timing
@@ -590,4 +591,9 @@ def test_pinned_timing_runs_on_one_cpu_and_restores_the_thread(monkeypatch):
     monkeypatch.delenv("TCREDUCE_TIMING_CPU")
     timing.timing_cpu.cache_clear()
     assert timing.timing_cpu() in before  # no GPU here: the last CPU this process may use
+    for bad in (str(max(before) + 1), "-1", "first"):  # a CPU this process may not use, or no CPU number
+        monkeypatch.setenv("TCREDUCE_TIMING_CPU", bad)
+        timing.timing_cpu.cache_clear()
+        with pytest.raises(ValueError, match="TCREDUCE_TIMING_CPU"):
+            timing.timing_cpu()
     timing.timing_cpu.cache_clear()
