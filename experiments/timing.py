@@ -73,12 +73,13 @@ class TimingConfig:
 
 @functools.lru_cache(maxsize=1)
 def timing_cpu() -> int | None:
-    """The one CPU the timing thread runs on while it times (:func:`pinned`): ``TCREDUCE_TIMING_CPU`` when set (a
-    CPU number this process may run on, else ValueError; "none" turns pinning off), else the last of the GPU's local
-    CPUs (sysfs) this process may run on, else the last CPU it may run on; None where the OS cannot pin threads. Why: on a lent H200 (one NUMA node, 16 vCPUs,
-    benchmarks/host_probe.py, session 25) back-to-back calls of a 2^12 fp16 sum from an unpinned process read 4.8 us
-    per call in some rounds and 6-7 us in others, a few seconds each, as the thread moved between CPUs; pinned to one
-    CPU every round read 4.6-5.0 us. Unpinned, a study's host-bound points took whichever state their rounds met."""
+    """The one CPU the timing thread runs on while it times (:func:`pinned`): ``TCREDUCE_TIMING_CPU`` when set (a CPU
+    number this process may run on, else ValueError; "none" turns pinning off), else the last of the GPU's local CPUs
+    (sysfs) this process may run on, else the last CPU it may run on; None where the OS cannot pin threads. Why: on a
+    lent H200 (one NUMA node, 16 vCPUs, benchmarks/host_probe.py, session 25) back-to-back calls of a 2^12 fp16 sum from
+    an unpinned process read 4.8 us per call in some rounds and 6-7 us in others, a few seconds each, as the thread
+    moved between CPUs; pinned to one CPU every round read 4.6-5.0 us. Unpinned, a study's host-bound points took
+    whichever state their rounds met."""
     setting = os.environ.get("TCREDUCE_TIMING_CPU", "").strip().lower()
     if setting == "none" or not hasattr(os, "sched_setaffinity"):
         return None
