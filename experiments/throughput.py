@@ -44,8 +44,7 @@ NEEDS_GPU = True
 SUMMARY = "GB/s and fraction of the measured ceiling vs N, full sums, every method beside torch.sum and cupy.sum"
 WHY_GPU = "it times kernels on a GPU with CUDA events"
 
-COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "interleaved",
-           "buffers",
+COLUMNS = ["dtype", "n", "method", "kind", "time_us", "p10_us", "p90_us", "reps", "batch", "interleaved", "buffers",
            "working_set_mib", "l2_resident", "bytes", "gbs", "frac_ceiling", "graph_us", "graph_p10_us",
            "graph_p90_us", "graph_calls", "graph_gbs", "graph_frac_ceiling", "note"]
 DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")

@@ -7,11 +7,11 @@ inputs rotate among several buffers (:func:`experiments.inputs.rotating_views`) 
 reads of one buffer exceed the L2 cache (60 MiB on H200, 50 MB on H100) where memory allows. Inputs are random, never
 zeros. :func:`time_graph`: the same calls captured into a CUDA graph and replayed (host dispatch removed).
 :func:`time_interleaved`: host-bound points (a call under 50 us: the time is the host's dispatch, not the GPU's)
-are timed again sample by sample in turn, every method of one size once per turn in a random order, so that the
-host's states (which come and go within a second on a lent H200) fall on every method alike; their time is the mean of
-the samples' middle 80%. Every
-back-to-back timing runs with its thread pinned to one CPU (:func:`pinned`, :func:`timing_cpu`; the CSV header names
-the CPU): unpinned, the host's time per call flipped between two levels as the thread moved between CPUs.
+are timed again sample by sample in turns, every method of one size once per turn in a random order, so that the
+host's states (which come and go within a second on a lent H200) fall on every method alike; their time is the mean
+of the samples' middle 80%. Every back-to-back timing runs with its thread pinned to one CPU (:func:`pinned`,
+:func:`timing_cpu`; the CSV header names the CPU): unpinned, the host's time per call flipped between two levels as
+the thread moved between CPUs.
 
 Bandwidth: decimal GB/s of the fewest bytes a call must move (each input element read once, each output element
 written once); :func:`fill_timing` writes both into a CSV row.

@@ -191,7 +191,6 @@ def test_time_interleaved_times_host_bound_labels_in_turns_under_the_same_host_s
     from experiments.timing import Timed, Timing, time_interleaved
 
     clock = [0.0]  # ms
-
     calls: list[str] = []  # the labels called, "|" where an event is recorded
 
     class Event:
