@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .ceiling import measure_ceiling, read_launcher, time_read_kernel
+from .ceiling import measure_ceiling, read_launcher
 from .competitors import competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, l2_bytes, torch_missing_reason
@@ -118,10 +118,7 @@ def run(ctx: Context) -> list[Path]:
             by_label = {label: (kind, call, inputs) for label, kind, call, inputs in entries}
 
             def timed(label: str) -> Any:
-                kind, call, inputs = by_label[label]
-                if kind == "ceiling":
-                    return time_read_kernel(inputs, tcfg, ceiling.read_config)[0]
-                calls = _timed(kind, call, inputs, ceiling)
+                calls = _timed(*by_label[label], ceiling)
                 with calls.context():
                     return time_gpu(calls.fn, calls.inputs, tcfg)
 

@@ -136,15 +136,9 @@ def test_twin_equals_literal_replay(case, rng):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (case, got[:4], want[:4])
 
 
-def _one_block_plans(method: str, trips: int, device) -> tuple:
-    """(elements one block of FLAT_ONE_BLOCK's (16, 2, trips) holds, plan(n, align)) for ``method`` on ``device``,
-    with the knob patched on by the caller."""
-    from tcreduce.plans import tensorcore_fp32 as tc32
-
-    def plan(n: int, align: int = 0):
-        return tcreduce.registry.get(method).plan(Flat(n, align), "float32", "float32", device)
-
-    return trips * tc32.BLOCK * 16 * 4, plan
+def _flat_plan(method: str, n: int, device, align: int = 0):
+    """``method``'s plan for a full sum of ``n`` float32 values starting at byte ``align`` mod 16 on ``device``."""
+    return tcreduce.registry.get(method).plan(Flat(n, align), "float32", "float32", device)
 
 
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
@@ -158,7 +152,11 @@ def test_one_block_flat_plans_and_twin_equals_literal_replay(method, trips, rng,
     from tcreduce.plans import tensorcore_fp32 as tc32
 
     monkeypatch.setattr(tc32, "FLAT_ONE_BLOCK", {method: (16, 2, trips)})
-    limit, plan = _one_block_plans(method, trips, ONE_SM)
+    limit = trips * tc32.BLOCK * 16 * 4  # elements one block of (16, 2, trips) holds
+
+    def plan(n: int, align: int = 0):
+        return _flat_plan(method, n, ONE_SM, align)
+
     one = plan(limit)
     assert (param_dict(one)["grid"], param_dict(one)["unroll"], param_dict(one)["minb"], one.counters) == (1, 16, 2, 0)
     assert one.launches[0].kernel.endswith(", 16, float, 2, 2>"), one.launches[0]
@@ -187,10 +185,7 @@ def test_h200_runs_small_full_sums_as_one_block():
     blocks per SM and writing their value themselves (no counters); one vector more keeps the resident grid, and an
     H100 (no setting) keeps it everywhere."""
     h200, h100 = KNOWN_GPUS["H200"], KNOWN_GPUS["H100"]
-
-    def plan(method: str, n: int, device):
-        return tcreduce.registry.get(method).plan(Flat(n, 0), "float32", "float32", device)
-
+    plan = _flat_plan
     for method, unroll, lo, hi in ((METHOD, 8, 4100, 8192), ("tensorcore_tf32", 16, 8196, 16384)):
         for n in (lo, hi + 3):
             one = plan(method, n, h200)
