@@ -3,7 +3,7 @@
 // Markidis et al. (2018) and Ootomo and Yokota (2022) split fp32 operands into low-precision pieces to use tensor
 // cores; a sum needs no cross terms (the other operand is ones), so bf16 pieces summed with
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 against ones can carry the bits (tensorcore_f32.cuh for the
-// forms; the kernel's usual path sums the same pieces' bits as tf32 with m16n8k8.row.col.f32.tf32.tf32.f32). Which pieces share a fused block decides the accuracy: a block (16 products, F = 25 fraction bits below its
+// forms). Which pieces share a fused block decides the accuracy: a block (16 products, F = 25 fraction bits below its
 // largest exponent, truncation, then round toward zero to fp32) is exact when its exact sum fits in 24 bits, and
 // truncates toward zero otherwise. Splitting each value at its own exponent (hi = its top 8 bits, ...) leaves the
 // rows of values more than 12 binades apart inexact, a one-signed loss (about an ulp of the result on wide-range
@@ -23,9 +23,8 @@
 //   maximum, so of the row's own sum|x|: rows of different segments do not share a grid) are added on the CUDA cores
 //   into a per-lane register rho, one per row, and summed over the quad at the end. So the split loses nothing; what
 //   is left is fp32 rounding of small quantities (the pair sums below). The kernel cuts the same t = hi + mid another
-//   way, with fewer instructions (split_common): hi' = t truncated to tf32, lo' = t - hi', summed in four chained
-//   m16n8k8.tf32 blocks; they sum the same t exactly and the remainders are the same r2, so the bits are those of
-//   the cut above (which the twin replays).
+//   way, with fewer instructions (split_common): hi' = t truncated to bf16, mid' = t - hi'; its blocks sum the same t
+//   exactly and its remainders are the same r2, so the bits are those of the cut above (which the twin replays).
 //   Rows with M >= 2^112 (or an infinity, or only NaNs: M's exponent field above 238) would overflow sigma1: if any
 //   row of the warp has one, the whole warp takes the wide path for that step, the split at each value's own
 //   exponent (exact for values above 2^-110; its blocks may truncate):
@@ -33,10 +32,8 @@
 //     mid = r truncated to bf16, lo = r - mid truncated to bf16.
 //
 // Split order, per lane and step (v0..v7 in A-fragment order; H, M, L: the bf16x2 registers of the pairs (v0,v1),
-// (v2,v3), (v4,v5), (v6,v7), low half = first value; hi'_i, lo'_i the tf32 pieces of v_i; all chains start from 0):
-//   normal path: c1 = the m16n8k8.tf32 chain of (hi'0, hi'2, hi'1, hi'3), (hi'4, hi'6, hi'5, hi'7), then the same of
-//                lo' (as tensorcore_tf32.cu's operands: row g sums v0, v1, v4, v5, row g + 8 v2, v3, v6, v7), equal to
-//                the twin's mma(M, mma(H, 0)) (hi block, then the mid block on top); c3 = -0.0;
+// (v2,v3), (v4,v5), (v6,v7), low half = first value; all mmas start from 0):
+//   normal path: c1 = mma(M, mma(H, 0)) (hi block, then the mid block on top); c3 = -0.0;
 //                rho_lo = (((rho_lo + r2(v0)) + r2(v1)) + r2(v4)) + r2(v5); rho_hi likewise with v2, v3, v6, v7
 //   wide path:   c1 = mma(H, 0); c3 = mma(L, mma(M, 0)); rho unchanged
 //   acc_lo = add2(acc_lo, (c1[0], c3[0])), acc_hi = add2(acc_hi, (c1[2], c3[2])) (tensorcore_f32.cuh: TwoSum of the
@@ -65,22 +62,24 @@ __device__ __forceinline__ unsigned upper_halves(float a, float b) {  // (a's to
     return __byte_perm(__float_as_uint(a), __float_as_uint(b), 0x7632);
 }
 
-// Normal path: x cut into the tf32 pieces hi', lo' of t and the remainder r2, with 5 instructions where cutting hi and
-// mid on the grids of sigma1 and sigma2 (the order above, which the twin replays) takes 7:
+// Normal path: the hi' and mid' bf16x2 registers of the pair (x0, x1) and the two remainders, with 10 instructions
+// where cutting hi and mid on the grids of sigma1 and sigma2 (the order above, which the twin replays) takes 14:
 //   t  = (sigma2 + x) - sigma2      x rounded to a multiple of 2^(E-15), = hi + mid above (hi is an even multiple of
 //                                   2^(E-15), so rounding x - hi to that grid is rounding x, minus hi)
 //   r2 = x - t                      exact, = r2 above
-//   hi' = t truncated to tf32 (its low 13 bits cleared), lo' = t - hi' (exact: |lo'| < 2^(e_t - 10) for t's exponent
-//   e_t <= E, a multiple of 2^(E-15), so at most 6 significant bits: a tf32)
-// The four m16n8k8.tf32 blocks of a step (the hi' pieces of v0, v1 / v2, v3, then of v4, v5 / v6, v7, then the lo'
-// pieces likewise), chained from zero, add multiples of 2^(E-15) below 2^(E+1) to a partial sum that stays below
-// 2^(E+6) (21 bits): each block is exact as the hi and mid blocks are, so c1 = the exact sum of the row's t = the same
-// bits, and r2 is the same.
-__device__ __forceinline__ void split_common(float x, float sigma2, unsigned& hi, unsigned& lo, float& r2) {
-    const float t = __fsub_rn(__fadd_rn(sigma2, x), sigma2);
-    r2 = __fsub_rn(x, t);
-    hi = __float_as_uint(t) & 0xFFFFE000u;
-    lo = __float_as_uint(__fsub_rn(t, __uint_as_float(hi)));
+//   hi' = t truncated to bf16, mid' = t - hi' (exact: t has at most 16 significant bits below 2^(E+1), so mid' has at
+//   most 8 and is a bf16; both are multiples of 2^(E-15))
+// The hi' block (16 multiples of 2^(E-15) below 2^(E+1)) and the mid' block chained on it are exact as the hi and mid
+// blocks are (the sum stays below 2^(E+6)), so c1 = the exact sum of the row's t = the same bits, and r2 is the same.
+__device__ __forceinline__ void split_common(float x0, float x1, float sigma2, unsigned& h, unsigned& m, float& r0,
+                                             float& r1) {
+    const float t0 = __fsub_rn(__fadd_rn(sigma2, x0), sigma2), t1 = __fsub_rn(__fadd_rn(sigma2, x1), sigma2);
+    r0 = __fsub_rn(x0, t0);
+    r1 = __fsub_rn(x1, t1);
+    h = upper_halves(t0, t1);
+    const float m0 = __fsub_rn(t0, __uint_as_float(__float_as_uint(t0) & 0xFFFF0000u));
+    const float m1 = __fsub_rn(t1, __uint_as_float(__float_as_uint(t1) & 0xFFFF0000u));
+    m = upper_halves(m0, m1);
 }
 
 // Wide path: the pieces cut at each value's own exponent, by truncation.
@@ -111,10 +110,12 @@ struct Split {
     static __device__ __forceinline__ void step(Acc& acc, const float (&v)[8]) {
         const unsigned eb_lo = row_max_field(v[0], v[1], v[4], v[5]);  // row g
         const unsigned eb_hi = row_max_field(v[2], v[3], v[6], v[7]);  // row g + 8
+        const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        unsigned h[4], m[4];
+        float c1[4];
         if (__any_sync(0xffffffffu, max(eb_lo, eb_hi) > 238u)) {  // warp-uniform: a row maximum >= 2^112, inf, NaN
-            const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            unsigned h[4], m[4], l[4];
-            float c1[4], c3[4];
+            unsigned l[4];
+            float c3[4];
 #pragma unroll
             for (int p = 0; p < 4; ++p) split_own(v[2 * p], v[2 * p + 1], h[p], m[p], l[p]);
             float cm[4];
@@ -125,17 +126,16 @@ struct Split {
             acc.hi = add2(acc.hi, F2{c1[2], c3[2]});
         } else {
             const float s2_lo = sigma(eb_lo, 8u), s2_hi = sigma(eb_hi, 8u);
-            unsigned hi[8], lo[8];
             float r[8];
-#pragma unroll
-            for (int i = 0; i < 8; ++i) split_common(v[i], (i & 2) ? s2_hi : s2_lo, hi[i], lo[i], r[i]);  // i & 2: g + 8
+            split_common(v[0], v[1], s2_lo, h[0], m[0], r[0], r[1]);  // pairs 0, 2: row g
+            split_common(v[2], v[3], s2_hi, h[1], m[1], r[2], r[3]);  // pairs 1, 3: row g + 8
+            split_common(v[4], v[5], s2_lo, h[2], m[2], r[4], r[5]);
+            split_common(v[6], v[7], s2_hi, h[3], m[3], r[6], r[7]);
             acc.rho_lo = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_lo, r[0]), r[1]), r[4]), r[5]);
             acc.rho_hi = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(acc.rho_hi, r[2]), r[3]), r[6]), r[7]);
-            float c1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma_tf32_rowsum(c1, hi[0], hi[2], hi[1], hi[3]);
-            mma_tf32_rowsum(c1, hi[4], hi[6], hi[5], hi[7]);
-            mma_tf32_rowsum(c1, lo[0], lo[2], lo[1], lo[3]);
-            mma_tf32_rowsum(c1, lo[4], lo[6], lo[5], lo[7]);
+            float ch[4];
+            mma_bf16_rowsum(ch, h, zero);
+            mma_bf16_rowsum(c1, m, ch);
             acc.lo = add2_c(acc.lo, c1[0]);  // = add2(acc.lo, F2{c1[0], -0.0f}): c3 is -0 on this path
             acc.hi = add2_c(acc.hi, c1[2]);
         }

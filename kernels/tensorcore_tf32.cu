@@ -23,6 +23,17 @@
 
 namespace tcr32 {
 
+constexpr unsigned TF32_ONE = 0x3F800000u;
+
+// c += A * ones with mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: a0 = A[g][t], a1 = A[g+8][t],
+// a2 = A[g][t+4], a3 = A[g+8][t+4] (PTX ISA fragment layout; kernels/mma_probe.cu).
+__device__ __forceinline__ void mma_tf32_rowsum(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(TF32_ONE), "r"(TF32_ONE));
+}
+
 // x rounded to tf32, as register bits whose low 13 bits the tensor core ignores (file comment).
 __device__ __forceinline__ unsigned round_tf32(float x) {
     unsigned u = __float_as_uint(x);

@@ -103,13 +103,14 @@ class LiteralSplit:
         self.model = model
 
     @staticmethod
-    def _split_common(x, s2):
-        """The kernel's cut: t = (s2 + x) - s2, r2 = x - t, hi' = t truncated to tf32, lo' = t - hi' (the twin cuts
-        hi and mid on two grids into bf16 pieces instead; the blocks' sums and the remainders are the same)."""
+    def _split_common(x0, x1, s2):
+        """The kernel's cut: t = (s2 + x) - s2, r2 = x - t, hi' = t truncated to bf16, mid' = t - hi' (the twin cuts
+        hi and mid on two grids instead; the blocks' sums and the remainders are the same)."""
         with np.errstate(all="ignore"):
-            t = f(f(s2 + x) - s2)
-            hi = bits(t) & 0xFFFFE000
-            return hi, bits(f(t - from_bits(hi))), f(x - t)
+            t0, t1 = f(f(s2 + x0) - s2), f(f(s2 + x1) - s2)
+            m0 = f(t0 - from_bits(bits(t0) & 0xFFFF0000))
+            m1 = f(t1 - from_bits(bits(t1) & 0xFFFF0000))
+            return upper_halves(t0, t1), upper_halves(m0, m1), f(x0 - t0), f(x1 - t1)
 
     @staticmethod
     def _split_own(x0, x1):
@@ -144,22 +145,20 @@ class LiteralSplit:
             d1 = mma(_bf16_a(h), BF16_ONES, zero, model=self.model)
             d3 = mma(_bf16_a(lo), BF16_ONES, mma(_bf16_a(m), BF16_ONES, zero, model=self.model), model=self.model)
         else:
-            hi, lo = [], []
+            h, m = [], []
             for lane in range(32):
                 sig = {}
                 for row in (0, 1):
                     sig[row] = from_bits(((max(eb[lane, row], 17) + 8) << 23) | 0x400000)  # sigma2
-                cut = [self._split_common(f(v[lane][i]), sig[(i >> 1) & 1]) for i in range(8)]  # i & 2: row g + 8
-                hi.append([c[0] for c in cut]), lo.append([c[1] for c in cut])
-                r = [c[2] for c in cut]
+                hl, ml, r = [], [], []
+                for p in range(4):  # pairs 0, 2 belong to row g, pairs 1, 3 to row g + 8
+                    hp, mp, r0, r1 = self._split_common(f(v[lane][2 * p]), f(v[lane][2 * p + 1]), sig[p & 1])
+                    hl.append(hp), ml.append(mp), r.extend([r0, r1])
+                h.append(hl), m.append(ml)
                 with np.errstate(all="ignore"):
                     self.rho_lo[lane] = f(f(f(f(self.rho_lo[lane] + r[0]) + r[1]) + r[4]) + r[5])
                     self.rho_hi[lane] = f(f(f(f(self.rho_hi[lane] + r[2]) + r[3]) + r[6]) + r[7])
-            d1 = zero
-            for pieces in (hi, lo):  # the four m16n8k8.tf32 blocks, chained from zero
-                for base in (0, 4):
-                    a = [[pieces[lane][base + j] for j in (0, 2, 1, 3)] for lane in range(32)]
-                    d1 = mma(_tf32_a(a), TF32_ONES, d1, model=self.model)
+            d1 = mma(_bf16_a(m), BF16_ONES, mma(_bf16_a(h), BF16_ONES, zero, model=self.model), model=self.model)
             d3 = np.full((16, 8), -0.0, F32)
         for lane in range(32):
             c1, c3 = _lane_c(d1, lane), _lane_c(d3, lane)
