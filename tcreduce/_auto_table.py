@@ -6,7 +6,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit b7739b3, 2026-11-28T07:12:45+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit c3c38fa, 2026-11-29T06:20:58+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 6154a40, 2026-11-29T08:32:16+00:00
   segments.csv: NVIDIA H200 (132 SMs), commit 75a5d5c, 2026-11-28T09:38:02+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a
@@ -121,8 +121,8 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('bfloat16', 'full'): {
-            10: 'tensorcore', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore',
-            14: 'tensorcore', 15: 'shuffle', 16: 'wmma', 17: 'shuffle',
+            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
             18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
             22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
@@ -143,10 +143,10 @@ DEVICE_TABLES = {
             20: 'tensorcore',
         },
         ('float16', 'full'): {
-            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore_kahan',
-            14: 'tensorcore', 15: 'kahan', 16: 'kahan', 17: 'shuffle',
+            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore',
+            14: 'tensorcore', 15: 'tensorcore', 16: 'shuffle', 17: 'shuffle',
             18: 'shuffle', 19: 'tensorcore', 20: 'tensorcore', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'shuffle', 24: 'tensorcore', 25: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -165,12 +165,12 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float32', 'full'): {
-            10: 'kahan', 11: 'shuffle', 12: 'tensorcore', 13: 'shuffle',
-            14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'tensorcore',
+            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
+            14: 'shuffle', 15: 'shuffle', 16: 'shuffle', 17: 'shuffle',
             18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'shuffle',
-            22: 'tensorcore', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
+            22: 'shuffle', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
-            30: 'tensorcore',
+            30: 'shuffle',
         },
         ('float32', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
@@ -180,18 +180,18 @@ DEVICE_TABLES = {
             20: 'shuffle',
         },
         ('float8_e4m3fn', 'full'): {
-            10: 'shuffle', 11: 'shuffle', 12: 'tensorcore', 13: 'shuffle',
+            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-            18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
+            18: 'shuffle', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
         ('float8_e5m2', 'full'): {
-            10: 'shuffle', 11: 'shuffle', 12: 'tensorcore', 13: 'tensorcore',
+            10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-            18: 'shuffle', 19: 'shuffle', 20: 'tensorcore', 21: 'shuffle',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
+            18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -216,11 +216,6 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'float16 full n=8388608: tensorcore_chained 10.1 us, shuffle 10.6 us (+4.3%)',
-        'float32 full n=4194304: tensorcore_tf32 10.1 us, tensorcore 10.4 us (+2.4%)',
-        'float32 full n=8388608: tensorcore_tf32 13.7 us, shuffle 14.1 us (+2.5%)',
-        'float8_e4m3fn full n=16777216: tensorcore_chained 9.1 us, shuffle 10.5 us (+15.5%)',
-        'float8_e5m2 full n=4096: tensorcore_chained 13.8 us, tensorcore 14.1 us (+2.1%)',
-        'float8_e5m2 full n=16777216: tensorcore_chained 9.6 us, shuffle 10.2 us (+6.0%)',
+        'float32 full n=4194304: tensorcore_tf32 9.8 us, shuffle 10.1 us (+2.7%)',
     ),
 }
