@@ -470,7 +470,7 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 namespace tcr32 {
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
-          int STAGES>
+          int STAGES, bool WHOLE_CHUNKS = true>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
                                           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
                                           i64 splits, const tcr::TensorMap* tmap) {
@@ -595,13 +595,31 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                         for (int c = 0; c < 4; ++c) y[d][c] = z[d][c];
                 }
             } else {
-                for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
+                // a strip of 32 columns before b (every lane's 4 columns present), aligned: its whole chunks load
+                // without the end checks (the same loads)
+                const bool whole_width = WHOLE_CHUNKS && ALIGNED && l0 + SW <= bend;
+                const i64 chunk_stride = (i64)WPS * 16 * sr;  // elements from one of the warp's chunks to its next
+                // the lane's row 4t of the warp's chunk ch, column l0 + 4g (advanced with ch)
+                const float* __restrict__ p = xs + (j_begin + (i64)q * 16 + 4 * t) * sr + l0 + 4 * g;
+                for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL, p += UNROLL * chunk_stride) {
                     float y[UNROLL][4][4];
+                    if (whole_width && j_begin + (ch + (i64)(UNROLL - 1) * WPS + 1) * 16 <= j_end) {  // warp-uniform
 #pragma unroll
-                    for (int u = 0; u < UNROLL; ++u) {
-                        // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
-                        tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
-                                                       l0 + 4 * g, bend, y[u]);
+                        for (int u = 0; u < UNROLL; ++u) {
+                            const float* __restrict__ pu = p + u * chunk_stride;
+#pragma unroll
+                            for (int d = 0; d < 4; ++d) {
+                                const float4 v = __ldg(reinterpret_cast<const float4*>(pu + d * sr));
+                                y[u][d][0] = v.x; y[u][d][1] = v.y; y[u][d][2] = v.z; y[u][d][3] = v.w;
+                            }
+                        }
+                    } else {
+#pragma unroll
+                        for (int u = 0; u < UNROLL; ++u) {
+                            // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
+                            tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
+                                                           l0 + 4 * g, bend, y[u]);
+                        }
                     }
 #pragma unroll
                     for (int u = 0; u < UNROLL; ++u) {
@@ -651,8 +669,9 @@ template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
-    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0>(x, a, r, b, sa, sr, out, ws,
-                                                                                      counters, splits, nullptr);
+    // at 4 blocks per SM (64 registers) the whole-chunk loads would spill: the checked loads alone there
+    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0, (MINB < 4)>(
+        x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
 }
 
 // tc32_cols with its chunks brought by TMA (sm_90): tmap describes x as [a][r][b] floats (innermost first: b, r, a),
@@ -701,19 +720,31 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
         return make_uint4(w[0], w[1], w[2], w[3]);
     };
 
+    const i64 nwhole = (c_end - c_begin) / CHUNK;  // chunks [0, nwhole) end at or before c_end
+
     // block-uniform row loop (the group combination synchronises the block)
     for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
         const i64 row = row_base + group;
         typename FMT::Acc acc;
         if (row < m) {  // warp-uniform
             const float* __restrict__ xr = x + row * ld;
+            const float* __restrict__ xl = xr + c_begin + 4 * lane;  // the lane's first vector of chunk 0
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
                 uint4 va[UNROLL], vb[UNROLL];
+                if (ch + (i64)(UNROLL - 1) * WPT < nwhole) {  // warp-uniform: every chunk of this trip is whole
+                    const float* __restrict__ p = xl + ch * CHUNK;
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + 4 * lane;
-                    va[u] = load_vec(xr, col);
-                    vb[u] = load_vec(xr, col + 128);
+                    for (int u = 0; u < UNROLL; ++u) {  // the same loads as below, without the end checks
+                        va[u] = load16<LOAD>(reinterpret_cast<const uint4*>(p + u * WPT * CHUNK));
+                        vb[u] = load16<LOAD>(reinterpret_cast<const uint4*>(p + u * WPT * CHUNK + 128));
+                    }
+                } else {
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const i64 col = c_begin + (ch + (i64)u * WPT) * CHUNK + 4 * lane;
+                        va[u] = load_vec(xr, col);
+                        vb[u] = load_vec(xr, col + 128);
+                    }
                 }
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
@@ -780,13 +811,26 @@ tc32_rows4(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, Out
     const i64 off = 16 * (g & 3) + 4 * t;
     const i64 nchunks = (k + CHUNK - 1) / CHUNK;
     typename FMT::Acc acc;
+    const bool both = ok_lo && ok_hi;  // warp-uniform (the warp's last tile may lack rows)
+    const float* __restrict__ qlo = plo + off;
+    const float* __restrict__ qhi = phi + off;
     for (i64 c = 0; c < nchunks; c += UNROLL) {
         float lo[UNROLL][4], hi[UNROLL][4];
+        if (both && (c + UNROLL) * CHUNK <= k) {  // warp-uniform: whole chunks of present rows, no end checks
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const i64 e = (c + u) * CHUNK + off;
-            tcr32::load4<true>(plo, ok_lo, e, k, 1, lo[u]);
-            tcr32::load4<true>(phi, ok_hi, e, k, 1, hi[u]);
+            for (int u = 0; u < UNROLL; ++u) {
+                const float4 a = __ldg(reinterpret_cast<const float4*>(qlo + (c + u) * CHUNK));
+                const float4 b = __ldg(reinterpret_cast<const float4*>(qhi + (c + u) * CHUNK));
+                lo[u][0] = a.x; lo[u][1] = a.y; lo[u][2] = a.z; lo[u][3] = a.w;
+                hi[u][0] = b.x; hi[u][1] = b.y; hi[u][2] = b.z; hi[u][3] = b.w;
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const i64 e = (c + u) * CHUNK + off;
+                tcr32::load4<true>(plo, ok_lo, e, k, 1, lo[u]);
+                tcr32::load4<true>(phi, ok_hi, e, k, 1, hi[u]);
+            }
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
