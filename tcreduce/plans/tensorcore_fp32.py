@@ -182,10 +182,15 @@ ITEMSIZE = 4
 # tc32_cols_tma at 3 blocks per SM from COLS_TMA_LONG_ROWS rows too: [1024, 2^17] 3,248 -> 3,512, [4096, 2^15] 3,136
 # -> 3,542, [16384, 2^13] 3,201 -> 3,408; few strips keep the register loop with its splits (COLS_TMA_SPLITS off):
 # [2^17, 2^10] 3,155 -> 3,377, [2^20, 2^7] 2,928 -> 3,142; tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4
-# blocks per SM: [2^18, 512] 4,088 -> 4,259
+# blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27 the split's register loop loads whole chunks without end
+# checks, and on an H200 it reads first-axis sums as fast as the TMA ring or faster (tune_plans fp32_cols*_tma at
+# 3aa2329, the register loop at 3 blocks per SM against TMA at 2 buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361
+# GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 -> 3,524, 2048 3,652 -> 3,596, 4096 3,624 -> 3,637, 16384
+# 3,700 -> 3,716: the split leaves TMA there (tf32, not measured, keeps it)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
     "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4,
+                 COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -277,7 +282,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
-    tma = (COLS_TMA_STAGES[fmt.method] if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
+    tma = (tuned(_THIS, "COLS_TMA_STAGES", device)[fmt.method] if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
