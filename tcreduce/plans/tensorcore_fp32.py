@@ -282,7 +282,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
-    tma = (tuned(_THIS, "COLS_TMA_STAGES", device)[fmt.method] if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
+    stages = tuned(_THIS, "COLS_TMA_STAGES", device)[fmt.method]
+    tma = (stages if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
