@@ -28,7 +28,8 @@ What it launches: one kernel per call.
   chunks or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
   ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
-  (:class:`~tcreduce._plan.TensorMapOfX`).
+  (:class:`~tcreduce._plan.TensorMapOfX`). An H200 keeps the split on the register loop (its ``FAMILY_TUNING``: as
+  fast or faster there since the loop loads whole chunks without end checks).
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
