@@ -197,6 +197,23 @@ def test_h200_runs_small_full_sums_as_one_block():
         assert param_dict(plan(method, lo - 4, h200))["unroll"] == tcreduce.plans.tensorcore_fp32.FLAT_UNROLL[method]
 
 
+def test_h200_runs_the_splits_first_axis_sums_on_the_register_loop():
+    """FAMILY_TUNING["H200"]'s COLS_TMA_STAGES (session 27): on an H200 the split's first-axis sums of 128-16384 rows
+    take tc32_cols (the register loop, whose whole chunks load without end checks) where an H100 takes tc32_cols_tma;
+    tensorcore_tf32 keeps TMA on an H200 where its strips are not split over blocks (128 and 1024 rows)."""
+    kernels = {}
+    for gpu in ("H100", "H200"):
+        for method in (METHOD, "tensorcore_tf32"):
+            for r in (128, 1024, 16384):
+                b = (1 << 27) // r  # 512 MiB: past COLS_TMA_MIN_BYTES
+                plan = tcreduce.registry.get(method).plan(Cols(1, r, b, 0, b, 0), "float32", "float32",
+                                                          KNOWN_GPUS[gpu])
+                kernels[gpu, method, r] = plan.launches[0].kernel.split("<")[0]
+    for r in (128, 1024, 16384):
+        assert (kernels["H200", METHOD, r], kernels["H100", METHOD, r]) == ("tc32_cols", "tc32_cols_tma"), r
+    assert kernels["H200", "tensorcore_tf32", 128] == kernels["H200", "tensorcore_tf32", 1024] == "tc32_cols_tma"
+
+
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])
 @pytest.mark.parametrize("n,start", [(1000, 0), (20000, 1), (70001, 3)])
 def test_one_pass_flat_twin_equals_literal_replay(method, n, start, rng, monkeypatch):
