@@ -811,12 +811,12 @@ tc32_rows4(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, Out
     const i64 off = 16 * (g & 3) + 4 * t;
     const i64 nchunks = (k + CHUNK - 1) / CHUNK;
     typename FMT::Acc acc;
-    const bool both = ok_lo && ok_hi;  // warp-uniform (the warp's last tile may lack rows)
+    const bool both = ok_lo && ok_hi;  // per lane: false only in the last tile's lanes past m (no mma in the branch)
     const float* __restrict__ qlo = plo + off;
     const float* __restrict__ qhi = phi + off;
     for (i64 c = 0; c < nchunks; c += UNROLL) {
         float lo[UNROLL][4], hi[UNROLL][4];
-        if (both && (c + UNROLL) * CHUNK <= k) {  // warp-uniform: whole chunks of present rows, no end checks
+        if (both && (c + UNROLL) * CHUNK <= k) {  // whole chunks of present rows: no end checks
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const float4 a = __ldg(reinterpret_cast<const float4*>(qlo + (c + u) * CHUNK));
