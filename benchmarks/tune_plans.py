@@ -7,13 +7,15 @@ and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the rati
 
 A setting is a dict of module constants patched for its run only, on every GPU family alike (a family's own values in
 the module's FAMILY_TUNING give way to it); the defaults, the module-level values, are the first of each sweep
-(tests/test_tune_plans.py). Used to pick the defaults (notes/performance.md). Settings that change only launch
+(tests/test_tune_plans.py). Before them each sweep times its method as this GPU plans it, unpatched (a family's own
+FAMILY_TUNING values included), so the plan in use is in every run. Used to pick the defaults (notes/performance.md). Settings that change only launch
 geometry never change exactness; the bits check guards the plan/twin agreement, which every setting must keep.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import sys
 from pathlib import Path
@@ -624,6 +626,12 @@ def bits_match(dtype: str, shape: tuple[int, ...], axis: Any, rng: np.random.Gen
     return same_bits(tcreduce.sum(xd, axis=axis, method=method, **kw), want)
 
 
+def planned(module: Any, setting: dict | None):
+    """The context a sweep row plans in: ``setting`` patched (:func:`tcreduce.testing.patched_plans`), or None: the
+    module as this GPU plans it."""
+    return contextlib.nullcontext() if setting is None else patched(module, setting)
+
+
 def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
     """(source, name expression) of every launch the sweeps ``names`` make on ``device`` (each setting, the large
     shape and the check shapes, contiguous and 16-byte aligned as the sweep allocates them)."""
@@ -634,8 +642,8 @@ def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
     for name in names:
         module, settings, dtype, shape, axis, check_shapes, *rest = SWEEPS[name]
         method = rest[0] if rest else "tensorcore"
-        for setting in settings:
-            with patched(module, setting):
+        for setting in [None, *settings]:
+            with planned(module, setting):
                 for shp in [shape, *check_shapes]:
                     problem = contiguous_problem(shp, axis, dtype)
                     for ln in get_plan(method, problem, dtype, "float32", device).launches:
@@ -711,10 +719,11 @@ def main() -> None:
                     base[comp.label] = timed(lambda: comp.call(xt), args.reps, "torch")
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s ({t * 1e6:.2f} us)" for k, t in base.items()), flush=True)
-        for setting in settings:
-            label = " ".join(f"{k}={v}" for k, v in setting.items())
+        for setting in [None, *settings]:
+            label = ("(as this GPU plans it)" if setting is None
+                     else " ".join(f"{k}={v}" for k, v in setting.items()))
             try:
-                with patched(module, setting):
+                with planned(module, setting):
                     ok = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)
                     t = timed(lambda: tcreduce.sum(x, axis=axis, method=method, **kw), args.reps)
                 ratios = "  ".join(f"x {k} {b / t:.3f}" for k, b in base.items())
