@@ -8,8 +8,9 @@ and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the rati
 A setting is a dict of module constants patched for its run only, on every GPU family alike (a family's own values in
 the module's FAMILY_TUNING give way to it); the defaults, the module-level values, are the first of each sweep
 (tests/test_tune_plans.py). Before them each sweep times its method as this GPU plans it, unpatched (a family's own
-FAMILY_TUNING values included), so the plan in use is in every run. Used to pick the defaults (notes/performance.md). Settings that change only launch
-geometry never change exactness; the bits check guards the plan/twin agreement, which every setting must keep.
+FAMILY_TUNING values included), so the plan in use is in every run. Used to pick the defaults (notes/performance.md).
+Settings that change only launch geometry never change exactness; the bits check guards the plan/twin agreement, which
+every setting must keep.
 """
 
 from __future__ import annotations

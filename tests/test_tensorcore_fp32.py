@@ -185,16 +185,15 @@ def test_h200_runs_small_full_sums_as_one_block():
     blocks per SM and writing their value themselves (no counters); one vector more keeps the resident grid, and an
     H100 (no setting) keeps it everywhere."""
     h200, h100 = KNOWN_GPUS["H200"], KNOWN_GPUS["H100"]
-    plan = _flat_plan
     for method, unroll, lo, hi in ((METHOD, 8, 4100, 8192), ("tensorcore_tf32", 16, 8196, 16384)):
         for n in (lo, hi + 3):
-            one = plan(method, n, h200)
+            one = _flat_plan(method, n, h200)
             assert (param_dict(one)["grid"], param_dict(one)["unroll"], one.counters) == (1, unroll, 0), (method, n)
             assert one.launches[0].kernel.endswith(f", {unroll}, float, 2, 2>"), one.launches[0]
-            assert param_dict(plan(method, n, h100))["grid"] > 1, (method, n)
-        assert param_dict(plan(method, hi + 4, h200))["grid"] > 1
-        assert param_dict(plan(method, lo - 4, h200))["grid"] == 1  # one resident block anyway
-        assert param_dict(plan(method, lo - 4, h200))["unroll"] == tcreduce.plans.tensorcore_fp32.FLAT_UNROLL[method]
+            assert param_dict(_flat_plan(method, n, h100))["grid"] > 1, (method, n)
+        assert param_dict(_flat_plan(method, hi + 4, h200))["grid"] > 1
+        below = param_dict(_flat_plan(method, lo - 4, h200))  # one resident block anyway
+        assert below["grid"] == 1 and below["unroll"] == tcreduce.plans.tensorcore_fp32.FLAT_UNROLL[method]
 
 
 def test_h200_runs_the_splits_first_axis_sums_on_the_register_loop():
