@@ -372,13 +372,26 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
             const bool olo = tile < ntiles && geo.segment(tile, g, plo);
             const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
             typename FMT::Acc acc;
+            const bool both = VECTOR && olo && ohi;  // both segments present (all but the last tile's lanes)
             for (i64 ch = q; ch < nchunks; ch += (i64)WPT * UNROLL) {
                 float lo[UNROLL][4], hi[UNROLL][4];
+                if (both && e_begin + (ch + (i64)(UNROLL - 1) * WPT + 1) * CHUNK <= e_end) {
+                    // every chunk of this trip whole: load4's 16-byte loads without its end checks
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const i64 e = e_begin + (ch + (i64)u * WPT) * CHUNK + 4 * t;
-                    load4<VECTOR>(plo, olo, e, e_end, s, lo[u]);
-                    load4<VECTOR>(phi, ohi, e, e_end, s, hi[u]);
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const i64 e = e_begin + (ch + (i64)u * WPT) * CHUNK + 4 * t;
+                        const float4 a = __ldg(reinterpret_cast<const float4*>(plo + e));
+                        const float4 b = __ldg(reinterpret_cast<const float4*>(phi + e));
+                        lo[u][0] = a.x; lo[u][1] = a.y; lo[u][2] = a.z; lo[u][3] = a.w;
+                        hi[u][0] = b.x; hi[u][1] = b.y; hi[u][2] = b.z; hi[u][3] = b.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const i64 e = e_begin + (ch + (i64)u * WPT) * CHUNK + 4 * t;
+                        load4<VECTOR>(plo, olo, e, e_end, s, lo[u]);
+                        load4<VECTOR>(phi, ohi, e, e_end, s, hi[u]);
+                    }
                 }
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
