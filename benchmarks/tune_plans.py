@@ -128,8 +128,9 @@ for _name, _shape, _axis in (("e4m3_rows32", (1 << 24, 32), -1), ("e4m3_rows16",
 # float32 first-axis sums: tc32_cols (32-column strips, data as A): chunks in flight and blocks per SM (launch
 # geometry: the same sums, bits checked); short columns: adjacent strips in flight
 FP32_COLS_CHECK = [(4099, 40), (37, 300), (16, 4099), (5, 300), (2000, 130), (3000, 36)]
-for _name, _shape in (("fp32_cols32", (32, 1 << 22)), ("fp32_cols4096", (4096, 1 << 15)),
-                      ("fp32_cols16384", (16384, 1 << 13)), ("fp32_cols2p20", (1 << 20, 1 << 7))):
+for _name, _shape in (("fp32_cols32", (32, 1 << 22)), ("fp32_cols64", (64, 1 << 21)),
+                      ("fp32_cols4096", (4096, 1 << 15)), ("fp32_cols16384", (16384, 1 << 13)),
+                      ("fp32_cols2p20", (1 << 20, 1 << 7))):
     SWEEPS[_name] = (tc32_plan, [dict(COLS_UNROLL=u, COLS_BLOCKS_PER_SM=b, COLS_BLOCKS_PER_SM_FEW=f)
                                  for u, b, f in ((1, 3, 4), (1, 3, 3), (1, 4, 4), (2, 2, 2), (1, 2, 2))],
                      "float32", _shape, 0, FP32_COLS_CHECK)

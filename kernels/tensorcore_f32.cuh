@@ -460,6 +460,16 @@ __device__ __forceinline__ void load_col_chunk(const float* __restrict__ xs, i64
     }
 }
 
+// load_col_chunk's loads for a whole chunk of an aligned strip (its 4 rows before the end, its 4 columns before b):
+// the same 16-byte loads without the end checks. p: the lane's first row and column of the chunk.
+__device__ __forceinline__ void load_whole_col_chunk(const float* __restrict__ p, i64 sr, float (&y)[4][4]) {
+#pragma unroll
+    for (int d = 0; d < 4; ++d) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p + d * sr));
+        y[d][0] = v.x; y[d][1] = v.y; y[d][2] = v.z; y[d][3] = v.w;
+    }
+}
+
 // Steps 0 and 1 of a loaded chunk (the mapping above).
 template <class FMT>
 __device__ __forceinline__ void step_col_chunk(typename FMT::Acc (&acc)[2], const float (&y)[4][4]) {
@@ -594,13 +604,21 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
 #endif
                 if constexpr (PREFETCH) {
                 // a software pipeline of one chunk (UNROLL unused): chunk ch + WPS is loaded before chunk ch steps,
-                // so a load is in flight while the warp computes (the same chunks in the same order)
+                // so a load is in flight while the warp computes (the same chunks in the same order); in a strip of
+                // 32 columns before b, aligned, whole chunks load without the end checks (the same loads)
+                const bool whole_width = WHOLE_CHUNKS && ALIGNED && l0 + SW <= bend;
+                const i64 chunk_stride = (i64)WPS * 16 * sr;  // elements from one of the warp's chunks to its next
+                // the lane's row 4t of the warp's chunk ch + WPS, column l0 + 4g (advanced with ch)
+                const float* __restrict__ p = xs + (j_begin + (i64)q * 16 + 4 * t) * sr + l0 + 4 * g + chunk_stride;
                 float y[4][4];
                 tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (i64)q * 16 + 4 * t, j_end, sr, l0 + 4 * g, bend, y);
-                for (i64 ch = q; ch < nchunks; ch += WPS) {
+                for (i64 ch = q; ch < nchunks; ch += WPS, p += chunk_stride) {
                     float z[4][4];
-                    tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
-                                                   bend, z);
+                    if (whole_width && j_begin + (ch + WPS + 1) * 16 <= j_end)  // warp-uniform
+                        tcr32::load_whole_col_chunk(p, sr, z);
+                    else
+                        tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
+                                                       bend, z);
                     tcr32::step_col_chunk<FMT>(acc, y);
 #pragma unroll
                     for (int d = 0; d < 4; ++d)
@@ -618,14 +636,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                     float y[UNROLL][4][4];
                     if (whole_width && j_begin + (ch + (i64)(UNROLL - 1) * WPS + 1) * 16 <= j_end) {  // warp-uniform
 #pragma unroll
-                        for (int u = 0; u < UNROLL; ++u) {
-                            const float* __restrict__ pu = p + u * chunk_stride;
-#pragma unroll
-                            for (int d = 0; d < 4; ++d) {
-                                const float4 v = __ldg(reinterpret_cast<const float4*>(pu + d * sr));
-                                y[u][d][0] = v.x; y[u][d][1] = v.y; y[u][d][2] = v.z; y[u][d][3] = v.w;
-                            }
-                        }
+                        for (int u = 0; u < UNROLL; ++u) tcr32::load_whole_col_chunk(p + u * chunk_stride, sr, y[u]);
                     } else {
 #pragma unroll
                         for (int u = 0; u < UNROLL; ++u) {
