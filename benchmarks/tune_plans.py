@@ -261,15 +261,16 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
 # (their rows split: the register loop below COLS_TMA_LONG_ROWS rows, TMA from there). Run 31 also timed a refill
 # before the step (after a proxy fence): no better (the committed setting first, then buffers and blocks per SM at
 # every row count, the check shapes on TMA too). Runs 32-33 led to 2 blocks per SM from COLS_TMA_LONG_ROWS rows, 3
-# below for both methods
+# below for both methods; the stages are swept below and from COLS_TMA_LONG_ROWS rows (COLS_TMA_STAGES_LONG) alike
 _TMA_SETTINGS = {"fp32": ((2, 3), (0, 3), (3, 3), (3, 2), (4, 2), (2, 2)),
                  "tf32": ((2, 4), (0, 3), (2, 3), (3, 2), (2, 2))}
 for _n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma"] = (
-            tc32_plan, [committed(tc32_plan, "COLS_TMA_STAGES", "COLS_BLOCKS_PER_SM_TMA",
+            tc32_plan, [committed(tc32_plan, "COLS_TMA_STAGES", "COLS_TMA_STAGES_LONG", "COLS_BLOCKS_PER_SM_TMA",
                                   "COLS_BLOCKS_PER_SM_TMA_LONG")]
             + [dict(COLS_TMA_STAGES=dict.fromkeys(F32_METHODS.values(), st),
+                    COLS_TMA_STAGES_LONG=dict.fromkeys(F32_METHODS.values(), st),
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_BLOCKS_PER_SM_TMA_LONG=bl,
                     COLS_TMA_MIN_BYTES=0)
                for st, bl in _TMA_SETTINGS[_prefix]],
@@ -287,12 +288,14 @@ for _n in (32, 64):
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
                for st, bl in ((2, 3), (4, 3), (2, 2), (4, 2))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(33, 4100), (64, 20000)], _method)
-# ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM
+# ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
+# ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)
+_RING = dict(COLS_TMA_STAGES_LONG=dict.fromkeys(F32_METHODS.values(), 2))
 for _n in (32768, 1 << 17, 1 << 20):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_tma_splits"] = (
-            tc32_plan, [dict(COLS_TMA_SPLITS=True), dict(COLS_TMA_SPLITS=False),
-                        dict(COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=3)],
+            tc32_plan, [dict(_RING, COLS_TMA_SPLITS=True), dict(_RING, COLS_TMA_SPLITS=False),
+                        dict(_RING, COLS_TMA_SPLITS=True, COLS_BLOCKS_PER_SM_TMA_LONG=3)],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(20003, 64), (40000, 96)], _method)
 # shuffle_cols over short fp16 / bf16 columns (32-256 rows, where tuned Triton and torch.compile read 1-2% faster in
 # the segment runs): rows in flight per thread and blocks per SM (the same sums)

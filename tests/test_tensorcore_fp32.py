@@ -196,10 +196,11 @@ def test_h200_runs_small_full_sums_as_one_block():
         assert below["grid"] == 1 and below["unroll"] == tcreduce.plans.tensorcore_fp32.FLAT_UNROLL[method]
 
 
-def test_h200_runs_the_splits_first_axis_sums_on_the_register_loop():
-    """FAMILY_TUNING["H200"]'s COLS_TMA_STAGES (session 27): on an H200 the split's first-axis sums of 128-16384 rows
-    take tc32_cols (the register loop, whose whole chunks load without end checks) where an H100 takes tc32_cols_tma;
-    tensorcore_tf32 keeps TMA on an H200 where its strips are not split over blocks (128 and 1024 rows)."""
+def test_h200_plans_first_axis_sums_on_the_register_loop():
+    """FAMILY_TUNING["H200"]'s COLS_TMA_STAGES (session 27) and COLS_TMA_STAGES_LONG (session 28): on an H200 the
+    split's first-axis sums of 128-16384 rows take tc32_cols (the register loop, whose whole chunks load without end
+    checks) where an H100 takes tc32_cols_tma; tensorcore_tf32 keeps TMA on an H200 below COLS_TMA_LONG_ROWS rows
+    (128) and takes its one-chunk pipeline from there (1024, 16384)."""
     kernels = {}
     for gpu in ("H100", "H200"):
         for method in (METHOD, "tensorcore_tf32"):
@@ -210,7 +211,8 @@ def test_h200_runs_the_splits_first_axis_sums_on_the_register_loop():
                 kernels[gpu, method, r] = plan.launches[0].kernel.split("<")[0]
     for r in (128, 1024, 16384):
         assert (kernels["H200", METHOD, r], kernels["H100", METHOD, r]) == ("tc32_cols", "tc32_cols_tma"), r
-    assert kernels["H200", "tensorcore_tf32", 128] == kernels["H200", "tensorcore_tf32", 1024] == "tc32_cols_tma"
+    assert kernels["H200", "tensorcore_tf32", 128] == kernels["H100", "tensorcore_tf32", 1024] == "tc32_cols_tma"
+    assert kernels["H200", "tensorcore_tf32", 1024] == kernels["H200", "tensorcore_tf32", 16384] == "tc32_cols"
 
 
 @pytest.mark.parametrize("method", [METHOD, "tensorcore_tf32"])

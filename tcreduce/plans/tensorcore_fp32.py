@@ -28,8 +28,9 @@ What it launches: one kernel per call.
   chunks or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
   ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
-  (:class:`~tcreduce._plan.TensorMapOfX`). An H200 keeps the split on the register loop (its ``FAMILY_TUNING``: as
-  fast or faster there since the loop loads whole chunks without end checks).
+  (:class:`~tcreduce._plan.TensorMapOfX`); from ``COLS_TMA_LONG_ROWS`` rows the ring has ``COLS_TMA_STAGES_LONG``
+  buffers. An H200 keeps the split on the register loop, and tf32 on it from ``COLS_TMA_LONG_ROWS`` rows (its
+  ``FAMILY_TUNING``: as fast or faster there since the loops load whole chunks without end checks).
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -118,6 +119,8 @@ COLS_BLOCKS_PER_SM_TMA = {"tensorcore": 3, "tensorcore_tf32": 3}
 # 2,935 -> 2,995, [8192, 2^14] 2,858 -> 3,008; at 512 rows and fewer 2 blocks per SM read 0.4-6% slower than 3
 COLS_TMA_LONG_ROWS = 1024
 COLS_BLOCKS_PER_SM_TMA_LONG = 2
+# ... and a ring of this many buffers from COLS_TMA_LONG_ROWS rows, per method (0: the register loop there)
+COLS_TMA_STAGES_LONG = {"tensorcore": 2, "tensorcore_tf32": 2}
 # tc32_cols_tma from this many chunks per strip, per method (fewer: the register loop, at COLS_BLOCKS_PER_SM_FEW
 # blocks per SM up to COLS_FEW_CHUNKS chunks). Run 34 (H100, 512 MiB, TMA at 2 buffers and 3 blocks per SM against
 # the register loop at 4): tf32 [32, 2^22] 2,132 -> 2,752 GB/s, [64, 2^21] 2,176 -> 2,851; the split [64, 2^21] 2,625
@@ -180,18 +183,21 @@ ROWS4_BLOCKS_PER_SM_LONG = 3
 ITEMSIZE = 4
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
 # (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
-# tc32_cols_tma at 3 blocks per SM from COLS_TMA_LONG_ROWS rows too: [1024, 2^17] 3,248 -> 3,512, [4096, 2^15] 3,136
-# -> 3,542, [16384, 2^13] 3,201 -> 3,408; few strips keep the register loop with its splits (COLS_TMA_SPLITS off):
-# [2^17, 2^10] 3,155 -> 3,377, [2^20, 2^7] 2,928 -> 3,142; tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4
-# blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27 the split's register loop loads whole chunks without end
-# checks, and on an H200 it reads first-axis sums as fast as the TMA ring or faster (tune_plans fp32_cols*_tma at
-# 3aa2329, the register loop at 3 blocks per SM against TMA at 2 buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361
-# GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 -> 3,524, 2048 3,652 -> 3,596, 4096 3,624 -> 3,637, 16384
-# 3,700 -> 3,716: the split leaves TMA there (tf32, not measured, keeps it)
+# tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4 blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27
+# the split's register loop loads whole chunks without end checks, and on an H200 it reads first-axis sums as fast as
+# the TMA ring or faster (tune_plans fp32_cols*_tma at 3aa2329, the register loop at 3 blocks per SM against TMA at 2
+# buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361 GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 ->
+# 3,524, 2048 3,652 -> 3,596, 4096 3,624 -> 3,637, 16384 3,700 -> 3,716: the split leaves TMA. Since session 28 tf32's
+# one-chunk pipeline loads whole chunks too, and from COLS_TMA_LONG_ROWS rows it reads as fast as TMA or faster
+# (tune_plans tf32_cols*_tma at 39e3f26, the pipeline at 2 blocks per SM against TMA at 2 buffers and 3 blocks per SM,
+# session 9's setting for long rows; two readings of it): 1024 rows 3,912-3,917 -> 3,969, 4096 3,593-3,660 -> 3,998
+# (TMA at 2 blocks per SM: 4,005 there, 3,091 at 1024 rows); below, TMA stays ahead (256 rows 3,740 against 4,012). With
+# no TMA from COLS_TMA_LONG_ROWS rows, session 9's settings for TMA there went (3 blocks per SM: [4096, 2^15] 3,136 ->
+# 3,542; COLS_TMA_SPLITS off, few strips on the register loop: [2^20, 2^7] 2,928 -> 3,142; both now the loop's)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
-    "H200": dict(COLS_BLOCKS_PER_SM_TMA_LONG=3, COLS_TMA_SPLITS=False, ROWS4_BLOCKS_PER_SM_LONG=4,
-                 COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
+    "H200": dict(ROWS4_BLOCKS_PER_SM_LONG=4, COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
+                 COLS_TMA_STAGES_LONG={"tensorcore": 0, "tensorcore_tf32": 0},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -283,12 +289,13 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
-    stages = tuned(_THIS, "COLS_TMA_STAGES", device)[fmt.method]
+    long_rows = problem.r >= COLS_TMA_LONG_ROWS
+    stages = tuned(_THIS, "COLS_TMA_STAGES_LONG" if long_rows else "COLS_TMA_STAGES", device)[fmt.method]
     tma = (stages if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
-        blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if problem.r >= COLS_TMA_LONG_ROWS else
+        blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if long_rows else
                          COLS_BLOCKS_PER_SM_TMA[fmt.method])
     else:
         blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
@@ -305,7 +312,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
             splits = choose_splits(strips, cdiv(chunks, (BLOCK // 32) * 4), cap)
             if splits > 1:
                 work = WorkSplit(BLOCK // 32, splits, strips)
-    if tma and work.splits > 1 and not (tuned(_THIS, "COLS_TMA_SPLITS", device) and problem.r >= COLS_TMA_LONG_ROWS):
+    if tma and work.splits > 1 and not (tuned(_THIS, "COLS_TMA_SPLITS", device) and long_rows):
         return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
     short = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
