@@ -154,7 +154,14 @@ struct RowsGeom {
         return ok;
     }
     __device__ __forceinline__ i64 out_index(i64 tile, int r) const { return tile * 16 + r; }
+    __device__ __forceinline__ bool whole_tile(i64 tile) const { return tile * 16 + 16 <= m; }  // its 16 rows exist
 };
+
+// load4's 16-byte load where the caller knows all four elements present: p = the segment's start + e.
+__device__ __forceinline__ void load_whole4(const float* __restrict__ p, float (&w)[4]) {
+    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+}
 
 // Elements e .. e+3 of a segment starting at p (stride s): zero where the segment does not exist or the element is at
 // or past `end`. One 16-byte load when VECTOR (unit stride, 16-byte aligned segments and e a multiple of 4) and all
@@ -162,8 +169,7 @@ struct RowsGeom {
 template <bool VECTOR>
 __device__ __forceinline__ void load4(const float* __restrict__ p, bool ok, i64 e, i64 end, i64 s, float (&w)[4]) {
     if (VECTOR && ok && e + 4 <= end) {
-        const float4 q = __ldg(reinterpret_cast<const float4*>(p + e));
-        w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+        load_whole4(p + e, w);
         return;
     }
 #pragma unroll
@@ -342,16 +348,30 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
 
     if constexpr (SHORT) {
         static_assert(WPT == 1, "the short path has one warp per tile");
+        // segments of one whole chunk (16 elements), vector loads: the trips whose UNROLL tiles all have their 16
+        // segments (every trip but the last) load without load4's checks (the same loads)
+        const bool whole_chunk = VECTOR && e_end - e_begin == CHUNK;
         for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
             float lo[UNROLL][4], hi[UNROLL][4];
+            if (whole_chunk && geo.whole_tile(tile0 + (UNROLL - 1) * tile_step)) {  // warp-uniform
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                const i64 tile = tile0 + u * tile_step;
-                const float *plo, *phi;
-                const bool olo = tile < ntiles && geo.segment(tile, g, plo);
-                const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
-                load4<VECTOR>(plo, olo, e_begin + 4 * t, e_end, s, lo[u]);
-                load4<VECTOR>(phi, ohi, e_begin + 4 * t, e_end, s, hi[u]);
+                for (int u = 0; u < UNROLL; ++u) {
+                    const float *plo, *phi;
+                    geo.segment(tile0 + u * tile_step, g, plo);
+                    geo.segment(tile0 + u * tile_step, g + 8, phi);
+                    load_whole4(plo + e_begin + 4 * t, lo[u]);
+                    load_whole4(phi + e_begin + 4 * t, hi[u]);
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const i64 tile = tile0 + u * tile_step;
+                    const float *plo, *phi;
+                    const bool olo = tile < ntiles && geo.segment(tile, g, plo);
+                    const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
+                    load4<VECTOR>(plo, olo, e_begin + 4 * t, e_end, s, lo[u]);
+                    load4<VECTOR>(phi, ohi, e_begin + 4 * t, e_end, s, hi[u]);
+                }
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
@@ -380,10 +400,8 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
 #pragma unroll
                     for (int u = 0; u < UNROLL; ++u) {
                         const i64 e = e_begin + (ch + (i64)u * WPT) * CHUNK + 4 * t;
-                        const float4 a = __ldg(reinterpret_cast<const float4*>(plo + e));
-                        const float4 b = __ldg(reinterpret_cast<const float4*>(phi + e));
-                        lo[u][0] = a.x; lo[u][1] = a.y; lo[u][2] = a.z; lo[u][3] = a.w;
-                        hi[u][0] = b.x; hi[u][1] = b.y; hi[u][2] = b.z; hi[u][3] = b.w;
+                        load_whole4(plo + e, lo[u]);
+                        load_whole4(phi + e, hi[u]);
                     }
                 } else {
 #pragma unroll
@@ -531,15 +549,26 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");
         const i64 step = (i64)gridDim.x * GROUPS;
-        // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run
+        // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run. Columns of
+        // 16 rows, aligned: trips whose strips are all whole (32 columns before b) load without the end checks (the
+        // same loads)
+        const bool whole_chunk = ALIGNED && r == 16;
         for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
             float y[SHORT_UNROLL][4][4];
+            const i64 i0 = s0 / strips_per_i, k0 = s0 - i0 * strips_per_i;  // the first strip: i, l0 = k0 * SW
+            // every strip of the trip in i0, the last one (so every one) whole
+            if (whole_chunk && k0 + SHORT_UNROLL <= strips_per_i && (k0 + SHORT_UNROLL) * SW <= b) {  // warp-uniform
 #pragma unroll
-            for (int u = 0; u < SHORT_UNROLL; ++u) {
-                const i64 strip = s0 + u;
-                const bool ok = strip < nstrips;
-                const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
-                tcr32::load_col_chunk<ALIGNED>(x + i * sa, 4 * t, r, sr, l0 + 4 * g, ok ? b : 0, y[u]);
+                for (int u = 0; u < SHORT_UNROLL; ++u)
+                    tcr32::load_whole_col_chunk(x + i0 * sa + 4 * t * sr + (k0 + u) * SW + 4 * g, sr, y[u]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < SHORT_UNROLL; ++u) {
+                    const i64 strip = s0 + u;
+                    const bool ok = strip < nstrips;
+                    const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
+                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 4 * t, r, sr, l0 + 4 * g, ok ? b : 0, y[u]);
+                }
             }
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {

@@ -522,6 +522,9 @@ GPU_CASES = [
     ((1 << 18, 36), 0), ((48, 1 << 14), 0), ((17000, 128), -1), ((16901, 300), -1),
     ((12700, 600), -1),
     ((80, 52432), 0),  # 16 MiB: tc32_cols_tma on an H100 (COLS_TMA_MIN_BYTES)
+    # the short paths' whole trips and the rest: rows of 16 past whole trips; columns of 16 rows whose adjacent strips
+    # span two i (80 columns) or not (128)
+    ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
 ]
 
 

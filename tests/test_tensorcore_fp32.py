@@ -540,6 +540,7 @@ GPU_AXIS_CASES = [
     ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
     ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
     ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
+    ((3, 16, 80), 1, None), ((4, 16, 128), 1, None),  # short columns: adjacent strips across two i, within one
 ]
 
 
