@@ -110,6 +110,26 @@ def within_fp32_bound(got, x, axis: int) -> bool:
     return bool(cupy.all(err <= x.shape[axis] * 2.0**-23 * cupy.abs(x64).sum(axis=axis)))
 
 
+def within_method_bound(got, x, axis: int, method: str, dtype: str) -> bool:
+    """Whether every sum in ``got`` (a CuPy array of ``tcreduce.sum(x, axis, method=method)``, ``x`` a CuPy array of
+    format ``dtype``: bf16 and fp8 as raw bits, as make_input gives them) is within the method's a-priori bound on this
+    GPU (tcreduce.bounds.error_bound, output rounding included: lossy methods such as tf32 included) of the float64
+    sum. The bound is computed from a host copy of ``x``."""
+    import cupy
+    import ml_dtypes
+
+    import tcreduce.bounds
+    from tcreduce._device import current_device
+
+    xh = x.get()
+    if dtype not in ("float16", "float32"):
+        xh = xh.view(getattr(ml_dtypes, dtype))
+    x64 = cupy.asarray(xh.astype(np.float64))
+    err = cupy.abs(got.astype(cupy.float64) - x64.sum(axis=axis))
+    bound = tcreduce.bounds.error_bound(xh, axis, method=method, gpu=current_device()[1])
+    return bool(cupy.all(err <= cupy.asarray(bound)))  # NaN (an output left unwritten) fails too
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
