@@ -722,8 +722,10 @@ template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
-    // at 4 blocks per SM (64 registers) the whole-chunk loads would spill: the checked loads alone there
-    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0, (MINB < 4)>(
+    // the whole-chunk loads would spill at 4 blocks per SM (64 registers), and in the register loop of one warp per
+    // strip at 3 on sm_90 (4 bytes): the checked loads alone there
+    tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0,
+                     (MINB < 4 && (PREFETCH || WPS > 1))>(
         x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
 }
 

@@ -33,7 +33,10 @@ PROBLEMS = (
                                                             (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7),
                                                             (1, 1024, 1 << 17, 0, 1 << 17),  # tc32_cols_tma
                                                             # an H200's tc_cols one-item walks: (2, 3), (1, 4)
-                                                            (1, 64, 1 << 22, 0, 1 << 22), (1, 256, 1 << 20, 0, 1 << 20))
+                                                            (1, 64, 1 << 22, 0, 1 << 22), (1, 256, 1 << 20, 0, 1 << 20),
+                                                            # the split's register loop, a warp per strip, 3 blocks
+                                                            # per SM on sm_90 (an H200's 2 GiB; an H100's one strip)
+                                                            (1, 128, 1 << 22, 0, 1 << 22), (1, 65, 8, 0, 8))
        for al in (0, 2)]
 )
 
