@@ -443,12 +443,13 @@ for _k in (8192, 32768, 65536):
     SWEEPS[f"rows{_k}_wide_blocks"] = (tc_plan, WIDE_BLOCKS, "float16", ((1 << 29) // 2 // _k, _k), -1,
                                        [(3, _k), (37, _k), (5, _k + 256)])
 # fp8 short rows streamed a warp per row (tc_rows_stream, 1-4 chunks of 512 values per row): chunks in flight per warp
-# (rows in flight = that // chunks per row); 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM (the same
-# sums: each row's chunks in the same order)
+# (rows in flight = that // chunks per row): the committed setting, then 8, 4 and 2 uncapped (SHORT_ROWS_MAX_IN_FLIGHT:
+# 8 with rows of 4 chunks spills on sm_90 at 4 blocks per SM, so the plan caps it); the same sums: each row's chunks in
+# the same order
 for _k in (512, 1024, 2048):
     SWEEPS[f"e4m3_rows{_k}_in_flight"] = (
-        tc_plan, [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8})
-                  for f in (tc_plan.SHORT_ROWS_CHUNKS_IN_FLIGHT[1], 4, 2)],
+        tc_plan, [committed(tc_plan, "SHORT_ROWS_CHUNKS_IN_FLIGHT", "SHORT_ROWS_MAX_IN_FLIGHT")]
+        + [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8}, SHORT_ROWS_MAX_IN_FLIGHT={}) for f in (8, 4, 2)],
         "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
 # tc_flat over a one-pass grid of short blocks (FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL vectors each, their partials
 # in two levels) against the resident grid (the committed setting first); another order of additions: the bits check

@@ -132,9 +132,12 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
-# ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size: fp8 values are
-# converted to fp16 pairs in registers, so fp8 rows of 4 chunks with 2 in flight spilled 16 bytes at 4 blocks per SM
+# ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size ...
 SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
+# ... but at most this many rows in flight, by (element size, blocks per SM, chunks per row), where more would not fit
+# the registers: fp8 values are converted to fp16 pairs in registers, and fp8 rows of 4 chunks (1,537-2,048 values)
+# with 2 in flight at 4 blocks per SM (an H100's plan) spill 16 bytes on sm_90; with 1 they compile clean
+SHORT_ROWS_MAX_IN_FLIGHT = {(1, 4, 4): 1}
 # tc_rows SHORT (rows of one chunk): a grid of one pass, by the elements of a lane's load (rows of up to 16: 4, of
 # 17-32: 8)
 ONE_PASS_SHORT_TILES = {4: True, 8: True}
@@ -275,6 +278,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         work = stream_work(problem.m, chunks, BLOCK // 32, device, blocks_per_sm, STREAM_SPLIT_FILL)
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= unroll else 0
         rif = max(1, SHORT_ROWS_CHUNKS_IN_FLIGHT[isz] // cpr) if cpr else 1
+        rif = min(rif, SHORT_ROWS_MAX_IN_FLIGHT.get((isz, blocks_per_sm, cpr), rif))
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
