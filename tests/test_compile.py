@@ -28,7 +28,8 @@ PROBLEMS = (
                                              (200, 5000, 5000), (2000, 1025, 1032), (1 << 18, 600, 608),
                                              (1 << 19, 512, 512), (1 << 18, 1024, 1024), (3001, 40, 40),
                                              (1 << 16, 96, 96), (1000, 100, 104), (1 << 16, 128, 128),
-                                             (1 << 18, 2048, 2048))  # fp8 rows of 4 chunks (SHORT_ROWS_MAX_IN_FLIGHT)
+                                             (1 << 18, 2048, 2048),  # fp8 rows of 4 chunks (SHORT_ROWS_MAX_IN_FLIGHT)
+                                             (1 << 16, 48, 48))  # fp8 tiles of 2 chunks (ROWS_SHORT_MAX_TILES_IN_FLIGHT)
        for a in (0, 2)]
     + [Cols(a, r, b, sa, sr, al) for (a, r, b, sa, sr) in ((1, 16, 1 << 24, 0, 1 << 24), (1, 1 << 24, 16, 0, 16),
                                                             (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7),
