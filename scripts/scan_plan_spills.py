@@ -6,10 +6,11 @@ registers or warn: a wider net than ``tests/test_compile.py``, whose fixed probl
 No GPU needed (NVRTC and ptxas, with the run-time options and the compile cache of ``tcreduce._compile``). The grid:
 full sums of 1 .. 2^32 elements, last-axis sums of rows of 1 .. 2^24 elements and first-axis sums (one and three
 leading items) of 1 .. 2^24 rows, at element offsets 0 and 2, for every registered method with a launch plan, every
-input format it takes and the A100, H100 and H200 plans. Instantiations that test_compile already compiles are
-skipped. Session 28 found three this way: the split's register loop of one warp per strip at 3 blocks per SM (4
-bytes on sm_90), an H100's fp8 rows of 4 chunks streamed 2 rows in flight (16 bytes) and fp8 row tiles of 2 chunks 3
-in flight into fp16 outputs (24 bytes). Exit status 1 if any instantiation spills or warns.
+input format it takes and the A100, H100 and H200 plans (test_compile's ``_instantiations`` over this grid).
+Instantiations that test_compile already compiles are skipped. Session 28 found three this way: the split's register
+loop of one warp per strip at 3 blocks per SM (4 bytes on sm_90), an H100's fp8 rows of 4 chunks streamed 2 rows in
+flight (16 bytes) and fp8 row tiles of 2 chunks 3 in flight into fp16 outputs (24 bytes). Exit status 1 if any
+instantiation spills or warns.
 """
 
 from __future__ import annotations
@@ -42,28 +43,6 @@ def problems() -> list:
     return probs
 
 
-def instantiations(out_dtype: str) -> dict[tuple[str, str], set[str]]:
-    """(source, kernel) -> archs, over the grid, for one output dtype."""
-    from tcreduce import registry
-    from tcreduce._device import KNOWN_GPUS
-
-    seen: dict[tuple[str, str], set[str]] = {}
-    probs = problems()
-    for gpu in ("A100", "H100", "H200"):
-        device = KNOWN_GPUS[gpu]
-        for method in registry.methods(None):
-            if method.runner is not None or device.cc < method.requires_cc:
-                continue
-            for in_dtype, prob in itertools.product(method.dtypes, probs):
-                try:
-                    plan = method.plan(prob, in_dtype, out_dtype, device)
-                except ValueError:
-                    continue  # the method does not take this form
-                for ln in plan.launches:
-                    seen.setdefault((ln.source, ln.kernel), set()).add(device.arch)
-    return seen
-
-
 def check(item: tuple[str, str, str]) -> tuple[str, str, str, bool, bool]:
     source, kernel, arch = item
     from tcreduce._compile import compile_kernel
@@ -80,11 +59,9 @@ def main() -> int:
     from test_compile import _instantiations
 
     tested = set(_instantiations())
-    todo: set[tuple[str, str, str]] = set()
-    for out_dtype in args.out_dtypes.split(","):
-        for (source, kernel), archs in instantiations(out_dtype).items():
-            if (source, kernel) not in tested:
-                todo.update((source, kernel, arch) for arch in archs)
+    todo = {(source, kernel, arch)
+            for (source, kernel), archs in _instantiations(problems(), tuple(args.out_dtypes.split(","))).items()
+            if (source, kernel) not in tested for arch in archs}
     print(f"{len(todo)} instantiations beyond test_compile's", flush=True)
     bad = 0
     with ProcessPoolExecutor(args.jobs) as pool:

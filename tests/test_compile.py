@@ -29,7 +29,8 @@ PROBLEMS = (
                                              (1 << 19, 512, 512), (1 << 18, 1024, 1024), (3001, 40, 40),
                                              (1 << 16, 96, 96), (1000, 100, 104), (1 << 16, 128, 128),
                                              (1 << 18, 2048, 2048),  # fp8 rows of 4 chunks (SHORT_ROWS_MAX_IN_FLIGHT)
-                                             (1 << 16, 48, 48))  # fp8 tiles of 2 chunks (ROWS_SHORT_MAX_TILES_IN_FLIGHT)
+                                             # fp8 tiles of 2 chunks (ROWS_SHORT_MAX_TILES_IN_FLIGHT)
+                                             (1 << 16, 48, 48))
        for a in (0, 2)]
     + [Cols(a, r, b, sa, sr, al) for (a, r, b, sa, sr) in ((1, 16, 1 << 24, 0, 1 << 24), (1, 1 << 24, 16, 0, 16),
                                                             (64, 1000, 96, 96000, 96), (3, 5, 7, 35, 7),
@@ -43,9 +44,12 @@ PROBLEMS = (
 )
 
 
-def _instantiations() -> dict[tuple[str, str], str]:
-    """(source, name expression) -> arch, over every method, dtype pair, problem and GPU (sm_80, and sm_90 with the
-    H100's and the H200's plans)."""
+OUT_DTYPES = ("float16", "float32", "float64")
+
+
+def _instantiations(problems=PROBLEMS, out_dtypes=OUT_DTYPES) -> dict[tuple[str, str], list[str]]:
+    """(source, name expression) -> archs, over every method, dtype pair, problem and GPU (sm_80, and sm_90 with the
+    H100's and the H200's plans). scripts/scan_plan_spills.py calls it with a wider grid of problems."""
     seen: dict[tuple[str, str], set[str]] = {}
     for method in registry.methods(None):
         if method.runner is not None:
@@ -54,7 +58,7 @@ def _instantiations() -> dict[tuple[str, str], str]:
             device = KNOWN_GPUS[gpu]
             if device.cc < method.requires_cc:
                 continue
-            for in_dt, out_dt, prob in itertools.product(method.dtypes, ("float16", "float32", "float64"), PROBLEMS):
+            for in_dt, out_dt, prob in itertools.product(method.dtypes, out_dtypes, problems):
                 try:
                     plan = method.plan(prob, in_dt, out_dt, device)
                 except ValueError:
