@@ -511,7 +511,7 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 namespace tcr32 {
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
-          int STAGES, bool WHOLE_CHUNKS = true>
+          int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
                                           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
                                           i64 splits, const tcr::TensorMap* tmap) {
@@ -580,6 +580,34 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                 const F2 v = tcr32::lane_column<FMT>(acc, t);
                 if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(v));
             }
+        }
+        return;
+    } else if constexpr (FEW > 0) {
+        static_assert(WPS == 1, "the few-chunk path has one warp per strip");
+        // strips of at most FEW chunks (the plan: 2 .. COLS_FEW_CHUNKS chunks, one warp per strip, no splits): the
+        // warp loads all of its strip's chunks at once, then steps them in order (the register loop's chunks, order
+        // and sums, in one round trip and without its per-strip state); a whole aligned strip of whole chunks loads
+        // without the end checks
+        for (i64 strip = (i64)blockIdx.x * GROUPS + group; strip < nstrips; strip += (i64)gridDim.x * GROUPS) {
+            const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
+            float y[FEW][4][4];
+            if (ALIGNED && r == FEW * 16 && l0 + SW <= b) {  // warp-uniform
+#pragma unroll
+                for (int u = 0; u < FEW; ++u)
+                    tcr32::load_whole_col_chunk(x + i * sa + (16 * u + 4 * t) * sr + l0 + 4 * g, sr, y[u]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < FEW; ++u)  // rows past r read as zeros (no memory access)
+                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 16 * u + 4 * t, r, sr, l0 + 4 * g, b, y[u]);
+            }
+            typename FMT::Acc acc[2];
+#pragma unroll
+            for (int u = 0; u < FEW; ++u) {
+                if (16 * u >= r) break;  // warp-uniform
+                tcr32::step_col_chunk<FMT>(acc, y[u]);
+            }
+            const F2 v = tcr32::lane_column<FMT>(acc, t);
+            if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(v));
         }
         return;
     } else {
@@ -718,14 +746,14 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
 }  // namespace tcr32
 
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
-          bool PREFETCH = false>
+          bool PREFETCH = false, int FEW = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     // the whole-chunk loads would spill at 4 blocks per SM (64 registers), and in the register loop of one warp per
     // strip at 3 on sm_90 (4 bytes): the checked loads alone there
     tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0,
-                     (MINB < 4 && (PREFETCH || WPS > 1))>(
+                     (MINB < 4 && (PREFETCH || WPS > 1)), FEW>(
         x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
 }
 

@@ -136,6 +136,12 @@ TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
+# tc32_cols' few-chunk path, per method: strips of 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks that the register loop would
+# walk with one warp per strip and no splits load all their chunks at once (FEW = 2 or 4 chunks of registers), then
+# step them in order: the register loop's sums in one round trip per strip; 0: off. Blocks per SM by FEW (2 chunks:
+# 64 registers at 4 blocks, no spills; 4 chunks spill at 3 blocks)
+COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 0, "tensorcore_tf32": 0}
+COLS_FEW_PATH_BLOCKS_PER_SM = {2: 4, 4: 2}
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
 # per strip: 2,360 -> 2,670 GB/s, tf32 1,712 -> 2,153; [256, 2^19] and [512, 2^18] +3-4%: tune_plans run 19, H100)
@@ -314,17 +320,25 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                 work = WorkSplit(BLOCK // 32, splits, strips)
     if tma and work.splits > 1 and not (tuned(_THIS, "COLS_TMA_SPLITS", device) and long_rows):
         return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
-    short = 0
+    short = few = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
+    elif (1 < chunks <= COLS_FEW_PATH_MAX_CHUNKS[fmt.method] and not tma and not prefetch and work.splits == 1
+          and work.warps_per_tile == 1):
+        few = 2 if chunks <= 2 else 4
+        blocks_per_sm = COLS_FEW_PATH_BLOCKS_PER_SM[few]
+        work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
+        if work.splits > 1 or work.warps_per_tile > 1:  # too few strips at these blocks per SM: the register loop
+            few, blocks_per_sm = 0, COLS_BLOCKS_PER_SM_FEW
+            work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
     if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     params = dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0, short_unroll=short, chunks=chunks,
-                  steps=steps, tma=tma)
+                  steps=steps, tma=tma, few=few)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # at least 2 chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
@@ -332,8 +346,9 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                              (problem.sr * ITEMSIZE, _plane_stride(problem) * ITEMSIZE), (COLS_STRIP, 16, 1))
         return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
                              shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
+    tail = ", true" if prefetch else f", false, {few}" if few else ""  # prefetch: never short, never few
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
-            f"{minb}{', true' if prefetch else ''}>")  # prefetch: more than COLS_FEW_CHUNKS chunks, so never short
+            f"{minb}{tail}>")
     return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params)
 
 
