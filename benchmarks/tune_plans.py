@@ -292,7 +292,7 @@ for _n in (32, 64):
 # chunks at 4 blocks per SM, 4 at 2) against the register loop, and for tf32 against TMA (COLS_TMA_MIN_CHUNKS 5 hands
 # its strips to the register loop or the few-chunk path). The checks: strips enough for one warp each (the path's
 # condition), aligned and not, whole and partial chunks
-_FEW_CHECK = FP32_COLS_CHECK + [(32, 140000), (17, 140000), (32, 140001), (64, 70000), (50, 70003), (40, 70000)]
+_FEW_CHECK = FP32_COLS_CHECK + [(32, 204800), (17, 204800), (32, 204803), (64, 102400), (50, 102403), (40, 102400)]
 for _n in (32, 48, 64):
     for _prefix, _method in F32_METHODS.items():
         _no_tma = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))

@@ -525,6 +525,9 @@ GPU_CASES = [
     # the short paths' whole trips and the rest: rows of 16 past whole trips; columns of 16 rows whose adjacent strips
     # span two i (80 columns) or not (128)
     ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
+    # strips of 2-4 chunks with enough of them for a warp each (tc32_cols' few-chunk path where the plan takes it):
+    # whole and partial chunks, 16-byte rows and not, strips across i
+    ((32, 204800), 0), ((17, 204803), 0), ((64, 102400), 0), ((50, 102400), 0), ((3, 40, 70001), 1),
 ]
 
 
