@@ -525,10 +525,23 @@ GPU_CASES = [
     # the short paths' whole trips and the rest: rows of 16 past whole trips; columns of 16 rows whose adjacent strips
     # span two i (80 columns) or not (128)
     ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
-    # strips of 2-4 chunks with enough of them for a warp each (tc32_cols' few-chunk path where the plan takes it):
-    # whole and partial chunks, 16-byte rows and not, strips across i
-    ((32, 204800), 0), ((17, 204803), 0), ((64, 102400), 0), ((50, 102400), 0), ((3, 40, 70001), 1),
+    # tc32_cols' few-chunk path (FEW_PATH_CASES)
+    ((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1),
 ]
+# first-axis sums of 2 chunks per strip with strips enough for a warp each: tc32_cols' few-chunk path on an H200
+# (test_few_path_cases_plan_the_few_path): whole chunks of 16-byte rows, a partial chunk of rows that are not, strips
+# across i
+FEW_PATH_CASES = [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]
+
+
+def few_path_cases_plan_the_few_path(method: str) -> None:
+    """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
+    few-chunk path, so the GPU test keeps covering it."""
+    assert all(case in GPU_CASES for case in FEW_PATH_CASES)
+    for shape, axis in FEW_PATH_CASES:
+        layout, _ = host_layout(np.empty(shape, F32), axis)
+        plan = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
+        assert param_dict(plan)["few"] == 2, (shape, axis, plan.launches[0].kernel)
 
 
 def gpu_equals_twin(method: str, dists) -> None:

@@ -39,7 +39,8 @@ PROBLEMS = (
                                                             (1, 64, 1 << 22, 0, 1 << 22), (1, 256, 1 << 20, 0, 1 << 20),
                                                             # the split's register loop, a warp per strip, 3 blocks
                                                             # per SM on sm_90 (an H200's 2 GiB; an H100's one strip)
-                                                            (1, 128, 1 << 22, 0, 1 << 22), (1, 65, 8, 0, 8))
+                                                            (1, 128, 1 << 22, 0, 1 << 22), (1, 65, 8, 0, 8),
+                                                            (1, 32, 1 << 22, 0, 1 << 22))  # tc32_cols' few path
        for al in (0, 2)]
 )
 

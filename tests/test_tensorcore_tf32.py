@@ -158,6 +158,10 @@ def test_gpu_equals_twin_bit_for_bit(rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
 
 
+def test_few_path_cases_plan_the_few_path():
+    literal.few_path_cases_plan_the_few_path(METHOD)
+
+
 def test_tma_cases_plan_tma_where_marked(monkeypatch):
     literal.tma_cases_plan_as_marked(METHOD, monkeypatch)
 

@@ -124,7 +124,7 @@ COLS_TMA_STAGES_LONG = {"tensorcore": 2, "tensorcore_tf32": 2}
 # tc32_cols_tma from this many chunks per strip, per method (fewer: the register loop, at COLS_BLOCKS_PER_SM_FEW
 # blocks per SM up to COLS_FEW_CHUNKS chunks). Run 34 (H100, 512 MiB, TMA at 2 buffers and 3 blocks per SM against
 # the register loop at 4): tf32 [32, 2^22] 2,132 -> 2,752 GB/s, [64, 2^21] 2,176 -> 2,851; the split [64, 2^21] 2,625
-# -> 2,754 but [32, 2^22] 2,617 -> 2,461
+# -> 2,754 but [32, 2^22] 2,617 -> 2,461. An H200 leaves tf32's strips of 2 chunks to the few-chunk path (below)
 COLS_TMA_MIN_CHUNKS = {"tensorcore": 4, "tensorcore_tf32": 2}
 # TMA also where the rows are split over blocks (few strips), from COLS_TMA_LONG_ROWS rows (2 blocks per SM; at 3 it
 # loses: run 30, run 36). Run 36 (H100, 512 MiB), the split against the register loop: [32768, 2^12] 2,848 -> 2,884
@@ -139,8 +139,11 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # tc32_cols' few-chunk path, per method: strips of 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks that the register loop would
 # walk with one warp per strip and no splits load all their chunks at once (FEW = 2 or 4 chunks of registers), then
 # step them in order: the register loop's sums in one round trip per strip; 0: off. Blocks per SM by FEW (2 chunks:
-# 64 registers at 4 blocks, no spills; 4 chunks spill at 3 blocks)
-COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 0, "tensorcore_tf32": 0}
+# 64 registers at 4 blocks, no spills; 4 chunks spill at 3 blocks). tune_plans *_few_path at 6f83763 (H200, 512 MiB,
+# GB/s, `shuffle` 4,084-4,099 at 32 rows): the split [32, 2^22] 3,029 -> 3,667 at 4 blocks per SM (3,392 at 3); tf32
+# there 3,603 (TMA) -> 4,048. 4 chunks at 2 blocks per SM lose but for tf32 [64, 2^21] (3,979 -> 4,077): the split
+# [64, 2^21] 3,371 -> 3,075, [48, 2796202] (rows not 16-byte aligned) 2,888 -> 2,712, tf32 there 3,623 -> 3,227
+COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 2, "tensorcore_tf32": 2}
 COLS_FEW_PATH_BLOCKS_PER_SM = {2: 4, 4: 2}
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
@@ -204,6 +207,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
     "H200": dict(ROWS4_BLOCKS_PER_SM_LONG=4, COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
                  COLS_TMA_STAGES_LONG={"tensorcore": 0, "tensorcore_tf32": 0},
+                 COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 3},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -297,7 +301,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
     long_rows = problem.r >= COLS_TMA_LONG_ROWS
     stages = tuned(_THIS, "COLS_TMA_STAGES_LONG" if long_rows else "COLS_TMA_STAGES", device)[fmt.method]
-    tma = (stages if tma_ok and big and chunks >= max(COLS_TMA_MIN_CHUNKS[fmt.method], 2)
+    tma = (stages if tma_ok and big and chunks >= max(tuned(_THIS, "COLS_TMA_MIN_CHUNKS", device)[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
     if tma:
