@@ -288,18 +288,21 @@ for _n in (32, 64):
                     COLS_BLOCKS_PER_SM_TMA=dict.fromkeys(F32_METHODS.values(), bl), COLS_TMA_MIN_BYTES=0)
                for st, bl in ((2, 3), (4, 3), (2, 2), (4, 2))],
             "float32", (_n, (1 << 27) // _n), 0, FP32_COLS_CHECK + [(33, 4100), (64, 20000)], _method)
-# ... and the few-chunk path (all of a strip's 2-4 chunks loaded at once, then stepped: COLS_FEW_PATH_MAX_CHUNKS, 2
-# chunks at 4 blocks per SM, 4 at 2) against the register loop, and for tf32 against TMA (COLS_TMA_MIN_CHUNKS 5 hands
-# its strips to the register loop or the few-chunk path). The checks: strips enough for one warp each (the path's
-# condition), aligned and not, whole and partial chunks
+# ... and the few-chunk path (each warp loads all of its 2 chunks of a strip at once, then steps them:
+# COLS_FEW_PATH_MAX_CHUNKS; 3-4 chunks: two warps per strip) against the register loop, and for tf32 against TMA
+# (COLS_TMA_MIN_CHUNKS 5 hands its strips to the register loop or the few-chunk path). The checks: strips enough for
+# the path's warps, aligned and not, whole and partial chunks
 _FEW_CHECK = FP32_COLS_CHECK + [(32, 204800), (17, 204800), (32, 204803), (64, 102400), (50, 102403), (40, 102400)]
+_FEW_OFF = dict.fromkeys(F32_METHODS.values(), 0)
+_NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))
 for _n in (32, 48, 64):
     for _prefix, _method in F32_METHODS.items():
-        _no_tma = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))
         SWEEPS[f"{_prefix}_cols{_n}_few_path"] = (
-            tc32_plan, [committed(tc32_plan, "COLS_FEW_PATH_MAX_CHUNKS", "COLS_TMA_MIN_CHUNKS"), _no_tma]
-            + [dict(_no_tma, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4),
-                    COLS_FEW_PATH_BLOCKS_PER_SM={2: b, 4: b}) for b in ((4, 3) if _n <= 32 else (2,))],
+            tc32_plan, [committed(tc32_plan, "COLS_FEW_PATH_MAX_CHUNKS", "COLS_TMA_MIN_CHUNKS")]
+            + ([dict(COLS_FEW_PATH_MAX_CHUNKS=_FEW_OFF),
+                dict(COLS_FEW_PATH_MAX_CHUNKS=_FEW_OFF, COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2))]
+               if _n <= 32 else
+               [_NO_TMA, dict(_NO_TMA, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))]),
             "float32", (_n, (1 << 27) // _n), 0, _FEW_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
 # ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)

@@ -510,6 +510,27 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 }  // namespace tcr32
 
 namespace tcr32 {
+// The column pair of a strip's group of WPS warps: the warps' pairs (mine) add2'ed in q order from (0, 0), in warp q
+// == 0 (one warp: its pair). Block-uniform: every warp of the block calls it (it synchronises the block).
+template <int WPS, int WARPS>
+__device__ __forceinline__ F2 group_pair(F2 mine, float (&red)[2][WARPS][32], int warp, int group, int q, int lane) {
+    if constexpr (WPS == 1) {
+        return mine;
+    } else {
+        __syncthreads();
+        red[0][warp][lane] = mine.s;
+        red[1][warp][lane] = mine.e;
+        __syncthreads();
+        F2 total = {0.0f, 0.0f};
+        if (q == 0) {
+#pragma unroll
+            for (int w = 0; w < WPS; ++w)
+                total = add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});
+        }
+        return total;
+    }
+}
+
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
           int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
@@ -583,31 +604,36 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
         }
         return;
     } else if constexpr (FEW > 0) {
-        static_assert(WPS == 1, "the few-chunk path has one warp per strip");
-        // strips of at most FEW chunks (the plan: 2 .. COLS_FEW_CHUNKS chunks, one warp per strip, no splits): the
-        // warp loads all of its strip's chunks at once, then steps them in order (the register loop's chunks, order
-        // and sums, in one round trip and without its per-strip state); a whole aligned strip of whole chunks loads
-        // without the end checks
-        for (i64 strip = (i64)blockIdx.x * GROUPS + group; strip < nstrips; strip += (i64)gridDim.x * GROUPS) {
-            const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
+        // strips of at most FEW * WPS chunks (the plan: 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks, no splits): warp q of a
+        // strip's group loads all of its chunks (q, q + WPS, ..: the register loop's) at once, then steps them in
+        // order, and the group's pairs combine as there: the register loop's sums, in one round trip and without its
+        // per-strip state; a whole aligned strip of whole chunks loads without the end checks. The strip loop is
+        // block-uniform (WPS > 1: the group combination synchronises the block)
+        for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
+            const i64 strip = strip_base + group;
+            const bool strip_ok = WPS == 1 || strip < nstrips;
+            if (WPS == 1 && strip >= nstrips) break;  // warp-uniform (no block synchronisation with one warp per strip)
+            const i64 i = strip_ok ? strip / strips_per_i : 0, l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
+            const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
             float y[FEW][4][4];
-            if (ALIGNED && r == FEW * 16 && l0 + SW <= b) {  // warp-uniform
+            if (ALIGNED && r == FEW * WPS * 16 && l0 + SW <= bend) {  // warp-uniform
 #pragma unroll
                 for (int u = 0; u < FEW; ++u)
-                    tcr32::load_whole_col_chunk(x + i * sa + (16 * u + 4 * t) * sr + l0 + 4 * g, sr, y[u]);
+                    tcr32::load_whole_col_chunk(x + i * sa + (16 * (q + u * WPS) + 4 * t) * sr + l0 + 4 * g, sr, y[u]);
             } else {
 #pragma unroll
                 for (int u = 0; u < FEW; ++u)  // rows past r read as zeros (no memory access)
-                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 16 * u + 4 * t, r, sr, l0 + 4 * g, b, y[u]);
+                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 16 * (q + u * WPS) + 4 * t, r, sr, l0 + 4 * g, bend,
+                                                   y[u]);
             }
             typename FMT::Acc acc[2];
 #pragma unroll
             for (int u = 0; u < FEW; ++u) {
-                if (16 * u >= r) break;  // warp-uniform
+                if (16 * (q + u * WPS) >= r) break;  // warp-uniform
                 tcr32::step_col_chunk<FMT>(acc, y[u]);
             }
-            const F2 v = tcr32::lane_column<FMT>(acc, t);
-            if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(v));
+            const F2 total = tcr32::group_pair<WPS>(tcr32::lane_column<FMT>(acc, t), red, warp, group, q, lane);
+            if (q == 0 && strip_ok && l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(total));
         }
         return;
     } else {
@@ -709,20 +735,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                     }
                 }
             }
-            const F2 mine = tcr32::lane_column<FMT>(acc, t);
-            F2 total = mine;
-            if (WPS > 1) {
-                __syncthreads();
-                red[0][warp][lane] = mine.s;
-                red[1][warp][lane] = mine.e;
-                __syncthreads();
-                total = {0.0f, 0.0f};
-                if (q == 0) {
-#pragma unroll
-                    for (int w = 0; w < WPS; ++w)
-                        total = tcr32::add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});
-                }
-            }
+            const F2 total = tcr32::group_pair<WPS>(tcr32::lane_column<FMT>(acc, t), red, warp, group, q, lane);
             const i64 col = l0 + lane;
             if (splits == 1) {
                 if (q == 0 && strip_ok && col < b) out[i * b + col] = from_float<OutT>(tcr32::value2(total));

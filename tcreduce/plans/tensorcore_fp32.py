@@ -46,8 +46,8 @@ from .._layout import Cols, Flat, Problem, Rows
 from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
 from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flagged_counters, flat_one_block,
-                      flat_one_pass_grid, full_grid, grid_groups, is_aligned, one_pass, rebalance_splits, split_work,
-                      spread_rows, stream_work, tuned, wave_efficiency)
+                      flat_one_pass_grid, full_grid, grid_groups, is_aligned, next_pow2, one_pass, rebalance_splits,
+                      split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -136,15 +136,16 @@ TMA_MAX_COORD = (1 << 31) - 1  # TMA coordinates are 32-bit signed
 TMA_MAX_STRIDE = 1 << 40  # bytes
 COLS_BLOCKS_PER_SM_FEW = 4
 COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
-# tc32_cols' few-chunk path, per method: strips of 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks that the register loop would
-# walk with one warp per strip and no splits load all their chunks at once (FEW = 2 or 4 chunks of registers), then
-# step them in order: the register loop's sums in one round trip per strip; 0: off. Blocks per SM by FEW (2 chunks:
-# 64 registers at 4 blocks, no spills; 4 chunks spill at 3 blocks). tune_plans *_few_path at 6f83763 (H200, 512 MiB,
+# tc32_cols' few-chunk path, per method: strips of 2 .. COLS_FEW_PATH_MAX_CHUNKS (at most COLS_FEW_CHUNKS) chunks that
+# the register loop would walk with one warp per strip and no splits take a warp per COLS_FEW_PATH_CHUNKS_PER_WARP
+# chunks instead, each loading all of its chunks at once, then stepping them in order (at COLS_BLOCKS_PER_SM_FEW):
+# the register loop's sums in one round trip per strip; 0: off. tune_plans *_few_path at 6f83763 (H200, 512 MiB,
 # GB/s, `shuffle` 4,084-4,099 at 32 rows): the split [32, 2^22] 3,029 -> 3,667 at 4 blocks per SM (3,392 at 3); tf32
-# there 3,603 (TMA) -> 4,048. 4 chunks at 2 blocks per SM lose but for tf32 [64, 2^21] (3,979 -> 4,077): the split
-# [64, 2^21] 3,371 -> 3,075, [48, 2796202] (rows not 16-byte aligned) 2,888 -> 2,712, tf32 there 3,623 -> 3,227
+# there 3,603 (TMA) -> 4,048. One warp loading 4 chunks (2 blocks per SM: it spills at 3) lost but for tf32 [64, 2^21]
+# (3,979 -> 4,077): the split [64, 2^21] 3,371 -> 3,075, [48, 2796202] (rows not 16-byte aligned) 2,888 -> 2,712, tf32
+# there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks: prepared, not yet measured (sweeps *_few_path)
 COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 2, "tensorcore_tf32": 2}
-COLS_FEW_PATH_BLOCKS_PER_SM = {2: 4, 4: 2}
+COLS_FEW_PATH_CHUNKS_PER_WARP = 2  # kernels/tensorcore_f32.cuh: FEW (64 registers for the split at 4 blocks per SM)
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
 # per strip: 2,360 -> 2,670 GB/s, tf32 1,712 -> 2,153; [256, 2^19] and [512, 2^18] +3-4%: tune_plans run 19, H100)
@@ -328,14 +329,11 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
-    elif (1 < chunks <= COLS_FEW_PATH_MAX_CHUNKS[fmt.method] and not tma and not prefetch and work.splits == 1
-          and work.warps_per_tile == 1):
-        few = 2 if chunks <= 2 else 4
-        blocks_per_sm = COLS_FEW_PATH_BLOCKS_PER_SM[few]
-        work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
-        if work.splits > 1 or work.warps_per_tile > 1:  # too few strips at these blocks per SM: the register loop
-            few, blocks_per_sm = 0, COLS_BLOCKS_PER_SM_FEW
-            work = split_work(strips, chunks, BLOCK // 32, device, blocks_per_sm)
+    elif (1 < chunks <= min(COLS_FEW_PATH_MAX_CHUNKS[fmt.method], COLS_FEW_CHUNKS) and not tma and not prefetch
+          and work.splits == 1 and work.warps_per_tile == 1):  # so at COLS_BLOCKS_PER_SM_FEW
+        few = COLS_FEW_PATH_CHUNKS_PER_WARP
+        wpt = next_pow2(cdiv(chunks, few))
+        work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
     if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
