@@ -514,21 +514,20 @@ namespace tcr32 {
 // == 0 (one warp: its pair). Block-uniform: every warp of the block calls it (it synchronises the block).
 template <int WPS, int WARPS>
 __device__ __forceinline__ F2 group_pair(F2 mine, float (&red)[2][WARPS][32], int warp, int group, int q, int lane) {
-    if constexpr (WPS == 1) {
-        return mine;
-    } else {
+    F2 total = mine;
+    if (WPS > 1) {
         __syncthreads();
         red[0][warp][lane] = mine.s;
         red[1][warp][lane] = mine.e;
         __syncthreads();
-        F2 total = {0.0f, 0.0f};
+        total = {0.0f, 0.0f};
         if (q == 0) {
 #pragma unroll
             for (int w = 0; w < WPS; ++w)
                 total = add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});
         }
-        return total;
     }
+    return total;
 }
 
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
@@ -607,14 +606,9 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
         // strips of at most FEW * WPS chunks (the plan: 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks, no splits): warp q of a
         // strip's group loads all of its chunks (q, q + WPS, ..: the register loop's) at once, then steps them in
         // order, and the group's pairs combine as there: the register loop's sums, in one round trip and without its
-        // per-strip state; a whole aligned strip of whole chunks loads without the end checks. The strip loop is
-        // block-uniform (WPS > 1: the group combination synchronises the block)
-        for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
-            const i64 strip = strip_base + group;
-            const bool strip_ok = WPS == 1 || strip < nstrips;
-            if (WPS == 1 && strip >= nstrips) break;  // warp-uniform (no block synchronisation with one warp per strip)
-            const i64 i = strip_ok ? strip / strips_per_i : 0, l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
-            const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
+        // per-strip state; a whole aligned strip of whole chunks loads without the end checks. Returns the lane's
+        // column pair of warp q's chunks of strip (i, l0); bend = 0 masks every load (a group past the last strip)
+        auto few_strip = [&](i64 i, i64 l0, i64 bend) -> F2 {
             float y[FEW][4][4];
             if (ALIGNED && r == FEW * WPS * 16 && l0 + SW <= bend) {  // warp-uniform
 #pragma unroll
@@ -632,8 +626,23 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                 if (16 * (q + u * WPS) >= r) break;  // warp-uniform
                 tcr32::step_col_chunk<FMT>(acc, y[u]);
             }
-            const F2 total = tcr32::group_pair<WPS>(tcr32::lane_column<FMT>(acc, t), red, warp, group, q, lane);
-            if (q == 0 && strip_ok && l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(total));
+            return tcr32::lane_column<FMT>(acc, t);
+        };
+        if constexpr (WPS == 1) {  // no block synchronisation: a warp-uniform strip loop
+            for (i64 strip = (i64)blockIdx.x * GROUPS + group; strip < nstrips; strip += (i64)gridDim.x * GROUPS) {
+                const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
+                const F2 v = few_strip(i, l0, b);
+                if (l0 + lane < b) out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(v));
+            }
+        } else {  // block-uniform (the group combination synchronises the block)
+            for (i64 base = (i64)blockIdx.x * GROUPS; base < nstrips; base += (i64)gridDim.x * GROUPS) {
+                const i64 strip = base + group;
+                const bool strip_ok = strip < nstrips;
+                const i64 i = strip_ok ? strip / strips_per_i : 0, l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
+                const F2 total = tcr32::group_pair<WPS>(few_strip(i, l0, strip_ok ? b : 0), red, warp, group, q, lane);
+                if (q == 0 && strip_ok && l0 + lane < b)
+                    out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(total));
+            }
         }
         return;
     } else {
