@@ -268,9 +268,10 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, unsig
 
 // -------------------------------------------------------------------------------------------------- tiles
 // Segment sums, 16 segments per tile, one per mma row (Reduction16/16n with the segments as the rows of A): last-axis
-// sums (RowsGeom: 16 rows; tc32_cols below steps on the same mapping with columns for segments). A chunk is 16 elements [e0, e0 + 16) of each
-// segment; lane (g, t) loads elements e0 + 4t .. e0 + 4t + 3 of segment g (lo) and of segment g + 8 (hi) and steps
-// on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g then sums 16 elements of segment g, row g + 8 of g + 8.
+// sums (RowsGeom: 16 rows; tc32_cols below steps on the same mapping with columns for segments). A chunk is 16
+// elements [e0, e0 + 16) of each segment; lane (g, t) loads elements e0 + 4t .. e0 + 4t + 3 of segment g (lo) and
+// of segment g + 8 (hi) and steps on v = (lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3): mma row g then sums 16 elements of
+// segment g, row g + 8 of g + 8.
 // Work split: tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
 // elements are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
 // q, q + WPT, q + 2 WPT, ... of its range in that order, UNROLL chunks loaded per step of the loop (SHORT: the plan
@@ -460,17 +461,23 @@ tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT
 namespace tcr32 {
 
 // Lane (g, t)'s 4 rows j0 + d (d = 0..3; the caller passes j0 = chunk start + 4t) at columns col .. col + 3, zero at
-// or past j_end or bend.
-template <bool ALIGNED>
+// or past j_end or bend. VEC: floats per load where a row's 4 columns are all present (4: rows 16-byte aligned, 2: 8,
+// 1: scalar loads); the rest masked scalar loads.
+template <int VEC>
 __device__ __forceinline__ void load_col_chunk(const float* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col,
                                                i64 bend, float (&y)[4][4]) {
+    static_assert(VEC == 1 || VEC == 2 || VEC == 4, "16-, 8- or 4-byte loads");
 #pragma unroll
     for (int d = 0; d < 4; ++d) {
         const i64 j = j0 + d;
         const float* p = xs + j * sr + col;
-        if (ALIGNED && j < j_end && col + 4 <= bend) {
+        if (VEC == 4 && j < j_end && col + 4 <= bend) {
             const float4 q = __ldg(reinterpret_cast<const float4*>(p));
             y[d][0] = q.x; y[d][1] = q.y; y[d][2] = q.z; y[d][3] = q.w;
+        } else if (VEC == 2 && j < j_end && col + 4 <= bend) {
+            const float2 q0 = __ldg(reinterpret_cast<const float2*>(p));
+            const float2 q1 = __ldg(reinterpret_cast<const float2*>(p + 2));
+            y[d][0] = q0.x; y[d][1] = q0.y; y[d][2] = q1.x; y[d][3] = q1.y;
         } else {
 #pragma unroll
             for (int c = 0; c < 4; ++c) y[d][c] = (j < j_end && col + c < bend) ? __ldg(p + c) : 0.0f;
@@ -509,35 +516,35 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 }  // namespace tcr32
 
-namespace tcr32 {
-// The column pair of a strip's group of WPS warps: the warps' pairs (mine) add2'ed in q order from (0, 0), in warp q
-// == 0 (one warp: its pair). Block-uniform: every warp of the block calls it (it synchronises the block).
-template <int WPS, int WARPS>
-__device__ __forceinline__ F2 group_pair(F2 mine, float (&red)[2][WARPS][32], int warp, int group, int q, int lane) {
-    F2 total = mine;
-    if (WPS > 1) {
-        __syncthreads();
-        red[0][warp][lane] = mine.s;
-        red[1][warp][lane] = mine.e;
-        __syncthreads();
-        total = {0.0f, 0.0f};
-        if (q == 0) {
-#pragma unroll
-            for (int w = 0; w < WPS; ++w)
-                total = add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});
-        }
+// cols_body's group combination, written once for its two strip loops: total = the column pair of a strip's group of
+// WPS warps, their pairs (mine) add2'ed in q order from (0, 0), in warp q == 0 (one warp: its pair). Block-uniform:
+// every warp of the block runs it (it synchronises the block). A macro, not a function: wrapped in a function or a
+// lambda, the register loop's SASS changes (ptxas allocates its epilogue differently), and that loop's instances are
+// the ones the GPU suite and the segment study measured.
+#define TCR32_GROUP_PAIR(mine, total)                                                                                  \
+    F2 total = (mine);                                                                                                 \
+    if (WPS > 1) {                                                                                                     \
+        __syncthreads();                                                                                               \
+        red[0][warp][lane] = (mine).s;                                                                                 \
+        red[1][warp][lane] = (mine).e;                                                                                 \
+        __syncthreads();                                                                                               \
+        total = {0.0f, 0.0f};                                                                                          \
+        if (q == 0) {                                                                                                  \
+            _Pragma("unroll") for (int w = 0; w < WPS; ++w)                                                            \
+                total = tcr32::add2(total, F2{red[0][group * WPS + w][lane], red[1][group * WPS + w][lane]});          \
+        }                                                                                                              \
     }
-    return total;
-}
 
+namespace tcr32 {
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
-          int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0>
+          int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0, bool ALIGNED8 = false>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
                                           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
                                           i64 splits, const tcr::TensorMap* tmap) {
     using namespace tcr;
     using tcr32::F2;
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 32;  // SW: columns per warp strip
+    constexpr int VEC = ALIGNED ? 4 : ALIGNED8 ? 2 : 1;  // floats per load of a row's 4 columns (load_col_chunk)
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
     __shared__ float red[2][WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -587,7 +594,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                     const i64 strip = s0 + u;
                     const bool ok = strip < nstrips;
                     const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
-                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 4 * t, r, sr, l0 + 4 * g, ok ? b : 0, y[u]);
+                    tcr32::load_col_chunk<VEC>(x + i * sa, 4 * t, r, sr, l0 + 4 * g, ok ? b : 0, y[u]);
                 }
             }
 #pragma unroll
@@ -617,7 +624,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
             } else {
 #pragma unroll
                 for (int u = 0; u < FEW; ++u)  // rows past r read as zeros (no memory access)
-                    tcr32::load_col_chunk<ALIGNED>(x + i * sa, 16 * (q + u * WPS) + 4 * t, r, sr, l0 + 4 * g, bend,
+                    tcr32::load_col_chunk<VEC>(x + i * sa, 16 * (q + u * WPS) + 4 * t, r, sr, l0 + 4 * g, bend,
                                                    y[u]);
             }
             typename FMT::Acc acc[2];
@@ -639,7 +646,8 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                 const i64 strip = base + group;
                 const bool strip_ok = strip < nstrips;
                 const i64 i = strip_ok ? strip / strips_per_i : 0, l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
-                const F2 total = tcr32::group_pair<WPS>(few_strip(i, l0, strip_ok ? b : 0), red, warp, group, q, lane);
+                const F2 mine = few_strip(i, l0, strip_ok ? b : 0);
+                TCR32_GROUP_PAIR(mine, total)
                 if (q == 0 && strip_ok && l0 + lane < b)
                     out[i * b + l0 + lane] = from_float<OutT>(tcr32::value2(total));
             }
@@ -703,13 +711,13 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                 // the lane's row 4t of the warp's chunk ch + WPS, column l0 + 4g (advanced with ch)
                 const float* __restrict__ p = xs + (j_begin + (i64)q * 16 + 4 * t) * sr + l0 + 4 * g + chunk_stride;
                 float y[4][4];
-                tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (i64)q * 16 + 4 * t, j_end, sr, l0 + 4 * g, bend, y);
+                tcr32::load_col_chunk<VEC>(xs, j_begin + (i64)q * 16 + 4 * t, j_end, sr, l0 + 4 * g, bend, y);
                 for (i64 ch = q; ch < nchunks; ch += WPS, p += chunk_stride) {
                     float z[4][4];
                     if (whole_width && j_begin + (ch + WPS + 1) * 16 <= j_end)  // warp-uniform
                         tcr32::load_whole_col_chunk(p, sr, z);
                     else
-                        tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
+                        tcr32::load_col_chunk<VEC>(xs, j_begin + (ch + WPS) * 16 + 4 * t, j_end, sr, l0 + 4 * g,
                                                        bend, z);
                     tcr32::step_col_chunk<FMT>(acc, y);
 #pragma unroll
@@ -733,7 +741,7 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
 #pragma unroll
                         for (int u = 0; u < UNROLL; ++u) {
                             // rows past j_end read as zeros (no memory access): chunks past the end cost no traffic
-                            tcr32::load_col_chunk<ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
+                            tcr32::load_col_chunk<VEC>(xs, j_begin + (ch + (i64)u * WPS) * 16 + 4 * t, j_end, sr,
                                                            l0 + 4 * g, bend, y[u]);
                         }
                     }
@@ -744,7 +752,8 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
                     }
                 }
             }
-            const F2 total = tcr32::group_pair<WPS>(tcr32::lane_column<FMT>(acc, t), red, warp, group, q, lane);
+            const F2 mine = tcr32::lane_column<FMT>(acc, t);
+            TCR32_GROUP_PAIR(mine, total)
             const i64 col = l0 + lane;
             if (splits == 1) {
                 if (q == 0 && strip_ok && col < b) out[i * b + col] = from_float<OutT>(tcr32::value2(total));
@@ -766,16 +775,19 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
     }
 }
 }  // namespace tcr32
+#undef TCR32_GROUP_PAIR
 
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
-          bool PREFETCH = false, int FEW = 0>
+          bool PREFETCH = false, int FEW = 0, bool ALIGNED8 = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     // the whole-chunk loads would spill at 4 blocks per SM (64 registers), and in the register loop of one warp per
-    // strip at 3 on sm_90 (4 bytes): the checked loads alone there
+    // strip at 3 on sm_90 (4 bytes): the checked loads alone there. ALIGNED8 (rows 8-byte aligned, not 16): 8-byte
+    // loads where ALIGNED would take 16-byte ones (the same values)
+    static_assert(!(ALIGNED && ALIGNED8), "ALIGNED8 is for rows that are not 16-byte aligned");
     tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0,
-                     (MINB < 4 && (PREFETCH || WPS > 1)), FEW>(
+                     (MINB < 4 && (PREFETCH || WPS > 1)), FEW, ALIGNED8>(
         x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
 }
 

@@ -136,6 +136,21 @@ def test_the_one_pass_flat_walks_of_shuffle_and_fp32_compile_clean(source, kerne
     assert_compiles_clean(source, kernel, "sm_90", needle=needle, use_cache=False)
 
 
+# tc32_cols' prepared variants, off by default (tune_plans patches them in: *_few_path, *_load8): the few-chunk path
+# with two warps per strip, and 8-byte loads of rows 8-byte aligned but not 16 in every path that takes them
+COLS_PREPARED = [(src, f"tc32_cols<{policy}, 256, {wps}, false, 1, float, {short}, {minb}, {pf}, {few}, {a8}>")
+                 for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"), ("tensorcore_tf32.cu", "tcr32::Tf32"))
+                 for wps, short, minb, pf, few, a8 in ((2, 0, 4, "false", 2, "false"), (2, 0, 4, "false", 2, "true"),
+                                                       (1, 0, 4, "false", 2, "true"), (1, 2, 4, "false", 0, "true"),
+                                                       (8, 0, 3, "false", 0, "true"), (1, 0, 2, "true", 0, "true"))]
+
+
+@pytest.mark.parametrize("source,kernel", COLS_PREPARED)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_prepared_column_variants_compile_clean(source, kernel, arch):
+    assert_compiles_clean(source, kernel, arch, needle="mma.sync.aligned", use_cache=False)
+
+
 # full sums whose resident grid is one thread-block cluster (FLAT_CLUSTER_MAX_BLOCKS, sm_90): the cluster barrier and
 # the distributed shared-memory loads in the PTX, and the cluster size the kernel declares
 CLUSTER_FLAT = ([("tensorcore.cu", f"tc_flat_cluster<{t}, 256, 2, {chain}, float, 2, 6, {c}>")

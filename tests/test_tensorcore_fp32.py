@@ -518,6 +518,24 @@ def test_few_path_cases_plan_the_few_path():
     literal.few_path_cases_plan_the_few_path(METHOD)
 
 
+def test_load8_goes_to_rows_8_byte_aligned_only(monkeypatch):
+    """COLS_LOAD8 (off by default): first-axis sums whose rows are 8-byte aligned but not 16 take ALIGNED8 (the last
+    template argument), rows 16-byte aligned keep 16-byte loads, rows 4-byte aligned scalar loads."""
+    from tcreduce.plans import tensorcore_fp32 as plan
+
+    def aligned8(r: int, b: int, align: int = 0) -> bool:
+        plan = plan_tensorcore_fp32(Cols(1, r, b, 0, b, align), "float32", "float32", KNOWN_GPUS["H200"])
+        kernel, on = plan.launches[0].kernel, param_dict(plan)["aligned8"]
+        assert kernel.startswith("tc32_cols<") and kernel.endswith(", true>") == on, kernel  # ALIGNED8, the last
+        return on
+
+    assert not aligned8(48, 1 << 20 | 2)  # off by default
+    monkeypatch.setattr(plan, "COLS_LOAD8", dict.fromkeys(plan.COLS_LOAD8, True))
+    for r in (16, 32, 48, 128, 1024):
+        assert aligned8(r, (1 << 20) + 2) and aligned8(r, 1 << 20, align=8), r
+        assert not aligned8(r, 1 << 20) and not aligned8(r, (1 << 20) + 1) and not aligned8(r, 1 << 20, align=4), r
+
+
 def test_tma_cases_plan_tma_where_marked(monkeypatch):
     literal.tma_cases_plan_as_marked(METHOD, monkeypatch)
 

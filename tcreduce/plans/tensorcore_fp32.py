@@ -146,6 +146,9 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks: prepared, not yet measured (sweeps *_few_path)
 COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 2, "tensorcore_tf32": 2}
 COLS_FEW_PATH_CHUNKS_PER_WARP = 2  # kernels/tensorcore_f32.cuh: FEW (64 registers for the split at 4 blocks per SM)
+# tc32_cols on rows 8-byte aligned but not 16, per method: two 8-byte loads per row of a lane's 4 columns instead of 4
+# scalar ones (the same values; ALIGNED8). Prepared, not yet measured (sweeps *_cols*_load8): off
+COLS_LOAD8 = {"tensorcore": False, "tensorcore_tf32": False}
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
 # per strip: 2,360 -> 2,670 GB/s, tf32 1,712 -> 2,153; [256, 2^19] and [512, 2^18] +3-4%: tune_plans run 19, H100)
@@ -240,7 +243,8 @@ def _split_launch(common: dict, fmt: F32Format, name: str, work: WorkSplit, prob
                           shared_bytes)
     split = work.splits > 1
     params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x, wpt=work.warps_per_tile)
-    return Plan(**common, launches=(launch,), workspace_floats=2 * items * outputs_per_item * work.splits if split else 0,
+    return Plan(**common, launches=(launch,),
+                workspace_floats=2 * items * outputs_per_item * work.splits if split else 0,
                 counters=items if split else 0, params=tuple(sorted(params.items())))
 
 
@@ -297,6 +301,8 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
                tma_ok: bool = True) -> Plan:
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
+    aligned8 = (not aligned and COLS_LOAD8[fmt.method]
+                and is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 8))
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
@@ -339,8 +345,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
-    params = dict(form="cols", aligned=aligned, unroll=unroll, short=short > 0, short_unroll=short, chunks=chunks,
-                  steps=steps, tma=tma, few=few)
+    params = dict(form="cols", aligned=aligned, aligned8=aligned8, unroll=unroll, short=short > 0, short_unroll=short,
+                  chunks=chunks, steps=steps, tma=tma, few=few)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # at least 2 chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
@@ -348,7 +354,12 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                              (problem.sr * ITEMSIZE, _plane_stride(problem) * ITEMSIZE), (COLS_STRIP, 16, 1))
         return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
                              shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
-    tail = ", true" if prefetch else f", false, {few}" if few else ""  # prefetch: never short, never few
+    # the trailing template arguments PREFETCH, FEW, ALIGNED8, the defaults at the end left out (prefetch: never
+    # short, never few)
+    trailing = [_bool(prefetch), str(few), _bool(aligned8)]
+    while trailing and trailing[-1] == ("false", "0", "false")[len(trailing) - 1]:
+        trailing.pop()
+    tail = "".join(", " + arg for arg in trailing)
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
             f"{minb}{tail}>")
     return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params)
