@@ -314,6 +314,16 @@ for _n in (16, 32, 48, 128, 1024, 8192):
             tc32_plan, [committed(tc32_plan, "COLS_LOAD8", "COLS_FEW_PATH_MAX_CHUNKS"), _LOAD8]
             + ([dict(_LOAD8, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))] if _n == 48 else []),
             "float32", (_n, (1 << 27) // _n // 4 * 4 - 2), 0, _LOAD8_CHECK, _method)
+# ... and longer strips through the few-chunk path in trips of 2 chunks per warp (COLS_FEW_LOOP, 3 blocks per SM)
+# against the register loop (the split) or tf32's TMA ring (below 1024 rows on an H200) and one-chunk pipeline
+_FEW_LOOP = dict(COLS_FEW_LOOP=dict.fromkeys(F32_METHODS.values(), True))
+_FEW_LOOP_CHECK = FP32_COLS_CHECK + [(128, 70000), (100, 70003), (600, 12000), (300, 33000), (77, 40000),
+                                     (100, 70002)]
+for _n in (64, 128, 256, 1024, 4096, 1 << 17):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_cols{_n}_few_loop"] = (
+            tc32_plan, [committed(tc32_plan, "COLS_FEW_LOOP", "COLS_TMA_MIN_CHUNKS"), _NO_TMA, dict(_NO_TMA, **_FEW_LOOP)],
+            "float32", (_n, (1 << 27) // _n), 0, _FEW_LOOP_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
 # ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)
 _RING = dict(COLS_TMA_STAGES_LONG=dict.fromkeys(F32_METHODS.values(), 2))

@@ -537,7 +537,7 @@ __device__ __forceinline__ F2 lane_column(const typename FMT::Acc (&acc)[2], int
 
 namespace tcr32 {
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, bool PREFETCH,
-          int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0, bool ALIGNED8 = false>
+          int STAGES, bool WHOLE_CHUNKS = true, int FEW = 0, bool ALIGNED8 = false, bool FEW_LOOP = false>
 __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr,
                                           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters,
                                           i64 splits, const tcr::TensorMap* tmap) {
@@ -613,27 +613,46 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
         // strips of at most FEW * WPS chunks (the plan: 2 .. COLS_FEW_PATH_MAX_CHUNKS chunks, no splits): warp q of a
         // strip's group loads all of its chunks (q, q + WPS, ..: the register loop's) at once, then steps them in
         // order, and the group's pairs combine as there: the register loop's sums, in one round trip and without its
-        // per-strip state; a whole aligned strip of whole chunks loads without the end checks. Returns the lane's
-        // column pair of warp q's chunks of strip (i, l0); bend = 0 masks every load (a group past the last strip)
-        auto few_strip = [&](i64 i, i64 l0, i64 bend) -> F2 {
-            float y[FEW][4][4];
-            if (ALIGNED && r == FEW * WPS * 16 && l0 + SW <= bend) {  // warp-uniform
+        // per-strip state; a whole aligned strip of whole chunks loads without the end checks. FEW_LOOP (longer
+        // strips, no splits): the same in trips of FEW chunks per warp while chunks remain, so FEW chunks in flight
+        // where the register loop has one. A trip of warp q: its chunks c0 + u WPS (u < FEW) of strip (i, l0) loaded
+        // at once (bend = 0 masks every load: a group past the last strip), then stepped in order
+        auto load_trip = [&](float (&y)[FEW][4][4], i64 i, i64 l0, i64 bend, auto c0) {
+            if (FEW_LOOP ? ALIGNED && l0 + SW <= bend && (c0 + (FEW - 1) * WPS + 1) * 16 <= r
+                         : ALIGNED && r == FEW * WPS * 16 && l0 + SW <= bend) {  // warp-uniform
 #pragma unroll
                 for (int u = 0; u < FEW; ++u)
-                    tcr32::load_whole_col_chunk(x + i * sa + (16 * (q + u * WPS) + 4 * t) * sr + l0 + 4 * g, sr, y[u]);
+                    tcr32::load_whole_col_chunk(x + i * sa + (16 * (c0 + u * WPS) + 4 * t) * sr + l0 + 4 * g, sr,
+                                                y[u]);
             } else {
 #pragma unroll
                 for (int u = 0; u < FEW; ++u)  // rows past r read as zeros (no memory access)
-                    tcr32::load_col_chunk<VEC>(x + i * sa, 16 * (q + u * WPS) + 4 * t, r, sr, l0 + 4 * g, bend,
-                                                   y[u]);
+                    tcr32::load_col_chunk<VEC>(x + i * sa, 16 * (c0 + u * WPS) + 4 * t, r, sr, l0 + 4 * g, bend, y[u]);
             }
-            typename FMT::Acc acc[2];
+        };
+        auto step_trip = [&](typename FMT::Acc (&acc)[2], const float (&y)[FEW][4][4], auto c0) {
 #pragma unroll
             for (int u = 0; u < FEW; ++u) {
-                if (16 * (q + u * WPS) >= r) break;  // warp-uniform
+                if (16 * (c0 + u * WPS) >= r) break;  // warp-uniform
                 tcr32::step_col_chunk<FMT>(acc, y[u]);
             }
-            return tcr32::lane_column<FMT>(acc, t);
+        };
+        auto few_strip = [&](i64 i, i64 l0, i64 bend) -> F2 {  // the lane's column pair of warp q's chunks
+            if constexpr (FEW_LOOP) {  // trips while chunks remain (the plan: more than FEW * WPS chunks)
+                typename FMT::Acc acc[2];
+                for (i64 c0 = q; c0 < nchunks; c0 += FEW * WPS) {
+                    float y[FEW][4][4];
+                    load_trip(y, i, l0, bend, c0);
+                    step_trip(acc, y, c0);
+                }
+                return tcr32::lane_column<FMT>(acc, t);
+            } else {  // one trip (at most FEW * WPS chunks), whole when every warp's chunks are
+                float y[FEW][4][4];
+                load_trip(y, i, l0, bend, q);
+                typename FMT::Acc acc[2];
+                step_trip(acc, y, q);
+                return tcr32::lane_column<FMT>(acc, t);
+            }
         };
         if constexpr (WPS == 1) {  // no block synchronisation: a warp-uniform strip loop
             for (i64 strip = (i64)blockIdx.x * GROUPS + group; strip < nstrips; strip += (i64)gridDim.x * GROUPS) {
@@ -778,16 +797,17 @@ __device__ __forceinline__ void cols_body(const float* __restrict__ x, i64 a, i6
 #undef TCR32_GROUP_PAIR
 
 template <class FMT, int BLOCK, int WPS, bool ALIGNED, int UNROLL, typename OutT, int SHORT_UNROLL, int MINB,
-          bool PREFETCH = false, int FEW = 0, bool ALIGNED8 = false>
+          bool PREFETCH = false, int FEW = 0, bool ALIGNED8 = false, bool FEW_LOOP = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_cols(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, tcr::i64 sa, tcr::i64 sr,
           OutT* __restrict__ out, float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     // the whole-chunk loads would spill at 4 blocks per SM (64 registers), and in the register loop of one warp per
     // strip at 3 on sm_90 (4 bytes): the checked loads alone there. ALIGNED8 (rows 8-byte aligned, not 16): 8-byte
-    // loads where ALIGNED would take 16-byte ones (the same values)
+    // loads where ALIGNED would take 16-byte ones (the same values). FEW > 0: the few-chunk path (FEW_LOOP: in trips)
     static_assert(!(ALIGNED && ALIGNED8), "ALIGNED8 is for rows that are not 16-byte aligned");
+    static_assert(!FEW_LOOP || FEW > 0, "FEW_LOOP is the few-chunk path's");
     tcr32::cols_body<FMT, BLOCK, WPS, ALIGNED, UNROLL, OutT, SHORT_UNROLL, PREFETCH, 0,
-                     (MINB < 4 && (PREFETCH || WPS > 1)), FEW, ALIGNED8>(
+                     (MINB < 4 && (PREFETCH || WPS > 1)), FEW, ALIGNED8, FEW_LOOP>(
         x, a, r, b, sa, sr, out, ws, counters, splits, nullptr);
 }
 

@@ -518,6 +518,24 @@ def test_few_path_cases_plan_the_few_path():
     literal.few_path_cases_plan_the_few_path(METHOD)
 
 
+def test_few_loop_takes_long_strips_without_splits(monkeypatch):
+    """COLS_FEW_LOOP (off by default): first-axis sums of more than COLS_FEW_PATH_MAX_CHUNKS chunks per strip take
+    the few-chunk path in trips (FEW_LOOP, the last template argument) where the plan has no splits; with splits (few
+    strips) the register loop; 2 chunks per strip keep the one-trip path."""
+    from tcreduce.plans import tensorcore_fp32 as plan
+
+    def few_loop(r: int, b: int) -> bool:
+        p = param_dict(plan_tensorcore_fp32(Cols(1, r, b, 0, b, 0), "float32", "float32", KNOWN_GPUS["H200"]))
+        assert not (p["few_loop"] and p["splits"] > 1), (r, b)
+        return p["few_loop"]
+
+    assert not few_loop(128, 1 << 20)  # off by default
+    monkeypatch.setattr(plan, "COLS_FEW_LOOP", dict.fromkeys(plan.COLS_FEW_LOOP, True))
+    for r in (64, 100, 128, 1024, 4096):
+        assert few_loop(r, (1 << 27) // r), r
+    assert not few_loop(32, 1 << 22) and not few_loop(1 << 20, 128)  # one trip; splits
+
+
 def test_load8_goes_to_rows_8_byte_aligned_only(monkeypatch):
     """COLS_LOAD8 (off by default): first-axis sums whose rows are 8-byte aligned but not 16 take ALIGNED8 (the last
     template argument), rows 16-byte aligned keep 16-byte loads, rows 4-byte aligned scalar loads."""

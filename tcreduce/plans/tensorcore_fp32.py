@@ -146,6 +146,12 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks: prepared, not yet measured (sweeps *_few_path)
 COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 2, "tensorcore_tf32": 2}
 COLS_FEW_PATH_CHUNKS_PER_WARP = 2  # kernels/tensorcore_f32.cuh: FEW (64 registers for the split at 4 blocks per SM)
+# ... and on longer strips without splits, per method: the few-chunk path in trips of COLS_FEW_PATH_CHUNKS_PER_WARP
+# chunks per warp while chunks remain (FEW_LOOP: 2 chunks in flight per warp where the register loop has 1, tf32's
+# pipeline 1 ahead), warps per strip as the register loop's, at COLS_FEW_LOOP_BLOCKS_PER_SM (the split: 80 registers
+# at 3, no spills; it spills at 4). The same sums. Prepared, not yet measured (sweeps *_few_loop): off
+COLS_FEW_LOOP = {"tensorcore": False, "tensorcore_tf32": False}
+COLS_FEW_LOOP_BLOCKS_PER_SM = 3
 # tc32_cols on rows 8-byte aligned but not 16, per method: two 8-byte loads per row of a lane's 4 columns instead of 4
 # scalar ones (the same values; ALIGNED8). Prepared, not yet measured (sweeps *_cols*_load8): off
 COLS_LOAD8 = {"tensorcore": False, "tensorcore_tf32": False}
@@ -299,7 +305,7 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
-               tma_ok: bool = True) -> Plan:
+               tma_ok: bool = True, few_loop_ok: bool = True) -> Plan:
     aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
     aligned8 = (not aligned and COLS_LOAD8[fmt.method]
                 and is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 8))
@@ -310,10 +316,14 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     stages = tuned(_THIS, "COLS_TMA_STAGES_LONG" if long_rows else "COLS_TMA_STAGES", device)[fmt.method]
     tma = (stages if tma_ok and big and chunks >= max(tuned(_THIS, "COLS_TMA_MIN_CHUNKS", device)[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
-    prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma
+    few_loop = (few_loop_ok and COLS_FEW_LOOP[fmt.method] and not tma
+                and chunks > min(COLS_FEW_PATH_MAX_CHUNKS[fmt.method], COLS_FEW_CHUNKS))
+    prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma and not few_loop
     if tma:
         blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if long_rows else
                          COLS_BLOCKS_PER_SM_TMA[fmt.method])
+    elif few_loop:
+        blocks_per_sm = COLS_FEW_LOOP_BLOCKS_PER_SM
     else:
         blocks_per_sm = (COLS_BLOCKS_PER_SM_FEW if chunks <= COLS_FEW_CHUNKS else
                          COLS_BLOCKS_PER_SM_PREFETCH if prefetch else COLS_BLOCKS_PER_SM)
@@ -331,6 +341,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                 work = WorkSplit(BLOCK // 32, splits, strips)
     if tma and work.splits > 1 and not (tuned(_THIS, "COLS_TMA_SPLITS", device) and long_rows):
         return _plan_cols(common, fmt, out_t, problem, device, tma_ok=False)
+    if few_loop and work.splits > 1:  # the few-chunk path has no splits: the register loop
+        return _plan_cols(common, fmt, out_t, problem, device, tma_ok=tma_ok, few_loop_ok=False)
     short = few = 0
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
@@ -340,13 +352,15 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
         few = COLS_FEW_PATH_CHUNKS_PER_WARP
         wpt = next_pow2(cdiv(chunks, few))
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
+    elif few_loop:  # no splits (above): the register loop's warps per strip, in trips
+        few = COLS_FEW_PATH_CHUNKS_PER_WARP
     if ONE_PASS:  # the short path's warp takes `short` adjacent strips per round
         work = one_pass(work, strips, BLOCK // 32, max(short, 1))
     minb = SHORT_BLOCKS_PER_SM if short else blocks_per_sm  # __launch_bounds__(BLOCK, minb)
     unroll = 1 if short else min(COLS_UNROLL, cdiv(chunks, work.warps_per_tile * work.splits))
     steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     params = dict(form="cols", aligned=aligned, aligned8=aligned8, unroll=unroll, short=short > 0, short_unroll=short,
-                  chunks=chunks, steps=steps, tma=tma, few=few)
+                  chunks=chunks, steps=steps, tma=tma, few=few, few_loop=few_loop)
     args = (problem.a, problem.r, problem.b, problem.sa, problem.sr)
     if tma:  # at least 2 chunks, so never short
         name = f"tc32_cols_tma<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {out_t}, {minb}, {tma}>"
@@ -354,10 +368,10 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                              (problem.sr * ITEMSIZE, _plane_stride(problem) * ITEMSIZE), (COLS_STRIP, 16, 1))
         return _split_launch(common, fmt, name, work, args, strips, COLS_STRIP, params, tail_args=(x_map,),
                              shared_bytes=(BLOCK // 32) * tma * 16 * COLS_STRIP * ITEMSIZE)
-    # the trailing template arguments PREFETCH, FEW, ALIGNED8, the defaults at the end left out (prefetch: never
-    # short, never few)
-    trailing = [_bool(prefetch), str(few), _bool(aligned8)]
-    while trailing and trailing[-1] == ("false", "0", "false")[len(trailing) - 1]:
+    # the trailing template arguments PREFETCH, FEW, ALIGNED8, FEW_LOOP, the defaults at the end left out (prefetch:
+    # never short, never few)
+    trailing = [_bool(prefetch), str(few), _bool(aligned8), _bool(few_loop)]
+    while trailing and trailing[-1] == ("false", "0", "false", "false")[len(trailing) - 1]:
         trailing.pop()
     tail = "".join(", " + arg for arg in trailing)
     name = (f"tc32_cols<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(aligned)}, {unroll}, {out_t}, {short}, "
