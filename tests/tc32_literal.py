@@ -534,6 +534,65 @@ GPU_CASES = [
 FEW_PATH_CASES = [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]
 
 
+# tc32_cols' prepared variants, off by default: name -> (the planner constants that turn it on, the plan parameter
+# that shows it taken, first-axis cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test
+# holds each against the twin with its setting patched in, as tune_plans does
+_ALL32 = ("tensorcore", "tensorcore_tf32")
+PREPARED_COLS = {
+    "two warps per strip": (dict(COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("wpt", 2),
+                            [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
+    "8-byte loads": (dict(COLS_LOAD8=dict.fromkeys(_ALL32, True)), ("aligned8", True),
+                     [((16, 4098), 0), ((32, 204802), 0), ((48, 102402), 0), ((300, 1026), 0)]),
+    "few path in trips": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True)), ("few_loop", True),
+                          [((128, 70000), 0), ((100, 70003), 0), ((300, 20000), 0), ((3, 200, 8001), 1)]),
+    "in trips, 8-byte loads": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True), COLS_LOAD8=dict.fromkeys(_ALL32, True)),
+                               ("aligned8", True), [((100, 70002), 0)]),
+}
+NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
+
+
+def prepared_cases_plan_their_variant(method: str) -> None:
+    """On the CPU: with its setting patched in, an H200 plans every :data:`PREPARED_COLS` case through its variant."""
+    from tcreduce.plans import tensorcore_fp32 as plan
+    from tcreduce.testing import patched_plans
+
+    for name, (setting, (param, value), cases) in PREPARED_COLS.items():
+        with patched_plans(plan, dict(setting, **NO_TMA)):
+            for shape, axis in cases:
+                layout, _ = host_layout(np.empty(shape, F32), axis)
+                p = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
+                assert param_dict(p)[param] == value, (name, shape, axis, p.launches[0].kernel)
+
+
+def gpu_prepared_equal_twin(method: str, dists) -> None:
+    """On the current GPU, with each :data:`PREPARED_COLS` setting patched in, ``tcreduce.sum`` (poisoned ``out``)
+    and ``tcreduce.emulate.sum`` give the same bits on its cases, every input of ``dists(shape)`` and a view one
+    element in; asserts no mismatch."""
+    import cupy
+
+    import tcreduce
+    from tcreduce._device import current_device
+    from tcreduce.plans import tensorcore_fp32 as plan
+    from tcreduce.testing import patched_plans, poisoned, to_numpy
+
+    device = current_device()[1]
+    mismatches, count = [], 0
+    for name, (setting, _, cases) in PREPARED_COLS.items():
+        with patched_plans(plan, dict(setting, **NO_TMA)):
+            for shape, axis in cases:
+                for dist, xh in dists(shape).items():
+                    xd = cupy.asarray(xh)
+                    for xv, xdv in ((xh, xd), (xh[..., 1:], xd[..., 1:])):
+                        want = tcreduce.emulate.sum(xv, axis=axis, method=method, gpu=device)
+                        got = to_numpy(tcreduce.sum(xdv, axis=axis, method=method,
+                                                    out=poisoned(np.shape(want), "float32")))
+                        count += 1
+                        if not same_bits(got, want):
+                            mismatches.append((name, shape, axis, dist, xv.shape))
+    print(f"\nGPU == emulator, prepared column variants ({method}): {count - len(mismatches)}/{count}")
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
+
+
 def few_path_cases_plan_the_few_path(method: str) -> None:
     """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
     few-chunk path, so the GPU test keeps covering it."""

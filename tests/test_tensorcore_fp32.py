@@ -518,6 +518,16 @@ def test_few_path_cases_plan_the_few_path():
     literal.few_path_cases_plan_the_few_path(METHOD)
 
 
+def test_prepared_cases_plan_their_variant():
+    literal.prepared_cases_plan_their_variant(METHOD)
+
+
+@pytest.mark.gpu
+def test_gpu_prepared_column_variants_equal_twin(rng):
+    literal.gpu_prepared_equal_twin(METHOD, lambda shape: {k: v for k, v in _gpu_dists(rng, shape).items()
+                                                           if k in ("lognormal", "huge (wide path)")})
+
+
 def test_few_loop_takes_long_strips_without_splits(monkeypatch):
     """COLS_FEW_LOOP (off by default): first-axis sums of more than COLS_FEW_PATH_MAX_CHUNKS chunks per strip take
     the few-chunk path in trips (FEW_LOOP, the last template argument) where the plan has no splits; with splits (few

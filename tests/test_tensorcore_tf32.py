@@ -162,6 +162,16 @@ def test_few_path_cases_plan_the_few_path():
     literal.few_path_cases_plan_the_few_path(METHOD)
 
 
+def test_prepared_cases_plan_their_variant():
+    literal.prepared_cases_plan_their_variant(METHOD)
+
+
+@pytest.mark.gpu
+def test_gpu_prepared_column_variants_equal_twin(rng):
+    literal.gpu_prepared_equal_twin(METHOD, lambda shape: {k: v for k, v in _gpu_dists(rng, shape).items()
+                                                           if k in ("lognormal", "every exponent")})
+
+
 def test_tma_cases_plan_tma_where_marked(monkeypatch):
     literal.tma_cases_plan_as_marked(METHOD, monkeypatch)
 
