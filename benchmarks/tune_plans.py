@@ -317,8 +317,7 @@ for _n in (16, 32, 48, 128, 1024, 8192):
 # ... and longer strips through the few-chunk path in trips of 2 chunks per warp (COLS_FEW_LOOP, 3 blocks per SM)
 # against the register loop (the split) or tf32's TMA ring (below 1024 rows on an H200) and one-chunk pipeline
 _FEW_LOOP = dict(COLS_FEW_LOOP=dict.fromkeys(F32_METHODS.values(), True))
-_FEW_LOOP_CHECK = FP32_COLS_CHECK + [(128, 70000), (100, 70003), (600, 12000), (300, 33000), (77, 40000),
-                                     (100, 70002)]
+_FEW_LOOP_CHECK = FP32_COLS_CHECK + [(128, 2000), (100, 2003), (77, 4002), (300, 2000), (128, 35000), (100, 70002)]
 for _n in (64, 128, 256, 1024, 4096, 1 << 17):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_few_loop"] = (

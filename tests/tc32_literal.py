@@ -544,7 +544,7 @@ PREPARED_COLS = {
     "8-byte loads": (dict(COLS_LOAD8=dict.fromkeys(_ALL32, True)), ("aligned8", True),
                      [((16, 4098), 0), ((32, 204802), 0), ((48, 102402), 0), ((300, 1026), 0)]),
     "few path in trips": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True)), ("few_loop", True),
-                          [((128, 70000), 0), ((100, 70003), 0), ((300, 20000), 0), ((3, 200, 8001), 1)]),
+                          [((128, 2000), 0), ((100, 2003), 0), ((128, 35000), 0), ((3, 200, 2001), 1)]),
     "in trips, 8-byte loads": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True), COLS_LOAD8=dict.fromkeys(_ALL32, True)),
                                ("aligned8", True), [((100, 70002), 0)]),
 }
