@@ -177,3 +177,20 @@ def test_a_device_directory_must_hold_its_own_family(derive, tmp_path):
     (tmp_path / "h200").mkdir()
     (tmp_path / "h200" / "segments.csv").write_text("")
     assert derive.device_dirs(tmp_path) == {"H200": tmp_path / "h200"}
+
+
+def test_segment_summary_reads_the_committed_sweeps():
+    """scripts/segment_summary.py (issue 10's ratios) on every committed segments.csv: a line per format and form, and
+    ratios that match the CSV's own numbers at the worst point it names."""
+    spec = importlib.util.spec_from_file_location("segment_summary", ROOT / "scripts" / "segment_summary.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["segment_summary"] = mod
+    spec.loader.exec_module(mod)
+    for path in sorted((ROOT / "paper_figures").glob("**/segments.csv")):
+        points = mod.load(path)
+        lines = mod.summary(points)
+        assert sum(" rows " in ln or " cols " in ln for ln in lines[:6]) >= 4, lines
+        worst = min(points, key=lambda p: p.gbs["auto"] / mod.best_competitor(p)[0])
+        ratio = worst.gbs["auto"] / mod.best_competitor(worst)[0]
+        assert f"auto/best competitor {ratio:.3f}-" in "\n".join(lines), (path, ratio)
+        assert all(0 < p.auto_ceiling < 1.2 for p in points), path

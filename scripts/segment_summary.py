@@ -1,0 +1,103 @@
+"""Issue 10's ratios from a segment study's CSV (``python3 -m experiments segments``): per format and form, `auto`
+against the best competitor of the same run, `tensorcore` and `tensorcore_tf32` against `shuffle`, `auto` against the
+read ceiling and against the fastest tcreduce method in its own column; the worst point of each with its length.
+
+    python3 scripts/segment_summary.py [paper_figures/h200/segments.csv]
+
+Every ratio compares GB/s measured in the one run the CSV holds (its header names the GPU and the commit). No GPU
+needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Point:
+    """One (dtype, layout, n) point of the sweep: GB/s and kind (tcreduce or competitor) per method, and `auto`'s
+    fraction of the run's read ceiling."""
+
+    dtype: str
+    layout: str
+    n: int
+    gbs: dict
+    kind: dict
+    auto_ceiling: float
+
+
+def load(path: Path) -> list[Point]:
+    """The points of a segments CSV (experiments.records.read_csv; methods without a reading left out)."""
+    from experiments.records import num, read_csv
+
+    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    for r in read_csv(path)[0]:
+        grouped[(r["dtype"], r["layout"], int(r["n"]))].append(r)
+    points = []
+    for (dtype, layout, n), rs in sorted(grouped.items()):
+        gbs = {r["method"]: num(r["gbs"]) for r in rs if math.isfinite(num(r["gbs"]))}
+        auto = next(r for r in rs if r["method"] == "auto")
+        points.append(Point(dtype, layout, n, gbs, {r["method"]: r["kind"] for r in rs}, num(auto["frac_ceiling"])))
+    return points
+
+
+def best_competitor(p: Point) -> tuple[float, str]:
+    return max((v, m) for m, v in p.gbs.items() if p.kind[m] == "competitor")
+
+
+def fastest_method(p: Point) -> tuple[float, str]:
+    return max((v, m) for m, v in p.gbs.items() if p.kind[m] == "tcreduce" and m != "auto")
+
+
+def ratio_range(points: list[Point], method: str) -> tuple[float, int, float, int] | None:
+    """(lowest, its n, highest, its n) of ``method`` / `shuffle` over ``points``, or None without the method."""
+    rs = [(p.gbs[method] / p.gbs["shuffle"], p.n) for p in points if method in p.gbs and "shuffle" in p.gbs]
+    return (*min(rs), *max(rs)) if rs else None
+
+
+def summary(points: list[Point]) -> list[str]:
+    """The report's lines: one per (dtype, layout), then the sweep's worst points."""
+    lines = []
+    for dtype in sorted({p.dtype for p in points}):
+        for layout in ("rows", "cols"):
+            sub = [p for p in points if p.dtype == dtype and p.layout == layout]
+            if not sub:
+                continue
+            vs = [(p.gbs["auto"] / best_competitor(p)[0], p.n, best_competitor(p)[1]) for p in sub]
+            worst = min(vs)
+            parts = [f"{dtype:9} {layout:4} auto/best competitor {worst[0]:.3f} (n={worst[1]}, {worst[2]}), "
+                     f"{sum(v[0] < 1 for v in vs)} of {len(vs)} below 1"]
+            for method in ("tensorcore", "tensorcore_tf32"):
+                rr = ratio_range(sub, method)
+                if rr:
+                    parts.append(f"{method}/shuffle {rr[0]:.3f} (n={rr[1]}) - {rr[2]:.3f} (n={rr[3]})")
+            low = min(sub, key=lambda p: p.auto_ceiling)
+            parts.append(f"auto/ceiling min {low.auto_ceiling:.3f} (n={low.n})")
+            lines.append("; ".join(parts))
+    vs = sorted(((p.gbs["auto"] / best_competitor(p)[0], p) for p in points), key=lambda vp: vp[0])
+    lines.append(f"all: auto/best competitor {vs[0][0]:.3f}-{vs[-1][0]:.3f}, {sum(v < 1 for v, _ in vs)} of {len(vs)} "
+                 f"below 1.0, {sum(v < 0.98 for v, _ in vs)} below 0.98")
+    lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} against {best_competitor(p)[1]}" for v, p in vs if v < 0.98]
+    fs = sorted(((p.gbs["auto"] / fastest_method(p)[0], p) for p in points), key=lambda vp: vp[0])
+    lines += [f"auto/fastest tcreduce method min {v:.3f}: {p.dtype} {p.layout} n={p.n} ({fastest_method(p)[1]})"
+              for v, p in fs[:3]]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("csv", nargs="?", type=Path, default=ROOT / "paper_figures" / "h200" / "segments.csv")
+    args = ap.parse_args()
+    print("\n".join(summary(load(args.csv))))
+
+
+if __name__ == "__main__":
+    main()
