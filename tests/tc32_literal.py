@@ -529,8 +529,7 @@ GPU_CASES = [
     ((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1),
 ]
 # first-axis sums of 2 chunks per strip with strips enough for a warp each: tc32_cols' few-chunk path on an H200
-# (test_few_path_cases_plan_the_few_path): whole chunks of 16-byte rows, a partial chunk of rows that are not, strips
-# across i
+# (test_cases_plan_their_paths): whole chunks of 16-byte rows, a partial chunk of rows that are not, strips across i
 FEW_PATH_CASES = [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]
 
 
@@ -551,11 +550,18 @@ PREPARED_COLS = {
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 
 
-def prepared_cases_plan_their_variant(method: str) -> None:
-    """On the CPU: with its setting patched in, an H200 plans every :data:`PREPARED_COLS` case through its variant."""
+def cases_plan_their_paths(method: str) -> None:
+    """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
+    few-chunk path, and with its setting patched in every :data:`PREPARED_COLS` case through its variant, so the GPU
+    tests keep covering them."""
     from tcreduce.plans import tensorcore_fp32 as plan
     from tcreduce.testing import patched_plans
 
+    assert all(case in GPU_CASES for case in FEW_PATH_CASES)
+    for shape, axis in FEW_PATH_CASES:
+        layout, _ = host_layout(np.empty(shape, F32), axis)
+        p = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
+        assert param_dict(p)["few"] == 2, (shape, axis, p.launches[0].kernel)
     for name, (setting, (param, value), cases) in PREPARED_COLS.items():
         with patched_plans(plan, dict(setting, **NO_TMA)):
             for shape, axis in cases:
@@ -591,16 +597,6 @@ def gpu_prepared_equal_twin(method: str, dists) -> None:
                             mismatches.append((name, shape, axis, dist, xv.shape))
     print(f"\nGPU == emulator, prepared column variants ({method}): {count - len(mismatches)}/{count}")
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
-
-
-def few_path_cases_plan_the_few_path(method: str) -> None:
-    """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
-    few-chunk path, so the GPU test keeps covering it."""
-    assert all(case in GPU_CASES for case in FEW_PATH_CASES)
-    for shape, axis in FEW_PATH_CASES:
-        layout, _ = host_layout(np.empty(shape, F32), axis)
-        plan = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
-        assert param_dict(plan)["few"] == 2, (shape, axis, plan.launches[0].kernel)
 
 
 def gpu_equals_twin(method: str, dists) -> None:

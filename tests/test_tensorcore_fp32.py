@@ -514,12 +514,8 @@ def test_gpu_equals_twin_bit_for_bit(rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
 
 
-def test_few_path_cases_plan_the_few_path():
-    literal.few_path_cases_plan_the_few_path(METHOD)
-
-
-def test_prepared_cases_plan_their_variant():
-    literal.prepared_cases_plan_their_variant(METHOD)
+def test_cases_plan_their_paths():
+    literal.cases_plan_their_paths(METHOD)
 
 
 @pytest.mark.gpu
