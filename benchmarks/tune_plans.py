@@ -321,8 +321,19 @@ _FEW_LOOP_CHECK = FP32_COLS_CHECK + [(128, 2000), (100, 2003), (77, 4002), (300,
 for _n in (64, 128, 256, 1024, 4096, 1 << 17):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_few_loop"] = (
-            tc32_plan, [committed(tc32_plan, "COLS_FEW_LOOP", "COLS_TMA_MIN_CHUNKS"), _NO_TMA, dict(_NO_TMA, **_FEW_LOOP)],
+            tc32_plan,
+            [committed(tc32_plan, "COLS_FEW_LOOP", "COLS_TMA_MIN_CHUNKS"), _NO_TMA, dict(_NO_TMA, **_FEW_LOOP)],
             "float32", (_n, (1 << 27) // _n), 0, _FEW_LOOP_CHECK, _method)
+# float32 rows of 17-32 (2 chunks) through tc32_rows' short path (TILE_SHORT_MAX_CHUNKS 2: every chunk of a warp's
+# TILE_UNROLL_SHORT2 tiles loaded at once) against the tile loop
+_SHORT2_CHECK = [(4099, 32), (70001, 32), (70001, 17), (70000, 30), (37, 300)]
+for _n in (17, 24, 32):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_rows{_n}_short2"] = (
+            tc32_plan, [committed(tc32_plan, "TILE_SHORT_MAX_CHUNKS", "TILE_UNROLL_SHORT2")]
+            + [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2), TILE_UNROLL_SHORT2=u)
+               for u in (2, 1)],
+            "float32", ((1 << 27) // _n, _n), -1, _SHORT2_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
 # ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)
 _RING = dict(COLS_TMA_STAGES_LONG=dict.fromkeys(F32_METHODS.values(), 2))

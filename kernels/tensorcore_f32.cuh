@@ -275,15 +275,16 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, unsig
 // Work split: tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
 // elements are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
 // q, q + WPT, q + 2 WPT, ... of its range in that order, UNROLL chunks loaded per step of the loop (SHORT: the plan
-// guarantees one chunk per tile, WPT = 1 and no splits, and a warp loads UNROLL tiles, gridDim.x*GROUPS apart,
-// before it steps on them).
+// guarantees at most SHORT_CHUNKS chunks per tile (1, or 2 where TILE_SHORT_MAX_CHUNKS says), WPT = 1 and no splits,
+// and a warp loads every chunk of UNROLL tiles, gridDim.x*GROUPS apart, before it steps on them).
 // Order: per warp the format's order (one step per chunk); per segment, the group's warps' pairs are add2'ed in q
 // order starting from (0, 0) (one warp: its pair); with splits > 1 the per-split pairs go to
 // ws[2((tile*16 + r) * splits + s)] (s part, e part after it) and the last block of the tile add2s them in s order
 // starting from (0, 0). out = value2.
 namespace tcr32 {
 
-template <class FMT, class GEOM, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT>
+template <class FMT, class GEOM, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT,
+          int SHORT_CHUNKS = 1>
 __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ out, float* __restrict__ ws,
                                            unsigned* counters, i64 splits) {
     using namespace tcr;
@@ -349,19 +350,23 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
 
     if constexpr (SHORT) {
         static_assert(WPT == 1, "the short path has one warp per tile");
-        // segments of one whole chunk (16 elements), vector loads: the trips whose UNROLL tiles all have their 16
-        // segments (every trip but the last) load without load4's checks (the same loads)
-        const bool whole_chunk = VECTOR && e_end - e_begin == CHUNK;
+        constexpr int SC = SHORT_CHUNKS;  // chunks per tile (the plan: segments of at most SC * 16 elements)
+        // segments of SC whole chunks, vector loads: the trips whose UNROLL tiles all have their 16 segments (every
+        // trip but the last) load without load4's checks (the same loads)
+        const bool whole_chunk = VECTOR && e_end - e_begin == CHUNK * SC;
         for (i64 tile0 = (i64)blockIdx.x * GROUPS + group; tile0 < ntiles; tile0 += tile_step * UNROLL) {
-            float lo[UNROLL][4], hi[UNROLL][4];
+            float lo[UNROLL * SC][4], hi[UNROLL * SC][4];  // tile u's chunk c at u * SC + c
             if (whole_chunk && geo.whole_tile(tile0 + (UNROLL - 1) * tile_step)) {  // warp-uniform
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     const float *plo, *phi;
                     geo.segment(tile0 + u * tile_step, g, plo);
                     geo.segment(tile0 + u * tile_step, g + 8, phi);
-                    load_whole4(plo + e_begin + 4 * t, lo[u]);
-                    load_whole4(phi + e_begin + 4 * t, hi[u]);
+#pragma unroll
+                    for (int c = 0; c < SC; ++c) {
+                        load_whole4(plo + e_begin + c * CHUNK + 4 * t, lo[u * SC + c]);
+                        load_whole4(phi + e_begin + c * CHUNK + 4 * t, hi[u * SC + c]);
+                    }
                 }
             } else {
 #pragma unroll
@@ -370,8 +375,11 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
                     const float *plo, *phi;
                     const bool olo = tile < ntiles && geo.segment(tile, g, plo);
                     const bool ohi = tile < ntiles && geo.segment(tile, g + 8, phi);
-                    load4<VECTOR>(plo, olo, e_begin + 4 * t, e_end, s, lo[u]);
-                    load4<VECTOR>(phi, ohi, e_begin + 4 * t, e_end, s, hi[u]);
+#pragma unroll
+                    for (int c = 0; c < SC; ++c) {
+                        load4<VECTOR>(plo, olo, e_begin + c * CHUNK + 4 * t, e_end, s, lo[u * SC + c]);
+                        load4<VECTOR>(phi, ohi, e_begin + c * CHUNK + 4 * t, e_end, s, hi[u * SC + c]);
+                    }
                 }
             }
 #pragma unroll
@@ -379,8 +387,18 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
                 const i64 tile = tile0 + u * tile_step;
                 if (tile >= ntiles) break;  // warp-uniform
                 typename FMT::Acc acc;
-                const float e[8] = {lo[u][0], lo[u][1], hi[u][0], hi[u][1], lo[u][2], lo[u][3], hi[u][2], hi[u][3]};
-                FMT::step(acc, e);
+                {
+                    const float(&l)[4] = lo[u * SC], (&h)[4] = hi[u * SC];
+                    const float e[8] = {l[0], l[1], h[0], h[1], l[2], l[3], h[2], h[3]};
+                    FMT::step(acc, e);
+                }
+#pragma unroll
+                for (int c = 1; c < SC; ++c) {  // the tile's later chunks in order, a step each (one may be
+                    if (c * CHUNK >= e_end - e_begin) break;  // absent: warp-uniform)
+                    const float(&l)[4] = lo[u * SC + c], (&h)[4] = hi[u * SC + c];
+                    const float e[8] = {l[0], l[1], h[0], h[1], l[2], l[3], h[2], h[3]};
+                    FMT::step(acc, e);
+                }
                 finish_tile(tile, FMT::row_lo(acc), FMT::row_hi(acc));
             }
         }
@@ -427,12 +445,14 @@ __device__ __forceinline__ void tiles_body(const GEOM& geo, OutT* __restrict__ o
 
 }  // namespace tcr32
 
-template <class FMT, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT, int MINB>
+template <class FMT, int BLOCK, int WPT, bool VECTOR, int UNROLL, typename OutT, bool SHORT, int MINB,
+          int SHORT_CHUNKS = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_rows(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
           float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
     const tcr32::RowsGeom geo{x, m, k, ld};
-    tcr32::tiles_body<FMT, tcr32::RowsGeom, BLOCK, WPT, VECTOR, UNROLL, OutT, SHORT>(geo, out, ws, counters, splits);
+    tcr32::tiles_body<FMT, tcr32::RowsGeom, BLOCK, WPT, VECTOR, UNROLL, OutT, SHORT, SHORT_CHUNKS>(geo, out, ws,
+                                                                                                 counters, splits);
 }
 
 // -------------------------------------------------------------------------------------------------- tc32_cols

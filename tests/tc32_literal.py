@@ -533,11 +533,13 @@ GPU_CASES = [
 FEW_PATH_CASES = [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]
 
 
-# tc32_cols' prepared variants, off by default: name -> (the planner constants that turn it on, the plan parameter
-# that shows it taken, first-axis cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test
-# holds each against the twin with its setting patched in, as tune_plans does
+# The prepared variants of tc32_cols and tc32_rows, off by default: name -> (the planner constants that turn it on, the
+# plan parameter that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU
+# test holds each against the twin with its setting patched in, as tune_plans does
 _ALL32 = ("tensorcore", "tensorcore_tf32")
-PREPARED_COLS = {
+PREPARED = {
+    "rows of 2 chunks in the short path": (dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 2)), ("short", True),
+                                           [((70001, 32), -1), ((70001, 17), -1), ((70000, 30), -1)]),
     "two warps per strip": (dict(COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("wpt", 2),
                             [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
     "8-byte loads": (dict(COLS_LOAD8=dict.fromkeys(_ALL32, True)), ("aligned8", True),
@@ -552,7 +554,7 @@ NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 
 def cases_plan_their_paths(method: str) -> None:
     """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
-    few-chunk path, and with its setting patched in every :data:`PREPARED_COLS` case through its variant, so the GPU
+    few-chunk path, and with its setting patched in every :data:`PREPARED` case through its variant, so the GPU
     tests keep covering them."""
     from tcreduce.plans import tensorcore_fp32 as plan
     from tcreduce.testing import patched_plans
@@ -562,7 +564,7 @@ def cases_plan_their_paths(method: str) -> None:
         layout, _ = host_layout(np.empty(shape, F32), axis)
         p = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
         assert param_dict(p)["few"] == 2, (shape, axis, p.launches[0].kernel)
-    for name, (setting, (param, value), cases) in PREPARED_COLS.items():
+    for name, (setting, (param, value), cases) in PREPARED.items():
         with patched_plans(plan, dict(setting, **NO_TMA)):
             for shape, axis in cases:
                 layout, _ = host_layout(np.empty(shape, F32), axis)
@@ -571,7 +573,7 @@ def cases_plan_their_paths(method: str) -> None:
 
 
 def gpu_prepared_equal_twin(method: str, dists) -> None:
-    """On the current GPU, with each :data:`PREPARED_COLS` setting patched in, ``tcreduce.sum`` (poisoned ``out``)
+    """On the current GPU, with each :data:`PREPARED` setting patched in, ``tcreduce.sum`` (poisoned ``out``)
     and ``tcreduce.emulate.sum`` give the same bits on its cases, every input of ``dists(shape)`` and a view one
     element in; asserts no mismatch."""
     import cupy
@@ -583,7 +585,7 @@ def gpu_prepared_equal_twin(method: str, dists) -> None:
 
     device = current_device()[1]
     mismatches, count = [], 0
-    for name, (setting, _, cases) in PREPARED_COLS.items():
+    for name, (setting, _, cases) in PREPARED.items():
         with patched_plans(plan, dict(setting, **NO_TMA)):
             for shape, axis in cases:
                 for dist, xh in dists(shape).items():
@@ -595,7 +597,7 @@ def gpu_prepared_equal_twin(method: str, dists) -> None:
                         count += 1
                         if not same_bits(got, want):
                             mismatches.append((name, shape, axis, dist, xv.shape))
-    print(f"\nGPU == emulator, prepared column variants ({method}): {count - len(mismatches)}/{count}")
+    print(f"\nGPU == emulator, prepared variants ({method}): {count - len(mismatches)}/{count}")
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 

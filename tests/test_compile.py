@@ -136,22 +136,29 @@ def test_the_one_pass_flat_walks_of_shuffle_and_fp32_compile_clean(source, kerne
     assert_compiles_clean(source, kernel, "sm_90", needle=needle, use_cache=False)
 
 
-# tc32_cols' prepared variants, off by default (tune_plans patches them in: *_few_path, *_load8, *_few_loop): the
+# tc32_cols' and tc32_rows' prepared variants, off by default (tune_plans patches them in: *_few_path, *_load8, *_few_loop): the
 # few-chunk path with two warps per strip and in trips (FEW_LOOP, 3 blocks per SM, aligned and not), and 8-byte loads
 # of rows 8-byte aligned but not 16 in every path that takes them
-COLS_PREPARED = [(src, f"tc32_cols<{policy}, 256, {wps}, {al}, 1, float, {short}, {minb}, {pf}, {few}, {a8}, {loop}>")
-                 for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"), ("tensorcore_tf32.cu", "tcr32::Tf32"))
-                 for wps, al, short, minb, pf, few, a8, loop in (
-                     (2, "false", 0, 4, "false", 2, "false", "false"), (2, "false", 0, 4, "false", 2, "true", "false"),
-                     (1, "false", 0, 4, "false", 2, "true", "false"), (1, "false", 2, 4, "false", 0, "true", "false"),
-                     (8, "false", 0, 3, "false", 0, "true", "false"), (1, "false", 0, 2, "true", 0, "true", "false"),
-                     (1, "true", 0, 3, "false", 2, "false", "true"), (8, "true", 0, 3, "false", 2, "false", "true"),
-                     (2, "false", 0, 3, "false", 2, "false", "true"), (8, "false", 0, 3, "false", 2, "true", "true"))]
+PREPARED_VARIANTS = [
+    (src, f"tc32_cols<{policy}, 256, {wps}, {al}, 1, float, {short}, {minb}, {pf}, {few}, {a8}, {loop}>")
+    for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"), ("tensorcore_tf32.cu", "tcr32::Tf32"))
+    for wps, al, short, minb, pf, few, a8, loop in (
+        (2, "false", 0, 4, "false", 2, "false", "false"), (2, "false", 0, 4, "false", 2, "true", "false"),
+        (1, "false", 0, 4, "false", 2, "true", "false"), (1, "false", 2, 4, "false", 0, "true", "false"),
+        (8, "false", 0, 3, "false", 0, "true", "false"), (1, "false", 0, 2, "true", 0, "true", "false"),
+        (1, "true", 0, 3, "false", 2, "false", "true"), (8, "true", 0, 3, "false", 2, "false", "true"),
+        (2, "false", 0, 3, "false", 2, "false", "true"), (8, "false", 0, 3, "false", 2, "true", "true"))]
 
 
-@pytest.mark.parametrize("source,kernel", COLS_PREPARED)
+# ... and tc32_rows' short path with 2 chunks per tile (TILE_SHORT_MAX_CHUNKS 2, tiles 1 or 2 in flight)
+PREPARED_VARIANTS += [(src, f"tc32_rows<{policy}, 256, 1, {vec}, {u}, float, true, 4, 2>")
+                      for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"), ("tensorcore_tf32.cu", "tcr32::Tf32"))
+                      for vec in ("true", "false") for u in (1, 2)]
+
+
+@pytest.mark.parametrize("source,kernel", PREPARED_VARIANTS)
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_prepared_column_variants_compile_clean(source, kernel, arch):
+def test_the_prepared_variants_compile_clean(source, kernel, arch):
     assert_compiles_clean(source, kernel, arch, needle="mma.sync.aligned", use_cache=False)
 
 

@@ -519,7 +519,7 @@ def test_cases_plan_their_paths():
 
 
 @pytest.mark.gpu
-def test_gpu_prepared_column_variants_equal_twin(rng):
+def test_gpu_prepared_variants_equal_twin(rng):
     literal.gpu_prepared_equal_twin(METHOD, lambda shape: {k: v for k, v in _gpu_dists(rng, shape).items()
                                                            if k in ("lognormal", "huge (wide path)")})
 

@@ -84,6 +84,12 @@ FLAT_ONE_BLOCK: dict[str, tuple[int, int, int]] = {}
 TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM (H100, [2^22, 32]: 2,708 GB/s
 #                   against 2,305 with 4 at 3 blocks: benchmarks/tune_plans.py, notes/performance.md)
 TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (k <= 16)
+# ... and per method the most chunks per row its short path takes (SHORT_CHUNKS: every chunk of a warp's tiles loaded
+# at once, TILE_UNROLL_SHORT2 tiles of 2 chunks in flight at 4 blocks per SM: 61-64 registers, no spills; 4 spill at
+# 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). Prepared, not yet
+# measured (sweeps *_rows32_short2): 1
+TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
+TILE_UNROLL_SHORT2 = 2
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
 COLS_UNROLL = 1  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
 COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
@@ -264,16 +270,17 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
-    short = chunks == 1 and work.splits == 1 and work.warps_per_tile == 1
+    short = (0 < chunks <= min(TILE_SHORT_MAX_CHUNKS[fmt.method], 2) and work.splits == 1
+             and work.warps_per_tile == 1)
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
-    unroll = TILE_UNROLL_SHORT if short else TILE_UNROLL
+    unroll = (TILE_UNROLL_SHORT if chunks == 1 else TILE_UNROLL_SHORT2) if short else TILE_UNROLL
     if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
         work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
     name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
-            f"{_bool(short)}, {minb}>")
-    steps = 1 if short else _steps_per_warp(chunks, work.splits, work.warps_per_tile)
+            f"{_bool(short)}, {minb}{f', {chunks}' if short and chunks > 1 else ''}>")  # SHORT_CHUNKS
+    steps = _steps_per_warp(chunks, work.splits, work.warps_per_tile)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                          dict(form="rows", vector=vector, unroll=unroll, short=short, chunks=chunks, steps=steps))
 
