@@ -23,8 +23,11 @@ What it launches: one kernel per call.
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
-  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
-  (``COLS_PREFETCH``). On sm_90, inputs of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS``
+  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp), strips of 2 chunks with a warp each the few-chunk
+  path (``COLS_FEW_PATH_MAX_CHUNKS``: both chunks loaded at once); ``tensorcore_tf32`` loads a chunk ahead
+  (``COLS_PREFETCH``). Prepared and off by default, for tune_plans: the few-chunk path for 3-4 chunks (two warps per
+  strip) and in trips for longer strips (``COLS_FEW_LOOP``), 8-byte loads for rows 8-byte aligned but not 16
+  (``COLS_LOAD8``), and rows of 17-32 in tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS``
   chunks or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
   ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
