@@ -3,7 +3,7 @@ for bit on small awkward inputs (the twin reads the same plan, so a setting that
 still checked), then time the large case. Prints GB/s per setting beside shuffle and, where installed, torch.sum
 and (--triton) the tuned Triton sum and torch.compile'd torch.sum, with the ratio to each.
 
-    python benchmarks/tune_plans.py [--reps 20] [--triton] [--only fp32_flat,rows16,rows256]
+    python benchmarks/tune_plans.py [--reps 20] [--triton] [--only fp32_flat,rows16,'*_few_loop']
 
 A setting is a dict of module constants patched for its run only, on every GPU family alike (a family's own values in
 the module's FAMILY_TUNING give way to it); the defaults, the module-level values, are the first of each sweep
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import fnmatch
 import sys
 from pathlib import Path
 from typing import Any
@@ -718,12 +719,25 @@ def precompile(names: list[str], device: Any, workers: int) -> int:
     return len(todo)
 
 
+def select(only: str) -> list[str]:
+    """The sweeps ``--only`` names, in SWEEPS order: comma-separated names or shell patterns (``'*_few_loop'``); all
+    when empty. A name or pattern that matches no sweep is an error."""
+    if not only:
+        return list(SWEEPS)
+    patterns = [p for p in only.split(",") if p]
+    unknown = [p for p in patterns if not fnmatch.filter(SWEEPS, p)]
+    if unknown:
+        raise SystemExit(f"--only: no sweep matches {', '.join(unknown)}")
+    return [name for name in SWEEPS if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--triton", action="store_true",
                     help="also time the tuned Triton sum and torch.compile'd torch.sum (experiments.competitors)")
-    ap.add_argument("--only", default="", help="comma-separated sweeps (default: all): " + ", ".join(SWEEPS))
+    ap.add_argument("--only", default="", help="comma-separated sweeps or shell patterns such as '*_few_loop' "
+                    "(default: all): " + ", ".join(SWEEPS))
     ap.add_argument("--precompile", type=int, default=0, metavar="N",
                     help="first compile every kernel of the chosen sweeps on N processes (0: compile as they run)")
     ap.add_argument("--device", default="", help="with --precompile and no GPU: compile for this GPU (e.g. H100) "
@@ -731,7 +745,7 @@ def main() -> None:
     ap.add_argument("--graph", action="store_true", help="time every call inside a CUDA graph (the GPU's time per "
                     "call without host dispatch: small sizes, the *_flat_cluster_* sweeps)")
     args = ap.parse_args()
-    names = args.only.split(",") if args.only else list(SWEEPS)
+    names = select(args.only)
     if args.device:
         from tcreduce._device import named_device
 

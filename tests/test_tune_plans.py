@@ -43,3 +43,12 @@ def test_patched_settings_win_over_a_family_tuning_and_are_restored():
         assert tuned(tc_plan, "STREAM_UNROLL", h200) == 16
         assert tuned(tc_plan, "STREAM_BLOCKS_PER_SM", h200) == tc_plan.FAMILY_TUNING["H200"]["STREAM_BLOCKS_PER_SM"]
     assert tuned(tc_plan, "STREAM_UNROLL", h200) == own
+
+
+def test_only_takes_names_and_patterns_in_sweep_order():
+    loops = tune_plans.select("*_few_loop")
+    assert loops and all(n.endswith("_few_loop") for n in loops)
+    assert tune_plans.select("rows16,fp32_flat") == [n for n in tune_plans.SWEEPS if n in ("rows16", "fp32_flat")]
+    assert tune_plans.select("") == list(tune_plans.SWEEPS)
+    with pytest.raises(SystemExit, match="no_such_sweep"):
+        tune_plans.select("rows16,no_such_sweep")
