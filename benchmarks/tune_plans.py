@@ -294,14 +294,13 @@ for _n in (32, 64):
 # (COLS_TMA_MIN_CHUNKS 5 hands its strips to the register loop or the few-chunk path). The checks: strips enough for
 # the path's warps, aligned and not, whole and partial chunks
 _FEW_CHECK = FP32_COLS_CHECK + [(32, 204800), (17, 204800), (32, 204803), (64, 102400), (50, 102403), (40, 102400)]
-_FEW_OFF = dict.fromkeys(F32_METHODS.values(), 0)
+_FEW_TWO = dict.fromkeys(F32_METHODS.values(), 2)
 _NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 5))
 for _n in (32, 48, 64):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_few_path"] = (
             tc32_plan, [committed(tc32_plan, "COLS_FEW_PATH_MAX_CHUNKS", "COLS_TMA_MIN_CHUNKS")]
-            + ([dict(COLS_FEW_PATH_MAX_CHUNKS=_FEW_OFF),
-                dict(COLS_FEW_PATH_MAX_CHUNKS=_FEW_OFF, COLS_TMA_MIN_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2))]
+            + ([dict(COLS_FEW_PATH_MAX_CHUNKS=_FEW_TWO, COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 3})]
                if _n <= 32 else
                [_NO_TMA, dict(_NO_TMA, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))]),
             "float32", (_n, (1 << 27) // _n), 0, _FEW_CHECK, _method)

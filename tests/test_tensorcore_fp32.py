@@ -444,11 +444,10 @@ def test_planner_picks_a_kernel_per_form():
              # each: 4096 blocks
              Cols(1, 512, 1 << 18, 0, 1 << 18, 0): "tc32_cols_tma<tcr32::Split, 256, 4, float, 3, 2>",
              Cols(1, 1024, 1024, 0, 1024, 0): "tc32_cols<tcr32::Split, 256, 8, true, 1, float, 0, 3>",  # 4 MiB
-             # the split takes TMA from 4 chunks per strip (COLS_TMA_MIN_CHUNKS); 2 chunks: the few-chunk path at 4
-             # blocks per SM; 3 chunks: the register loop there
+             # the split takes TMA from 4 chunks per strip (COLS_TMA_MIN_CHUNKS); fewer: the register loop at 4
+             # blocks per SM (an H200: the few-chunk path at 2 chunks, test_cases_plan_their_paths)
              Cols(1, 64, 1 << 21, 0, 1 << 21, 0): "tc32_cols_tma<tcr32::Split, 256, 1, float, 3, 2>",
-             Cols(1, 32, 1 << 22, 0, 1 << 22, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4, false, 2>",
-             Cols(1, 48, 1 << 22, 0, 1 << 22, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
+             Cols(1, 32, 1 << 22, 0, 1 << 22, 0): "tc32_cols<tcr32::Split, 256, 1, true, 1, float, 0, 4>",
              # the register loop (rows not 16-byte aligned), 3 blocks per SM: 512 strips, 256 blocks of 2 strips
              # would fill 65% of a wave; a block per strip and 3 splits instead
              Cols(1, 8192, 1 << 14, 0, 1 << 14, 4): "tc32_cols<tcr32::Split, 256, 8, false, 1, float, 0, 3>",

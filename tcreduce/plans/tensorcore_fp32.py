@@ -23,12 +23,13 @@ What it launches: one kernel per call.
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
-  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp), strips of 2 chunks with a warp each the few-chunk
-  path (``COLS_FEW_PATH_MAX_CHUNKS``: both chunks loaded at once); ``tensorcore_tf32`` loads a chunk ahead
-  (``COLS_PREFETCH``). Prepared and off by default, for tune_plans: the few-chunk path for 3-4 chunks (two warps per
-  strip) and in trips for longer strips (``COLS_FEW_LOOP``), 8-byte loads for rows 8-byte aligned but not 16
-  (``COLS_LOAD8``), and rows of 17-32 in tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS``
-  chunks or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from
+  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp), and on an H200 strips of 2 chunks with a warp
+  each the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: both chunks loaded at once); ``tensorcore_tf32`` loads a
+  chunk ahead (``COLS_PREFETCH``). Prepared and off by default, for tune_plans: the few-chunk path for 3-4 chunks
+  (two warps per strip) and in trips for longer strips (``COLS_FEW_LOOP``), 8-byte loads for rows 8-byte aligned but
+  not 16 (``COLS_LOAD8``), and rows of 17-32 in tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
+  of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks or more take ``tc32_cols_tma``
+  instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
   ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
   (:class:`~tcreduce._plan.TensorMapOfX`); from ``COLS_TMA_LONG_ROWS`` rows the ring has ``COLS_TMA_STAGES_LONG``
@@ -152,8 +153,10 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # GB/s, `shuffle` 4,084-4,099 at 32 rows): the split [32, 2^22] 3,029 -> 3,667 at 4 blocks per SM (3,392 at 3); tf32
 # there 3,603 (TMA) -> 4,048. One warp loading 4 chunks (2 blocks per SM: it spills at 3) lost but for tf32 [64, 2^21]
 # (3,979 -> 4,077): the split [64, 2^21] 3,371 -> 3,075, [48, 2796202] (rows not 16-byte aligned) 2,888 -> 2,712, tf32
-# there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks: prepared, not yet measured (sweeps *_few_path)
-COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 2, "tensorcore_tf32": 2}
+# there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks (50ed366): the split [64, 2^21] 3,410 -> 3,566,
+# tf32 3,984 (TMA) -> 4,120, 48 rows level; not adopted yet (the committed segment study would change). Measured on an
+# H200 only: an H200 sets 2 (FAMILY_TUNING), other GPUs keep the register loop until measured there
+COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 0, "tensorcore_tf32": 0}
 COLS_FEW_PATH_CHUNKS_PER_WARP = 2  # kernels/tensorcore_f32.cuh: FEW (64 registers for the split at 4 blocks per SM)
 # ... and on longer strips without splits, per method: the few-chunk path in trips of COLS_FEW_PATH_CHUNKS_PER_WARP
 # chunks per warp while chunks remain (FEW_LOOP: 2 chunks in flight per warp where the register loop has 1, tf32's
@@ -227,6 +230,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H200": dict(ROWS4_BLOCKS_PER_SM_LONG=4, COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
                  COLS_TMA_STAGES_LONG={"tensorcore": 0, "tensorcore_tf32": 0},
                  COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 3},
+                 COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 2, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -327,7 +331,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     tma = (stages if tma_ok and big and chunks >= max(tuned(_THIS, "COLS_TMA_MIN_CHUNKS", device)[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
     few_loop = (few_loop_ok and COLS_FEW_LOOP[fmt.method] and not tma
-                and chunks > min(COLS_FEW_PATH_MAX_CHUNKS[fmt.method], COLS_FEW_CHUNKS))
+                and chunks > max(min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS), 1))
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma and not few_loop
     if tma:
         blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if long_rows else
@@ -357,8 +361,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
-    elif (1 < chunks <= min(COLS_FEW_PATH_MAX_CHUNKS[fmt.method], COLS_FEW_CHUNKS) and not tma and not prefetch
-          and work.splits == 1 and work.warps_per_tile == 1):  # so at COLS_BLOCKS_PER_SM_FEW
+    elif (1 < chunks <= min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS)
+          and not tma and not prefetch and work.splits == 1 and work.warps_per_tile == 1):  # COLS_BLOCKS_PER_SM_FEW
         few = COLS_FEW_PATH_CHUNKS_PER_WARP
         wpt = next_pow2(cdiv(chunks, few))
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
