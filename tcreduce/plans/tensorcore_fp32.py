@@ -91,7 +91,7 @@ TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (
 # ... and per method the most chunks per row its short path takes (SHORT_CHUNKS: every chunk of a warp's tiles loaded
 # at once, TILE_UNROLL_SHORT2 tiles of 2 chunks in flight at 4 blocks per SM: 61-64 registers, no spills; 4 spill at
 # 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). Prepared, not yet
-# measured (sweeps *_rows32_short2): 1
+# measured (sweeps *_short2): 1
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
