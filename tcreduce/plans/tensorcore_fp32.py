@@ -320,9 +320,9 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
                tma_ok: bool = True, few_loop_ok: bool = True) -> Plan:
-    aligned = is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 16)
-    aligned8 = (not aligned and COLS_LOAD8[fmt.method]
-                and is_aligned(problem.align, (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE), 8))
+    strides = (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE)
+    aligned = is_aligned(problem.align, strides, 16)
+    aligned8 = not aligned and COLS_LOAD8[fmt.method] and is_aligned(problem.align, strides, 8)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
@@ -330,8 +330,9 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     stages = tuned(_THIS, "COLS_TMA_STAGES_LONG" if long_rows else "COLS_TMA_STAGES", device)[fmt.method]
     tma = (stages if tma_ok and big and chunks >= max(tuned(_THIS, "COLS_TMA_MIN_CHUNKS", device)[fmt.method], 2)
            and _tma_fits(problem, aligned, device) else 0)
-    few_loop = (few_loop_ok and COLS_FEW_LOOP[fmt.method] and not tma
-                and chunks > max(min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS), 1))
+    # the few-chunk path's strips: 2 .. few_max chunks in one trip; longer ones in trips (COLS_FEW_LOOP)
+    few_max = min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS)
+    few_loop = few_loop_ok and COLS_FEW_LOOP[fmt.method] and not tma and chunks > max(few_max, 1)
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma and not few_loop
     if tma:
         blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if long_rows else
@@ -361,8 +362,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
     if chunks == 1 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
-    elif (1 < chunks <= min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS)
-          and not tma and not prefetch and work.splits == 1 and work.warps_per_tile == 1):  # COLS_BLOCKS_PER_SM_FEW
+    elif 1 < chunks <= few_max and not tma and not prefetch and work.splits == 1 and work.warps_per_tile == 1:
         few = COLS_FEW_PATH_CHUNKS_PER_WARP
         wpt = next_pow2(cdiv(chunks, few))
         work = WorkSplit(wpt, 1, cdiv(strips, (BLOCK // 32) // wpt))
