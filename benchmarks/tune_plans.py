@@ -305,14 +305,16 @@ for _n in (32, 48, 64):
                [_NO_TMA, dict(_NO_TMA, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))]),
             "float32", (_n, (1 << 27) // _n), 0, _FEW_CHECK, _method)
 # ... and rows 8-byte aligned but not 16 (b = 2 mod 4): two 8-byte loads per row of a lane's 4 columns instead of 4
-# scalar ones (COLS_LOAD8), alone and with the few-chunk path's two warps per strip
+# scalar ones (COLS_LOAD8), alone and with the few-chunk path's two warps per strip; strips of more than 4 chunks also
+# without the few-chunk path in trips (COLS_FEW_LOOP: tf32's on an H200, where these rows keep tf32 off TMA)
 _LOAD8 = dict(COLS_LOAD8=dict.fromkeys(F32_METHODS.values(), True))
 _LOAD8_CHECK = FP32_COLS_CHECK + [(32, 204802), (17, 204802), (48, 102402), (16, 4098), (300, 1026), (37, 302)]
 for _n in (16, 32, 48, 128, 1024, 8192):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_cols{_n}_load8"] = (
             tc32_plan, [committed(tc32_plan, "COLS_LOAD8", "COLS_FEW_PATH_MAX_CHUNKS"), _LOAD8]
-            + ([dict(_LOAD8, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))] if _n == 48 else []),
+            + ([dict(_LOAD8, COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4))] if _n == 48 else [])
+            + ([dict(COLS_FEW_LOOP=dict.fromkeys(F32_METHODS.values(), False))] if _n > 64 else []),
             "float32", (_n, (1 << 27) // _n // 4 * 4 - 2), 0, _LOAD8_CHECK, _method)
 # ... and longer strips through the few-chunk path in trips of 2 chunks per warp (COLS_FEW_LOOP, 3 blocks per SM)
 # against the register loop (the split) or tf32's TMA ring (below 1024 rows on an H200) and one-chunk pipeline

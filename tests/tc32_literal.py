@@ -514,6 +514,23 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 # ------------------------------------------------------------------------------------------- GPU == twin
+_ALL32 = ("tensorcore", "tensorcore_tf32")
+# The paths of tc32_cols and tc32_rows that an H200 takes by default (its FAMILY_TUNING) and the module-level (H100)
+# plans leave off: name -> (the plan parameters that show it taken, the methods that take it, cases (in GPU_CASES,
+# so the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of
+# 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
+# but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
+# aligned); rows of 17-32
+H200_PATHS = {
+    "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
+    "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
+    "8-byte loads": (dict(aligned8=True), ("tensorcore",),
+                     [((16, 4098), 0), ((32, 204802), 0), ((48, 102402), 0), ((300, 1026), 0)]),
+    "few path in trips": (dict(few_loop=True), ("tensorcore_tf32",),
+                          [((128, 2000), 0), ((100, 2003), 0), ((3, 200, 2001), 1), ((100, 70002), 0)]),
+    "rows of 2 chunks in the short path": (dict(short=True, chunks=2), _ALL32,
+                                           [((70001, 32), -1), ((70001, 17), -1), ((70000, 30), -1)]),
+}
 GPU_CASES = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
     ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
@@ -525,25 +542,18 @@ GPU_CASES = [
     # the short paths' whole trips and the rest: rows of 16 past whole trips; columns of 16 rows whose adjacent strips
     # span two i (80 columns) or not (128)
     ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
-    # tc32_cols' few-chunk path (FEW_PATH_CASES)
-    ((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1),
 ]
-# first-axis sums of 2 chunks per strip with strips enough for a warp each: tc32_cols' few-chunk path on an H200
-# (test_cases_plan_their_paths): whole chunks of 16-byte rows, a partial chunk of rows that are not, strips across i
-FEW_PATH_CASES = [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]
-
-
-# The prepared variants of tc32_cols and tc32_rows, off by default: name -> (the planner constants that turn it on, the
+# ... and the paths an H200 takes that an H100 does not
+GPU_CASES += [case for _, _, cases in H200_PATHS.values() for case in cases]
+# The same variants turned on for both methods, whatever the GPU: name -> (the planner constants that turn it on, the
 # plan parameter that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU
 # test holds each against the twin with its setting patched in, as tune_plans does
-_ALL32 = ("tensorcore", "tensorcore_tf32")
 PREPARED = {
     "rows of 2 chunks in the short path": (dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 2)), ("short", True),
-                                           [((70001, 32), -1), ((70001, 17), -1), ((70000, 30), -1)]),
+                                           H200_PATHS["rows of 2 chunks in the short path"][2]),
     "two warps per strip": (dict(COLS_FEW_PATH_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("wpt", 2),
-                            [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
-    "8-byte loads": (dict(COLS_LOAD8=dict.fromkeys(_ALL32, True)), ("aligned8", True),
-                     [((16, 4098), 0), ((32, 204802), 0), ((48, 102402), 0), ((300, 1026), 0)]),
+                            H200_PATHS["two warps per strip"][2]),
+    "8-byte loads": (dict(COLS_LOAD8=dict.fromkeys(_ALL32, True)), ("aligned8", True), H200_PATHS["8-byte loads"][2]),
     "few path in trips": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True)), ("few_loop", True),
                           [((128, 2000), 0), ((100, 2003), 0), ((128, 35000), 0), ((3, 200, 2001), 1)]),
     "in trips, 8-byte loads": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True), COLS_LOAD8=dict.fromkeys(_ALL32, True)),
@@ -553,17 +563,19 @@ NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 
 
 def cases_plan_their_paths(method: str) -> None:
-    """On the CPU: an H200 plans every :data:`FEW_PATH_CASES` case (all in :data:`GPU_CASES`) through tc32_cols'
-    few-chunk path, and with its setting patched in every :data:`PREPARED` case through its variant, so the GPU
-    tests keep covering them."""
+    """On the CPU: an H200 plans every :data:`H200_PATHS` case of ``method`` through its path and an H100 none of
+    them, and with its setting patched in every :data:`PREPARED` case through its variant, so the GPU tests keep
+    covering them."""
     from tcreduce.plans import tensorcore_fp32 as plan
     from tcreduce.testing import patched_plans
 
-    assert all(case in GPU_CASES for case in FEW_PATH_CASES)
-    for shape, axis in FEW_PATH_CASES:
-        layout, _ = host_layout(np.empty(shape, F32), axis)
-        p = get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS["H200"])
-        assert param_dict(p)["few"] == 2, (shape, axis, p.launches[0].kernel)
+    for name, (params, methods, cases) in H200_PATHS.items():
+        for shape, axis in cases:
+            layout, _ = host_layout(np.empty(shape, F32), axis)
+            for gpu in ("H200", "H100"):
+                p = param_dict(get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS[gpu]))
+                taken = all(p[k] == v for k, v in params.items())
+                assert taken == (gpu == "H200" and method in methods), (name, gpu, shape, axis, p)
     for name, (setting, (param, value), cases) in PREPARED.items():
         with patched_plans(plan, dict(setting, **NO_TMA)):
             for shape, axis in cases:

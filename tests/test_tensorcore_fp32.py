@@ -523,37 +523,39 @@ def test_gpu_prepared_variants_equal_twin(rng):
                                                            if k in ("lognormal", "huge (wide path)")})
 
 
-def test_few_loop_takes_long_strips_without_splits(monkeypatch):
-    """COLS_FEW_LOOP (off by default): first-axis sums of more than COLS_FEW_PATH_MAX_CHUNKS chunks per strip take
-    the few-chunk path in trips (FEW_LOOP, the last template argument) where the plan has no splits; with splits (few
-    strips) the register loop; 2 chunks per strip keep the one-trip path."""
+def test_few_loop_takes_long_strips_without_splits():
+    """COLS_FEW_LOOP (an H200's tf32 only): first-axis sums of more than COLS_FEW_PATH_MAX_CHUNKS chunks per strip off
+    TMA take the few-chunk path in trips (FEW_LOOP, the last template argument) where the plan has no splits; with
+    splits (few strips) the register loop; up to 4 chunks per strip keep the one-trip path."""
     from tcreduce.plans import tensorcore_fp32 as plan
+    from tcreduce.testing import patched_plans
 
-    def few_loop(r: int, b: int) -> bool:
-        p = param_dict(plan_tensorcore_fp32(Cols(1, r, b, 0, b, 0), "float32", "float32", KNOWN_GPUS["H200"]))
+    def few_loop(method: str, r: int, b: int, gpu: str = "H200") -> bool:
+        p = param_dict(get_plan(method, Cols(1, r, b, 0, b, 0), "float32", "float32", KNOWN_GPUS[gpu]))
         assert not (p["few_loop"] and p["splits"] > 1), (r, b)
         return p["few_loop"]
 
-    assert not few_loop(128, 1 << 20)  # off by default
-    monkeypatch.setattr(plan, "COLS_FEW_LOOP", dict.fromkeys(plan.COLS_FEW_LOOP, True))
-    for r in (64, 100, 128, 1024, 4096):
-        assert few_loop(r, (1 << 27) // r), r
-    assert not few_loop(32, 1 << 22) and not few_loop(1 << 20, 128)  # one trip; splits
+    # an H200's tf32: strips of 1024 rows or more (no TMA there) and inputs under 16 MiB; the split and an H100 not
+    assert few_loop("tensorcore_tf32", 1024, 1 << 17) and few_loop("tensorcore_tf32", 128, 2000)
+    assert not few_loop("tensorcore_tf32", 128, 1 << 20)  # TMA
+    assert not any(few_loop(m, 1024, 1 << 17, gpu) for m, gpu in ((METHOD, "H200"), ("tensorcore_tf32", "H100")))
+    everywhere = dict(COLS_FEW_LOOP=dict.fromkeys(plan.COLS_FEW_LOOP, True), **literal.NO_TMA)
+    with patched_plans(plan, everywhere):
+        for r in (128, 1024, 4096):
+            assert few_loop(METHOD, r, (1 << 27) // r), r
+        assert not few_loop(METHOD, 64, 1 << 21) and not few_loop(METHOD, 1 << 20, 128)  # one trip; splits
 
 
-def test_load8_goes_to_rows_8_byte_aligned_only(monkeypatch):
-    """COLS_LOAD8 (off by default): first-axis sums whose rows are 8-byte aligned but not 16 take ALIGNED8 (the last
-    template argument), rows 16-byte aligned keep 16-byte loads, rows 4-byte aligned scalar loads."""
-    from tcreduce.plans import tensorcore_fp32 as plan
-
-    def aligned8(r: int, b: int, align: int = 0) -> bool:
-        plan = plan_tensorcore_fp32(Cols(1, r, b, 0, b, align), "float32", "float32", KNOWN_GPUS["H200"])
+def test_load8_goes_to_rows_8_byte_aligned_only():
+    """COLS_LOAD8 (an H200's split only): first-axis sums whose rows are 8-byte aligned but not 16 take ALIGNED8 (the
+    last template argument), rows 16-byte aligned keep 16-byte loads, rows 4-byte aligned scalar loads."""
+    def aligned8(r: int, b: int, align: int = 0, method: str = METHOD, gpu: str = "H200") -> bool:
+        plan = get_plan(method, Cols(1, r, b, 0, b, align), "float32", "float32", KNOWN_GPUS[gpu])
         kernel, on = plan.launches[0].kernel, param_dict(plan)["aligned8"]
         assert kernel.startswith("tc32_cols<") and kernel.endswith(", true>") == on, kernel  # ALIGNED8, the last
         return on
 
-    assert not aligned8(48, 1 << 20 | 2)  # off by default
-    monkeypatch.setattr(plan, "COLS_LOAD8", dict.fromkeys(plan.COLS_LOAD8, True))
+    assert not aligned8(48, (1 << 20) + 2, gpu="H100") and not aligned8(48, (1 << 20) + 2, method="tensorcore_tf32")
     for r in (16, 32, 48, 128, 1024):
         assert aligned8(r, (1 << 20) + 2) and aligned8(r, 1 << 20, align=8), r
         assert not aligned8(r, 1 << 20) and not aligned8(r, (1 << 20) + 1) and not aligned8(r, 1 << 20, align=4), r
@@ -584,7 +586,8 @@ GPU_AXIS_CASES = [
     ((12800, 904), -1, lambda x: x[:, 4:]),  # the split's tc32_rows4 at 4 chunks in flight (tf32: streamed)
     ((1000,), None, lambda x: x[1:]), ((1000,), None, lambda x: x[3:-2]), ((1000,), None, lambda x: x[::-1]),
     ((1000,), None, lambda x: x[::3]), ((96, 80), 0, lambda x: x.T), ((96, 80), 1, lambda x: x.T),
-    ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
+    ((96, 80), -1, lambda x: x[:, ::2]), ((96, 80), 0, lambda x: x[::-1]),
+    ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
     ((256, 16416), 0, None),  # 16 MiB: tc32_cols_tma on an H100
     ((3, 16, 80), 1, None), ((4, 16, 128), 1, None),  # short columns: adjacent strips across two i, within one
 ]

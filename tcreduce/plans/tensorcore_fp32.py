@@ -23,11 +23,11 @@ What it launches: one kernel per call.
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
   (warps per strip chosen by wave efficiency), and the rows of few strips to several blocks (splits, also by wave
   efficiency) where no grouping fills ``COLS_SPLIT_BELOW_EFFICIENCY`` of its waves; rows of at most 16 take the short
-  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp), and on an H200 strips of 2 chunks with a warp
-  each the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: both chunks loaded at once); ``tensorcore_tf32`` loads a
-  chunk ahead (``COLS_PREFETCH``). Prepared and off by default, for tune_plans: the few-chunk path for 3-4 chunks
-  (two warps per strip) and in trips for longer strips (``COLS_FEW_LOOP``), 8-byte loads for rows 8-byte aligned but
-  not 16 (``COLS_LOAD8``), and rows of 17-32 in tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
+  path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
+  (``COLS_PREFETCH``). An H200 (its ``FAMILY_TUNING``, measured there only) takes further paths: strips of 2-4
+  chunks the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: a warp per 2 chunks, both loaded at once), tf32's longer
+  strips off TMA the same in trips (``COLS_FEW_LOOP``), the split's rows 8-byte aligned but not 16 8-byte loads
+  (``COLS_LOAD8``), and rows of 17-32 tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
   of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks or more take ``tc32_cols_tma``
   instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
@@ -90,8 +90,10 @@ TILE_UNROLL = 2  # chunks in flight per warp in tc32_rows, at TILE_BLOCKS_PER_SM
 TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (k <= 16)
 # ... and per method the most chunks per row its short path takes (SHORT_CHUNKS: every chunk of a warp's tiles loaded
 # at once, TILE_UNROLL_SHORT2 tiles of 2 chunks in flight at 4 blocks per SM: 61-64 registers, no spills; 4 spill at
-# 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). Prepared, not yet
-# measured (sweeps *_short2): 1
+# 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). tune_plans
+# *_short2 at 47a9b55 (H200, 512 MiB, GB/s, 2 tiles in flight; 1 tile in parentheses): the split [2^22, 32] 3,293 ->
+# 4,002 (3,526; `shuffle` 4,110), [5592405, 24] 2,392 -> 2,893, [7895160, 17] 1,515 -> 1,975; tf32 3,730 -> 4,016
+# (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 2 (FAMILY_TUNING)
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
@@ -154,18 +156,23 @@ COLS_FEW_CHUNKS = 4  # 16-row chunks per strip up to which columns count as few
 # there 3,603 (TMA) -> 4,048. One warp loading 4 chunks (2 blocks per SM: it spills at 3) lost but for tf32 [64, 2^21]
 # (3,979 -> 4,077): the split [64, 2^21] 3,371 -> 3,075, [48, 2796202] (rows not 16-byte aligned) 2,888 -> 2,712, tf32
 # there 3,623 -> 3,227. Two warps of 2 chunks each for 3-4 chunks (50ed366): the split [64, 2^21] 3,410 -> 3,566,
-# tf32 3,984 (TMA) -> 4,120, 48 rows level; not adopted yet (the committed segment study would change). Measured on an
-# H200 only: an H200 sets 2 (FAMILY_TUNING), other GPUs keep the register loop until measured there
+# tf32 3,984 (TMA) -> 4,120, 48 rows level; with 8-byte loads the split's 48 rows not 16-byte aligned 3,014 -> 3,191
+# (47a9b55). Measured on an H200 only: an H200 sets 4 and tf32's COLS_TMA_MIN_CHUNKS 5 (FAMILY_TUNING), other GPUs keep
+# the register loop until measured there
 COLS_FEW_PATH_MAX_CHUNKS = {"tensorcore": 0, "tensorcore_tf32": 0}
 COLS_FEW_PATH_CHUNKS_PER_WARP = 2  # kernels/tensorcore_f32.cuh: FEW (64 registers for the split at 4 blocks per SM)
 # ... and on longer strips without splits, per method: the few-chunk path in trips of COLS_FEW_PATH_CHUNKS_PER_WARP
 # chunks per warp while chunks remain (FEW_LOOP: 2 chunks in flight per warp where the register loop has 1, tf32's
 # pipeline 1 ahead), warps per strip as the register loop's, at COLS_FEW_LOOP_BLOCKS_PER_SM (the split: 80 registers
-# at 3, no spills; it spills at 4). The same sums. Prepared, not yet measured (sweeps *_few_loop): off
+# at 3, no spills; it spills at 4). The same sums. tune_plans *_few_loop at 47a9b55 (H200, 512 MiB, GB/s, strips off
+# TMA): tf32 [1024, 2^17] 3,972 -> 4,108, [4096, 2^15] 3,989 -> 4,104, [2^17, 1024] level; the split [4096, 2^15]
+# 3,631 -> 3,733 but [128, 2^20] 3,312 -> 3,266, others within 1%. An H200 sets tf32's (FAMILY_TUNING); others off
 COLS_FEW_LOOP = {"tensorcore": False, "tensorcore_tf32": False}
 COLS_FEW_LOOP_BLOCKS_PER_SM = 3
 # tc32_cols on rows 8-byte aligned but not 16, per method: two 8-byte loads per row of a lane's 4 columns instead of 4
-# scalar ones (the same values; ALIGNED8). Prepared, not yet measured (sweeps *_cols*_load8): off
+# scalar ones (the same values; ALIGNED8). tune_plans *_load8 at 47a9b55 (H200, 512 MiB, b = 2 mod 4, GB/s): the split
+# +2-8% at 16-8192 rows ([32, 4194302] 3,469 -> 3,750, [1024, 131070] 3,037 -> 3,236); tf32 loses at 16-48 and 8192
+# rows (3,605 -> 2,223 at 16, 3,691 -> 3,359 at 8192; +1-5% at 128-1024). An H200 sets the split's (FAMILY_TUNING)
 COLS_LOAD8 = {"tensorcore": False, "tensorcore_tf32": False}
 # tc32_cols without splits: warps per strip chosen by wave efficiency (_common.choose_group) also where one warp per
 # strip already fills the resident warps ([1024, 2^17]: 4096 strips made 512 blocks, 1.29 waves on 396 slots; 8 warps
@@ -229,8 +236,11 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
     "H200": dict(ROWS4_BLOCKS_PER_SM_LONG=4, COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
                  COLS_TMA_STAGES_LONG={"tensorcore": 0, "tensorcore_tf32": 0},
-                 COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 3},
-                 COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 2, "tensorcore_tf32": 2},
+                 COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 5},
+                 COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
+                 COLS_FEW_LOOP={"tensorcore": False, "tensorcore_tf32": True},
+                 COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
+                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 2, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -277,7 +287,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
-    short = (0 < chunks <= min(TILE_SHORT_MAX_CHUNKS[fmt.method], 2) and work.splits == 1
+    short = (0 < chunks <= min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], 2) and work.splits == 1
              and work.warps_per_tile == 1)
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
@@ -322,7 +332,7 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
                tma_ok: bool = True, few_loop_ok: bool = True) -> Plan:
     strides = (problem.sa * ITEMSIZE, problem.sr * ITEMSIZE)
     aligned = is_aligned(problem.align, strides, 16)
-    aligned8 = not aligned and COLS_LOAD8[fmt.method] and is_aligned(problem.align, strides, 8)
+    aligned8 = not aligned and tuned(_THIS, "COLS_LOAD8", device)[fmt.method] and is_aligned(problem.align, strides, 8)
     strips = problem.a * cdiv(problem.b, COLS_STRIP)
     chunks = cdiv(problem.r, 16)
     big = problem.a * problem.r * problem.b * ITEMSIZE >= COLS_TMA_MIN_BYTES
@@ -332,7 +342,8 @@ def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: 
            and _tma_fits(problem, aligned, device) else 0)
     # the few-chunk path's strips: 2 .. few_max chunks in one trip; longer ones in trips (COLS_FEW_LOOP)
     few_max = min(tuned(_THIS, "COLS_FEW_PATH_MAX_CHUNKS", device)[fmt.method], COLS_FEW_CHUNKS)
-    few_loop = few_loop_ok and COLS_FEW_LOOP[fmt.method] and not tma and chunks > max(few_max, 1)
+    few_loop = (few_loop_ok and tuned(_THIS, "COLS_FEW_LOOP", device)[fmt.method] and not tma
+                and chunks > max(few_max, 1))
     prefetch = COLS_PREFETCH[fmt.method] and chunks > COLS_FEW_CHUNKS and not tma and not few_loop
     if tma:
         blocks_per_sm = (tuned(_THIS, "COLS_BLOCKS_PER_SM_TMA_LONG", device) if long_rows else
