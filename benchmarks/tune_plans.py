@@ -336,6 +336,15 @@ for _n in (17, 24, 32):
             + [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 2), TILE_UNROLL_SHORT2=u)
                for u in (2, 1)],
             "float32", ((1 << 27) // _n, _n), -1, _SHORT2_CHECK, _method)
+# ... and rows of 33-64 (3-4 chunks) through it too (TILE_SHORT_MAX_CHUNKS 4: TILE_UNROLL_SHORT4 tiles of 3-4 chunks
+# loaded at once) against the tile loop
+_SHORT4_CHECK = [(4099, 64), (70001, 64), (70001, 33), (70000, 48), (70000, 60), (37, 300)]
+for _n in (33, 48, 64):
+    for _prefix, _method in F32_METHODS.items():
+        SWEEPS[f"{_prefix}_rows{_n}_short4"] = (
+            tc32_plan, [committed(tc32_plan, "TILE_SHORT_MAX_CHUNKS", "TILE_UNROLL_SHORT4"),
+                        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4), TILE_UNROLL_SHORT4=1)],
+            "float32", ((1 << 27) // _n, _n), -1, _SHORT4_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
 # ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)
 _RING = dict(COLS_TMA_STAGES_LONG=dict.fromkeys(F32_METHODS.values(), 2))

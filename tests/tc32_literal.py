@@ -558,6 +558,9 @@ PREPARED = {
                           [((128, 2000), 0), ((100, 2003), 0), ((128, 35000), 0), ((3, 200, 2001), 1)]),
     "in trips, 8-byte loads": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True), COLS_LOAD8=dict.fromkeys(_ALL32, True)),
                                ("aligned8", True), [((100, 70002), 0)]),
+    "rows of 3-4 chunks in the short path": (
+        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
+        [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 

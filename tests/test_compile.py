@@ -150,10 +150,11 @@ PREPARED_VARIANTS = [
         (2, "false", 0, 3, "false", 2, "false", "true"), (8, "false", 0, 3, "false", 2, "true", "true"))]
 
 
-# ... and tc32_rows' short path with 2 chunks per tile (TILE_SHORT_MAX_CHUNKS 2, tiles 1 or 2 in flight)
-PREPARED_VARIANTS += [(src, f"tc32_rows<{policy}, 256, 1, {vec}, {u}, float, true, 4, 2>")
+# ... and tc32_rows' short path with 2 chunks per tile (TILE_SHORT_MAX_CHUNKS 2, tiles 1 or 2 in flight) and 3-4
+# (TILE_SHORT_MAX_CHUNKS 4, a tile in flight)
+PREPARED_VARIANTS += [(src, f"tc32_rows<{policy}, 256, 1, {vec}, {u}, float, true, 4, {sc}>")
                       for src, policy in (("tensorcore_fp32.cu", "tcr32::Split"), ("tensorcore_tf32.cu", "tcr32::Tf32"))
-                      for vec in ("true", "false") for u in (1, 2)]
+                      for vec in ("true", "false") for u, sc in ((1, 2), (2, 2), (1, 3), (1, 4))]
 
 
 @pytest.mark.parametrize("source,kernel", PREPARED_VARIANTS)

@@ -96,6 +96,11 @@ TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (
 # (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 2 (FAMILY_TUNING)
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
+# ... and rows of 33-64 (3-4 chunks; TILE_SHORT_MAX_CHUNKS 4): TILE_UNROLL_SHORT4 tiles in flight (1: 62-64 registers
+# at 4 blocks per SM, no spills; 2 spill at 3 blocks, as do 8 chunks of one tile). Prepared, not yet measured (sweeps
+# *_short4)
+TILE_UNROLL_SHORT4 = 1
+TILE_SHORT_CHUNKS_MAX = 4  # the most chunks per tile the short path holds in registers
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
 COLS_UNROLL = 1  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
 COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
@@ -287,12 +292,14 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
-    short = (0 < chunks <= min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], 2) and work.splits == 1
-             and work.warps_per_tile == 1)
+    short = (0 < chunks <= min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX)
+             and work.splits == 1 and work.warps_per_tile == 1)
     if short:  # the short path runs 4 blocks per SM: size the grid for them
         work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
     minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
-    unroll = (TILE_UNROLL_SHORT if chunks == 1 else TILE_UNROLL_SHORT2) if short else TILE_UNROLL
+    unroll = TILE_UNROLL
+    if short:  # tiles in flight per warp
+        unroll = TILE_UNROLL_SHORT if chunks == 1 else TILE_UNROLL_SHORT2 if chunks == 2 else TILE_UNROLL_SHORT4
     if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
         work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
     name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
