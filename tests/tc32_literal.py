@@ -520,7 +520,7 @@ _ALL32 = ("tensorcore", "tensorcore_tf32")
 # so the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of
 # 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
 # but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
-# aligned); rows of 17-64
+# aligned); rows of 17-32
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
     "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
@@ -530,8 +530,6 @@ H200_PATHS = {
                           [((128, 2000), 0), ((100, 2003), 0), ((3, 200, 2001), 1), ((100, 70002), 0)]),
     "rows of 2 chunks in the short path": (dict(short=True, chunks=2), _ALL32,
                                            [((70001, 32), -1), ((70001, 17), -1), ((70000, 30), -1)]),
-    "rows of 3-4 chunks in the short path": (dict(short=True), _ALL32,
-                                             [((70001, 64), -1), ((70001, 33), -1), ((70003, 60), -1)]),
 }
 GPU_CASES = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
@@ -560,8 +558,9 @@ PREPARED = {
                           [((128, 2000), 0), ((100, 2003), 0), ((128, 35000), 0), ((3, 200, 2001), 1)]),
     "in trips, 8-byte loads": (dict(COLS_FEW_LOOP=dict.fromkeys(_ALL32, True), COLS_LOAD8=dict.fromkeys(_ALL32, True)),
                                ("aligned8", True), [((100, 70002), 0)]),
-    "rows of 3-4 chunks in the short path": (dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
-                                             H200_PATHS["rows of 3-4 chunks in the short path"][2]),
+    "rows of 3-4 chunks in the short path": (
+        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
+        [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 

@@ -27,7 +27,7 @@ What it launches: one kernel per call.
   (``COLS_PREFETCH``). An H200 (its ``FAMILY_TUNING``, measured there only) takes further paths: strips of 2-4
   chunks the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: a warp per 2 chunks, both loaded at once), tf32's longer
   strips off TMA the same in trips (``COLS_FEW_LOOP``), the split's rows 8-byte aligned but not 16 8-byte loads
-  (``COLS_LOAD8``), and rows of 17-64 tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
+  (``COLS_LOAD8``), and rows of 17-32 tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
   of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks or more take ``tc32_cols_tma``
   instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
@@ -93,13 +93,15 @@ TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (
 # 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). tune_plans
 # *_short2 at 47a9b55 (H200, 512 MiB, GB/s, 2 tiles in flight; 1 tile in parentheses): the split [2^22, 32] 3,293 ->
 # 4,002 (3,526; `shuffle` 4,110), [5592405, 24] 2,392 -> 2,893, [7895160, 17] 1,515 -> 1,975; tf32 3,730 -> 4,016
-# (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 4 (FAMILY_TUNING, below)
+# (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 2 (FAMILY_TUNING)
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
 # ... and rows of 33-64 (3-4 chunks; TILE_SHORT_MAX_CHUNKS 4): TILE_UNROLL_SHORT4 tiles in flight (1: 62-64 registers
 # at 4 blocks per SM, no spills; 2 spill at 3 blocks, as do 8 chunks of one tile). tune_plans *_short4 at 7c155a3
 # (H200, 512 MiB, GB/s, against the tile loop): the split [4067203, 33] 1,993 -> 2,297, [2796202, 48] 3,217 -> 3,889,
-# [2^21, 64] 3,705 -> 4,063 (`shuffle` 2,499, 4,033, 4,397); tf32 2,289 -> 2,882, 3,549 -> 4,074, 4,025 -> 4,111
+# [2^21, 64] 3,705 -> 4,063 (`shuffle` 2,499, 4,033, 4,397); tf32 2,289 -> 2,882, 3,549 -> 4,074, 4,025 -> 4,111.
+# GPU == twin with it on an H200 (752366e). Not adopted yet: the committed segment study (f21ebe2) has the tile loop
+# at 64 columns, and this session's device time ran out before a new one finished; the next sets an H200's 4
 TILE_UNROLL_SHORT4 = 1
 TILE_SHORT_CHUNKS_MAX = 4  # the most chunks per tile the short path holds in registers
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
@@ -246,7 +248,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
                  COLS_FEW_LOOP={"tensorcore": False, "tensorcore_tf32": True},
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
-                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
+                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 2, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
