@@ -545,9 +545,10 @@ GPU_CASES = [
 ]
 # ... and the paths an H200 takes that an H100 does not
 GPU_CASES += [case for _, _, cases in H200_PATHS.values() for case in cases]
-# The same variants turned on for both methods, whatever the GPU: name -> (the planner constants that turn it on, the
-# plan parameter that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU
-# test holds each against the twin with its setting patched in, as tune_plans does
+# Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 33-64, off on
+# every GPU): name -> (the planner constants that turn it on, the plan parameter that shows it taken, cases that take
+# it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each against the twin with its setting
+# patched in, as tune_plans does
 PREPARED = {
     "rows of 2 chunks in the short path": (dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 2)), ("short", True),
                                            H200_PATHS["rows of 2 chunks in the short path"][2]),
