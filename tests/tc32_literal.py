@@ -562,6 +562,9 @@ PREPARED = {
     "rows of 3-4 chunks in the short path": (
         dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
         [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
+    "rows of 5-8 chunks in the short path": (
+        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), ROWS4_MIN_K=129), ("short", True),
+        [((70001, 80), -1), ((70001, 127), -1), ((70003, 100), -1), ((70000, 128), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 

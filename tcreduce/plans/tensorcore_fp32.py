@@ -96,14 +96,19 @@ TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (
 # (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 2 (FAMILY_TUNING)
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
-# ... and rows of 33-64 (3-4 chunks; TILE_SHORT_MAX_CHUNKS 4): TILE_UNROLL_SHORT4 tiles in flight (1: 62-64 registers
-# at 4 blocks per SM, no spills; 2 spill at 3 blocks, as do 8 chunks of one tile). tune_plans *_short4 at 7c155a3
-# (H200, 512 MiB, GB/s, against the tile loop): the split [4067203, 33] 1,993 -> 2,297, [2796202, 48] 3,217 -> 3,889,
-# [2^21, 64] 3,705 -> 4,063 (`shuffle` 2,499, 4,033, 4,397); tf32 2,289 -> 2,882, 3,549 -> 4,074, 4,025 -> 4,111.
-# GPU == twin with it on an H200 (752366e). Not adopted yet: the committed segment study (f21ebe2) has the tile loop
-# at 64 columns, and this session's device time ran out before a new one finished; the next sets an H200's 4
+# ... and rows of 33-64 (3-4 chunks; TILE_SHORT_MAX_CHUNKS 4): TILE_UNROLL_SHORT4 tiles in flight (also for 5-8 chunks,
+# below; 1: 62-64 registers at 4 blocks per SM, no spills; 2 spill at 3 blocks, as do 8 chunks of one tile). tune_plans
+# *_short4 at 7c155a3 (H200, 512 MiB, GB/s, against the tile loop): the split [4067203, 33] 1,993 -> 2,297, [2796202,
+# 48] 3,217 -> 3,889, [2^21, 64] 3,705 -> 4,063 (`shuffle` 2,499, 4,033, 4,397); tf32 2,289 -> 2,882, 3,549 -> 4,074,
+# 4,025 -> 4,111. GPU == twin with it on an H200 (752366e). Not adopted yet: the committed segment study (f21ebe2) has
+# the tile loop at 64 columns, and this session's device time ran out before a new one finished; the next sets an
+# H200's 4
 TILE_UNROLL_SHORT4 = 1
-TILE_SHORT_CHUNKS_MAX = 4  # the most chunks per tile the short path holds in registers
+# ... and rows of 65-128 (5-8 chunks; TILE_SHORT_MAX_CHUNKS 8): one tile in flight at TILE_SHORT8_BLOCKS_PER_SM blocks
+# per SM (2: the split 103-128 registers, tf32 86-90, no spills; at 3, 5-6 chunks fit in 78-80 registers, 8 spill 8-16
+# bytes). Rows of 128 go to tc32_rows4 first (ROWS4_MIN_K). Prepared, not yet measured (sweeps *_short8)
+TILE_SHORT8_BLOCKS_PER_SM = 2
+TILE_SHORT_CHUNKS_MAX = 8  # the most chunks per tile the short path holds in registers
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
 COLS_UNROLL = 1  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
 COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
@@ -297,12 +302,11 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
     short = (0 < chunks <= min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX)
              and work.splits == 1 and work.warps_per_tile == 1)
-    if short:  # the short path runs 4 blocks per SM: size the grid for them
-        work = split_work(tiles, 1, BLOCK // 32, device, SHORT_BLOCKS_PER_SM)
-    minb = SHORT_BLOCKS_PER_SM if short else TILE_BLOCKS_PER_SM  # __launch_bounds__(BLOCK, minb)
-    unroll = TILE_UNROLL
-    if short:  # tiles in flight per warp
+    minb, unroll = TILE_BLOCKS_PER_SM, TILE_UNROLL  # __launch_bounds__(BLOCK, minb); chunks in flight per warp
+    if short:  # 4 blocks per SM up to 4 chunks per tile, fewer beyond; tiles in flight per warp; a grid for them
+        minb = SHORT_BLOCKS_PER_SM if chunks <= 4 else TILE_SHORT8_BLOCKS_PER_SM
         unroll = TILE_UNROLL_SHORT if chunks == 1 else TILE_UNROLL_SHORT2 if chunks == 2 else TILE_UNROLL_SHORT4
+        work = split_work(tiles, 1, BLOCK // 32, device, minb)
     if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
         work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
     name = (f"tc32_rows<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {_bool(vector)}, {unroll}, {out_t}, "
