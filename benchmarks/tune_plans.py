@@ -350,13 +350,13 @@ for _n in (33, 48, 64):
 # path)
 _SHORT8_CHECK = [(70001, 80), (70001, 127), (70003, 100), (70000, 128), (37, 300)]
 _NO_ROWS4 = dict(ROWS4_MIN_K=129)
+_SHORT8 = [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 8), TILE_SHORT8_BLOCKS_PER_SM=b)
+           for b in (2, 3)]
 for _n in (80, 96, 112, 128):
     for _prefix, _method in F32_METHODS.items():
-        _short8 = [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 8), TILE_SHORT8_BLOCKS_PER_SM=b)
-                   for b in (2, 3)]
         SWEEPS[f"{_prefix}_rows{_n}_short8"] = (
             tc32_plan, [committed(tc32_plan, "TILE_SHORT_MAX_CHUNKS", "TILE_SHORT8_BLOCKS_PER_SM", "ROWS4_MIN_K")]
-            + ([_NO_ROWS4] + [dict(_NO_ROWS4, **short8) for short8 in _short8] if _n == 128 else _short8),
+            + ([_NO_ROWS4] + [dict(_NO_ROWS4, **short8) for short8 in _SHORT8] if _n == 128 else _SHORT8),
             "float32", ((1 << 27) // _n, _n), -1, _SHORT8_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's
 # ring of 2 buffers from COLS_TMA_LONG_ROWS rows set for each, as an H100 plans: an H200 has none there)

@@ -275,7 +275,7 @@ tc32_flat(const float* __restrict__ x, tcr::i64 n, OutT* __restrict__ out, unsig
 // Work split: tiles go to groups of WPT warps (tile = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round);
 // elements are cut into `splits` ranges of whole chunks (blockIdx.y picks one); warp q of a group takes chunks
 // q, q + WPT, q + 2 WPT, ... of its range in that order, UNROLL chunks loaded per step of the loop (SHORT: the plan
-// guarantees at most SHORT_CHUNKS chunks per tile (1, or 2-4 where TILE_SHORT_MAX_CHUNKS says), WPT = 1, no splits,
+// guarantees at most SHORT_CHUNKS chunks per tile (1, or 2-8 where TILE_SHORT_MAX_CHUNKS says), WPT = 1, no splits,
 // and a warp loads every chunk of UNROLL tiles, gridDim.x*GROUPS apart, before it steps on them).
 // Order: per warp the format's order (one step per chunk); per segment, the group's warps' pairs are add2'ed in q
 // order starting from (0, 0) (one warp: its pair); with splits > 1 the per-split pairs go to

@@ -63,18 +63,24 @@ def ratio_range(points: list[Point], method: str) -> tuple[float, int, float, in
     return (*min(rs), *max(rs)) if rs else None
 
 
+def auto_vs_best(p: Point) -> tuple[float, str]:
+    """`auto` / the best competitor at ``p``, and that competitor."""
+    gbs, name = best_competitor(p)
+    return p.gbs["auto"] / gbs, name
+
+
 def summary(points: list[Point]) -> list[str]:
     """The report's lines: one per (dtype, layout), then the sweep's worst points."""
+    rated = sorted(((*auto_vs_best(p), p) for p in points), key=lambda vp: vp[0])  # (ratio, competitor, point)
     lines = []
     for dtype in sorted({p.dtype for p in points}):
         for layout in ("rows", "cols"):
-            sub = [p for p in points if p.dtype == dtype and p.layout == layout]
-            if not sub:
+            vs = [(v, p.n, name) for v, name, p in rated if p.dtype == dtype and p.layout == layout]
+            if not vs:
                 continue
-            vs = [(p.gbs["auto"] / best_competitor(p)[0], p.n, best_competitor(p)[1]) for p in sub]
-            worst = min(vs)
-            parts = [f"{dtype:9} {layout:4} auto/best competitor {worst[0]:.3f} (n={worst[1]}, {worst[2]}), "
-                     f"{sum(v[0] < 1 for v in vs)} of {len(vs)} below 1"]
+            sub = [p for p in points if p.dtype == dtype and p.layout == layout]
+            parts = [f"{dtype:9} {layout:4} auto/best competitor {vs[0][0]:.3f} (n={vs[0][1]}, {vs[0][2]}), "
+                     f"{sum(v < 1 for v, _, _ in vs)} of {len(vs)} below 1"]
             for method in ("tensorcore", "tensorcore_tf32"):
                 rr = ratio_range(sub, method)
                 if rr:
@@ -82,10 +88,9 @@ def summary(points: list[Point]) -> list[str]:
             low = min(sub, key=lambda p: p.auto_ceiling)
             parts.append(f"auto/ceiling min {low.auto_ceiling:.3f} (n={low.n})")
             lines.append("; ".join(parts))
-    vs = sorted(((p.gbs["auto"] / best_competitor(p)[0], p) for p in points), key=lambda vp: vp[0])
-    lines.append(f"all: auto/best competitor {vs[0][0]:.3f}-{vs[-1][0]:.3f}, {sum(v < 1 for v, _ in vs)} of {len(vs)} "
-                 f"below 1.0, {sum(v < 0.98 for v, _ in vs)} below 0.98")
-    lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} against {best_competitor(p)[1]}" for v, p in vs if v < 0.98]
+    lines.append(f"all: auto/best competitor {rated[0][0]:.3f}-{rated[-1][0]:.3f}, {sum(v < 1 for v, _, _ in rated)} "
+                 f"of {len(rated)} below 1.0, {sum(v < 0.98 for v, _, _ in rated)} below 0.98")
+    lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} against {name}" for v, name, p in rated if v < 0.98]
     fs = sorted(((p.gbs["auto"] / fastest_method(p)[0], p) for p in points), key=lambda vp: vp[0])
     lines += [f"auto/fastest tcreduce method min {v:.3f}: {p.dtype} {p.layout} n={p.n} ({fastest_method(p)[1]})"
               for v, p in fs[:3]]
