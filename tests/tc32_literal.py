@@ -520,7 +520,7 @@ _ALL32 = ("tensorcore", "tensorcore_tf32")
 # so the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of
 # 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
 # but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
-# aligned); rows of 17-32
+# aligned); rows of 17-96 in the short path (tf32: 17-112), the split's rows of 128 on the tile loop (not tc32_rows4)
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
     "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
@@ -530,6 +530,13 @@ H200_PATHS = {
                           [((128, 2000), 0), ((100, 2003), 0), ((3, 200, 2001), 1), ((100, 70002), 0)]),
     "rows of 2 chunks in the short path": (dict(short=True, chunks=2), _ALL32,
                                            [((70001, 32), -1), ((70001, 17), -1), ((70000, 30), -1)]),
+    "rows of 3-4 chunks in the short path": (
+        dict(short=True), _ALL32, [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
+    "rows of 5-6 chunks in the short path": (dict(short=True), _ALL32,
+                                             [((70001, 80), -1), ((70003, 96), -1), ((70001, 65), -1)]),
+    "rows of 7 chunks in the short path": (dict(short=True, chunks=7), ("tensorcore_tf32",),
+                                           [((70001, 112), -1), ((70003, 100), -1)]),
+    "rows of 128 on the tile loop": (dict(form="rows", short=False), ("tensorcore",), [((70000, 128), -1)]),
 }
 GPU_CASES = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
@@ -545,10 +552,10 @@ GPU_CASES = [
 ]
 # ... and the paths an H200 takes that an H100 does not
 GPU_CASES += [case for _, _, cases in H200_PATHS.values() for case in cases]
-# Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 33-64, off on
-# every GPU): name -> (the planner constants that turn it on, the plan parameter that shows it taken, cases that take
-# it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each against the twin with its setting
-# patched in, as tune_plans does
+# Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 65-128 at the
+# module-level 2 blocks per SM, off on every GPU): name -> (the planner constants that turn it on, the plan parameter
+# that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each
+# against the twin with its setting patched in, as tune_plans does
 PREPARED = {
     "rows of 2 chunks in the short path": (dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 2)), ("short", True),
                                            H200_PATHS["rows of 2 chunks in the short path"][2]),
@@ -561,9 +568,10 @@ PREPARED = {
                                ("aligned8", True), [((100, 70002), 0)]),
     "rows of 3-4 chunks in the short path": (
         dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
-        [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
+        H200_PATHS["rows of 3-4 chunks in the short path"][2]),
     "rows of 5-8 chunks in the short path": (
-        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), ROWS4_MIN_K=129), ("short", True),
+        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), TILE_SHORT8_BLOCKS_PER_SM=2,
+             ROWS4_MIN_K=dict.fromkeys(_ALL32, 129)), ("short", True),
         [((70001, 80), -1), ((70001, 127), -1), ((70003, 100), -1), ((70000, 128), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))

@@ -257,7 +257,7 @@ def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, mo
     from tcreduce._layout import host_problem_data
     from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
 
-    monkeypatch.setattr(P, "ROWS4_MIN_K", 64)
+    monkeypatch.setattr(P, "ROWS4_MIN_K", {METHOD: 64, "tensorcore_tf32": 64})
     monkeypatch.setattr(P, "ROWS4_MAX_K", {METHOD: 1024, "tensorcore_tf32": 1024})  # tf32's long rows too
     _api.get_plan.cache_clear()
     try:

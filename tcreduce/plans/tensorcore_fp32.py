@@ -12,8 +12,8 @@ What it launches: one kernel per call.
   step of warp 0; the last block combines the block partials. Large arrays on an H100 or H200 (``FLAT_ROUNDS``) go in
   one pass of blocks of a fixed number of rounds instead, their partials combined in two levels.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): rows whose starts are all 16-byte aligned go 4 per warp
-  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (per method) elements and are many (a 4-row
-  tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
+  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (both per method) elements and are many (a
+  4-row tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
@@ -27,7 +27,7 @@ What it launches: one kernel per call.
   (``COLS_PREFETCH``). An H200 (its ``FAMILY_TUNING``, measured there only) takes further paths: strips of 2-4
   chunks the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: a warp per 2 chunks, both loaded at once), tf32's longer
   strips off TMA the same in trips (``COLS_FEW_LOOP``), the split's rows 8-byte aligned but not 16 8-byte loads
-  (``COLS_LOAD8``), and rows of 17-32 tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
+  (``COLS_LOAD8``), and rows of 17-96 (tf32: 17-112) tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
   of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks or more take ``tc32_cols_tma``
   instead (where the rows are split over blocks, only from
   ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
@@ -93,20 +93,24 @@ TILE_UNROLL_SHORT = 4  # row tiles in flight per warp in tc32_rows' short path (
 # 3 blocks); 1: rows of 17-32 on the tile loop. The same sums (a warp per tile, its chunks in order). tune_plans
 # *_short2 at 47a9b55 (H200, 512 MiB, GB/s, 2 tiles in flight; 1 tile in parentheses): the split [2^22, 32] 3,293 ->
 # 4,002 (3,526; `shuffle` 4,110), [5592405, 24] 2,392 -> 2,893, [7895160, 17] 1,515 -> 1,975; tf32 3,730 -> 4,016
-# (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets 2 (FAMILY_TUNING)
+# (4,064), 2,624 -> 3,599, 1,761 -> 2,387. Measured on an H200 only: an H200 sets it (FAMILY_TUNING; to 6-7 since)
 TILE_SHORT_MAX_CHUNKS = {"tensorcore": 1, "tensorcore_tf32": 1}
 TILE_UNROLL_SHORT2 = 2
 # ... and rows of 33-64 (3-4 chunks; TILE_SHORT_MAX_CHUNKS 4): TILE_UNROLL_SHORT4 tiles in flight (also for 5-8 chunks,
 # below; 1: 62-64 registers at 4 blocks per SM, no spills; 2 spill at 3 blocks, as do 8 chunks of one tile). tune_plans
 # *_short4 at 7c155a3 (H200, 512 MiB, GB/s, against the tile loop): the split [4067203, 33] 1,993 -> 2,297, [2796202,
 # 48] 3,217 -> 3,889, [2^21, 64] 3,705 -> 4,063 (`shuffle` 2,499, 4,033, 4,397); tf32 2,289 -> 2,882, 3,549 -> 4,074,
-# 4,025 -> 4,111. GPU == twin with it on an H200 (752366e). Not adopted yet: the committed segment study (f21ebe2) has
-# the tile loop at 64 columns, and this session's device time ran out before a new one finished; the next sets an
-# H200's 4
+# 4,025 -> 4,111. GPU == twin with it on an H200 (752366e). An H200 takes it (FAMILY_TUNING, session 31)
 TILE_UNROLL_SHORT4 = 1
 # ... and rows of 65-128 (5-8 chunks; TILE_SHORT_MAX_CHUNKS 8): one tile in flight at TILE_SHORT8_BLOCKS_PER_SM blocks
-# per SM (2: the split 103-128 registers, tf32 86-90, no spills; at 3, 5-6 chunks fit in 78-80 registers, 8 spill 8-16
-# bytes). Rows of 128 go to tc32_rows4 first (ROWS4_MIN_K). Prepared, not yet measured (sweeps *_short8)
+# per SM (2: the split 103-128 registers, tf32 86-90, no spills; at 3, 5-6 chunks fit in 78-80 registers, and 7 but
+# the split's scalar loads (16 bytes spilled), 8 spill 8-16 bytes). Rows of 128 go to tc32_rows4 first (ROWS4_MIN_K).
+# tune_plans *_short8 at 9edd0f1 (H200, 512 MiB, GB/s, the tile loop -> 2 blocks per SM, 3): the split [1677721, 80]
+# 3,593 -> 3,394, 4,001; [1398101, 96] 3,888 -> 3,562, 4,119; [1198372, 112] 3,739 -> 3,679, 4,120 (`shuffle` 3,949,
+# 4,403, 4,491); tf32 3,891 -> 4,147, 4,167; 4,144 -> 4,180, 4,200; 3,910 -> 4,091, 4,183. Rows of 128 (tc32_rows4,
+# the tile loop, 2, 3): the split 3,598, 3,962, 3,756, 3,904 (`shuffle` 4,500); tf32 4,256, 4,193, 4,190, 4,107. So an
+# H200 (FAMILY_TUNING) takes 5-6 chunks (the split) or 5-7 (tf32) at 3 blocks per SM, and the split's rows of 128
+# the tile loop
 TILE_SHORT8_BLOCKS_PER_SM = 2
 TILE_SHORT_CHUNKS_MAX = 8  # the most chunks per tile the short path holds in registers
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
@@ -215,10 +219,11 @@ STREAM_SPLIT_FILL = True
 STREAM_MAX_STEPS = 4
 # tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows of at
 # least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
-# every resident warp; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s, [2^19,
-# 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows of 64
-# (one chunk per warp, then the fold) lose, 2,770 -> 2,049
-ROWS4_MIN_K = 128
+# every resident warp, per method; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s,
+# [2^19, 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows
+# of 64 (one chunk per warp, then the fold) lose, 2,770 -> 2,049. An H200 keeps the split's rows of 128 on the tile
+# loop (FAMILY_TUNING; *_short8 above)
+ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
 # ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
 # tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
 # 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796)
@@ -253,7 +258,8 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
                  COLS_FEW_LOOP={"tensorcore": False, "tensorcore_tf32": True},
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
-                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 2, "tensorcore_tf32": 2},
+                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 6, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
+                 ROWS4_MIN_K={"tensorcore": 129, "tensorcore_tf32": 128},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -304,7 +310,7 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
              and work.splits == 1 and work.warps_per_tile == 1)
     minb, unroll = TILE_BLOCKS_PER_SM, TILE_UNROLL  # __launch_bounds__(BLOCK, minb); chunks in flight per warp
     if short:  # 4 blocks per SM up to 4 chunks per tile, fewer beyond; tiles in flight per warp; a grid for them
-        minb = SHORT_BLOCKS_PER_SM if chunks <= 4 else TILE_SHORT8_BLOCKS_PER_SM
+        minb = SHORT_BLOCKS_PER_SM if chunks <= 4 else tuned(_THIS, "TILE_SHORT8_BLOCKS_PER_SM", device)
         unroll = TILE_UNROLL_SHORT if chunks == 1 else TILE_UNROLL_SHORT2 if chunks == 2 else TILE_UNROLL_SHORT4
         work = split_work(tiles, 1, BLOCK // 32, device, minb)
     if ONE_PASS:  # the short path's warp takes `unroll` tiles per round
@@ -335,9 +341,9 @@ def _rows4_geometry(k: int, device: DeviceSpec) -> tuple[int, int]:
 
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
-    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K up to ROWS4_MAX_K[method] elements, at
+    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements, at
     least one 4-row tile per resident warp."""
-    return (0 < ROWS4_MIN_K <= problem.k < ROWS4_MAX_K[fmt.method]
+    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[fmt.method] <= problem.k < ROWS4_MAX_K[fmt.method]
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
             and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k, device)[1] * (BLOCK // 32))
 
