@@ -211,7 +211,8 @@ for _k in (64, 128, 256, 384):
         if _prefix == "tf32" and _k in (64, 384):
             continue
         SWEEPS[f"{_prefix}_rows{_k}_rows4"] = (
-            tc32_plan, [dict(ROWS4_MIN_K=dict.fromkeys(F32_METHODS.values(), a), ROWS4_UNROLL=u, ROWS4_BLOCKS_PER_SM=b)
+            tc32_plan, [dict(ROWS4_MIN_K=dict.fromkeys(F32_METHODS.values(), a),
+                             ROWS4_UNROLL=dict.fromkeys(F32_METHODS.values(), u), ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)

@@ -228,7 +228,10 @@ ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
 # tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
 # 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796)
 ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
-ROWS4_UNROLL = 2  # 64-element chunks in flight per warp
+# 64-element chunks in flight per warp, per method. tune_plans *_rows4 at a8f8243 (H200, 512 MiB, GB/s, 2 -> 4): the
+# split [2^19, 256] 4,008 -> 4,312 (`shuffle` 4,522), [349525, 384] 4,076 -> 4,034; tf32 [2^19, 256] 4,352 -> 4,349,
+# [2^20, 128] 4,277 -> 3,190. An H200 sets the split's 4 (FAMILY_TUNING)
+ROWS4_UNROLL = {"tensorcore": 2, "tensorcore_tf32": 2}
 ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
 # ... and from this many elements, more chunks in flight on fewer blocks (the same sums: chunks fold in order). Run 23
 # (H100, split): (4, 3) against (2, 4) reads [2^18, 512] at 3,037 against 2,995 GB/s, [174762, 768] 3,021 against
@@ -260,6 +263,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
                  TILE_SHORT_MAX_CHUNKS={"tensorcore": 6, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
                  ROWS4_MIN_K={"tensorcore": 129, "tensorcore_tf32": 128},
+                 ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
 }
@@ -326,18 +330,18 @@ def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     """tc32_rows4: a warp per 4 rows on a one-pass grid, no splits (the kernel writes its sums directly)."""
     tiles = cdiv(problem.m, 4)
     work = WorkSplit(1, 1, cdiv(tiles, BLOCK // 32))
-    unroll, blocks_per_sm = _rows4_geometry(problem.k, device)
+    unroll, blocks_per_sm = _rows4_geometry(fmt, problem.k, device)
     name = f"tc32_rows4<{fmt.policy}, {BLOCK}, {unroll}, {out_t}, {blocks_per_sm}>"
     chunks = cdiv(problem.k, 64)
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), tiles, 4,
                          dict(form="rows4", unroll=unroll, chunks=chunks, steps=chunks))
 
 
-def _rows4_geometry(k: int, device: DeviceSpec) -> tuple[int, int]:
+def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, int]:
     """tc32_rows4's (chunks in flight per warp, blocks per SM) for rows of ``k`` elements (ROWS4_LONG_K)."""
     if k >= ROWS4_LONG_K:
         return ROWS4_UNROLL_LONG, tuned(_THIS, "ROWS4_BLOCKS_PER_SM_LONG", device)
-    return ROWS4_UNROLL, ROWS4_BLOCKS_PER_SM
+    return tuned(_THIS, "ROWS4_UNROLL", device)[fmt.method], ROWS4_BLOCKS_PER_SM
 
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
@@ -345,7 +349,7 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
     least one 4-row tile per resident warp."""
     return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[fmt.method] <= problem.k < ROWS4_MAX_K[fmt.method]
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(problem.k, device)[1] * (BLOCK // 32))
+            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, problem.k, device)[1] * (BLOCK // 32))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
