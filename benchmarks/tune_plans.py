@@ -221,6 +221,14 @@ for _k in (512, 768, 1000):
         tc32_plan, [dict(ROWS4_UNROLL_LONG=u, ROWS4_BLOCKS_PER_SM_LONG=b)
                     for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
+# ... and of 1024-4096 through tc32_rows4 (4 chunks in flight) instead of tc32_rows_stream (ROWS4_MAX_K), at 3 or 4
+# blocks per SM
+for _k in (1024, 2048, 4096):
+    SWEEPS[f"fp32_rows{_k}_rows4_long"] = (
+        tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_BLOCKS_PER_SM_LONG")]
+        + [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, tensorcore=1 << 20), ROWS4_BLOCKS_PER_SM_LONG=b)
+           for b in (4, 3)],
+        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # tc32_cols with a one-chunk software pipeline (COLS_PREFETCH: the next chunk loaded before the current one steps; the
 # same sums) at 2 or 3 blocks per SM, against the loop that loads, then steps (runs 24-25: adopted for tf32 only)
 for _n in (128, 1024, 4096, 1 << 20):

@@ -150,10 +150,10 @@ def test_each_gpu_family_uses_its_own_table_where_it_has_one(monkeypatch):
     for other in (H100, KNOWN_GPUS["A100"], DeviceSpec("NVIDIA GeForce RTX 4090", 128, (8, 9)), None):
         assert table_for(other, "float32", "rows") is _auto_table.TABLE
     assert table_for(DeviceSpec("NVIDIA H200 NVL", 132, (9, 0)), "float16", "cols") is own  # CuPy's device name
-    # the same shapes, two GPUs: float32 rows of 256 take the split tensor-core sum on an H100, shuffle on an H200
-    rows256 = ((1 << 19, 256), (1,), "float32")
-    assert _pick(*rows256) == _auto_table.TABLE[("float32", "rows")][8] == "tensorcore"
-    assert _pick(*rows256, device=h200) == own[("float32", "rows")][8] == "shuffle"
+    # the same shapes, two GPUs: float32 rows of 2^17 take the split tensor-core sum on an H100, shuffle on an H200
+    rows2p17 = ((1 << 10, 1 << 17), (1,), "float32")
+    assert _pick(*rows2p17) == _auto_table.TABLE[("float32", "rows")][17] == "tensorcore"
+    assert _pick(*rows2p17, device=h200) == own[("float32", "rows")][17] == "shuffle"
     assert _pick((1 << 20,), (0,), "float32", device=h200) == own[("float32", "full")][20]
     # a form the device's table lacks comes from the primary table
     monkeypatch.delitem(own, ("float32", "full"))
