@@ -17,7 +17,9 @@ What it launches: one kernel per call.
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
-  then several blocks (splits) combined by the tile's last block.
+  then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short
+  path for rows of up to 96 elements (tf32: 112; ``TILE_SHORT_MAX_CHUNKS``), keeps the split's rows of 128 on the tile
+  loop (``ROWS4_MIN_K``) and gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -26,11 +28,10 @@ What it launches: one kernel per call.
   path (``COLS_UNROLL_SHORT`` adjacent strips in flight per warp); ``tensorcore_tf32`` loads a chunk ahead
   (``COLS_PREFETCH``). An H200 (its ``FAMILY_TUNING``, measured there only) takes further paths: strips of 2-4
   chunks the few-chunk path (``COLS_FEW_PATH_MAX_CHUNKS``: a warp per 2 chunks, both loaded at once), tf32's longer
-  strips off TMA the same in trips (``COLS_FEW_LOOP``), the split's rows 8-byte aligned but not 16 8-byte loads
-  (``COLS_LOAD8``), and rows of 17-96 (tf32: 17-112) tc32_rows' short path (``TILE_SHORT_MAX_CHUNKS``). On sm_90, inputs
-  of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks or more take ``tc32_cols_tma``
-  instead (where the rows are split over blocks, only from
-  ``COLS_TMA_LONG_ROWS`` rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
+  strips off TMA the same in trips (``COLS_FEW_LOOP``), and the split's rows 8-byte aligned but not 16 8-byte loads
+  (``COLS_LOAD8``). On sm_90, inputs of at least 16 MiB with aligned rows and strips of ``COLS_TMA_MIN_CHUNKS`` chunks
+  or more take ``tc32_cols_tma`` instead (where the rows are split over blocks, only from ``COLS_TMA_LONG_ROWS``
+  rows): the same chunks in the same order, brought by TMA boxes (16 rows x 32 columns) into a
   ring of ``COLS_TMA_STAGES`` shared-memory buffers per warp; the plan's last argument is the input's tensor map
   (:class:`~tcreduce._plan.TensorMapOfX`); from ``COLS_TMA_LONG_ROWS`` rows the ring has ``COLS_TMA_STAGES_LONG``
   buffers. An H200 keeps the split on the register loop, and tf32 on it from ``COLS_TMA_LONG_ROWS`` rows (its
