@@ -215,6 +215,14 @@ for _k in (64, 128, 256, 384):
                              ROWS4_UNROLL=dict.fromkeys(F32_METHODS.values(), u), ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
+# ... and the split's rows of 129-511 between the two points measured (256, 384): 4 chunks in flight (an H200's) or 2,
+# on 4 or 3 blocks per SM
+for _k in (160, 192, 320, 448, 500):
+    SWEEPS[f"fp32_rows{_k}_rows4_inflight"] = (
+        tc32_plan, [committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM")]
+        + [dict(ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
+           for u, b in ((4, 4), (4, 3))],
+        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
@@ -359,7 +367,8 @@ for _n in (33, 48, 64):
 # path)
 _SHORT8_CHECK = [(70001, 80), (70001, 127), (70003, 100), (70000, 128), (37, 300)]
 _NO_ROWS4 = dict(ROWS4_MIN_K=dict.fromkeys(F32_METHODS.values(), 129))
-_SHORT8 = [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 8), TILE_SHORT8_BLOCKS_PER_SM=b)
+_SHORT8 = [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 8),
+                TILE_SHORT_MAX_CHUNKS_SCALAR=dict.fromkeys(F32_METHODS.values(), 8), TILE_SHORT8_BLOCKS_PER_SM=b)
            for b in (2, 3)]
 for _n in (80, 96, 112, 128):
     for _prefix, _method in F32_METHODS.items():

@@ -520,7 +520,7 @@ _ALL32 = ("tensorcore", "tensorcore_tf32")
 # so the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of
 # 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
 # but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
-# aligned); rows of 17-96 in the short path (tf32: 17-112), the split's rows of 128 on the tile loop (not tc32_rows4)
+# aligned); rows of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128 on the tile loop (not tc32_rows4)
 # and 4 chunks in flight in tc32_rows4
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
@@ -535,8 +535,9 @@ H200_PATHS = {
         dict(short=True), _ALL32, [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
     "rows of 5-6 chunks in the short path": (dict(short=True), _ALL32,
                                              [((70001, 80), -1), ((70003, 96), -1), ((70001, 65), -1)]),
-    "rows of 7 chunks in the short path": (dict(short=True, chunks=7), ("tensorcore_tf32",),
-                                           [((70001, 112), -1), ((70003, 100), -1)]),
+    "rows of 7 chunks in the short path": (dict(short=True, chunks=7), _ALL32, [((70001, 112), -1), ((70003, 100), -1)]),
+    "rows of 7 chunks in the short path, scalar loads": (dict(short=True, chunks=7, vector=False), ("tensorcore_tf32",),
+                                                         [((70001, 101), -1), ((70003, 110), -1)]),
     "rows of 128 on the tile loop": (dict(form="rows", short=False), ("tensorcore",), [((70000, 128), -1)]),
     "tc32_rows4, 4 chunks in flight": (dict(form="rows4", unroll=4), ("tensorcore",),
                                        [((70000, 256), -1), ((70000, 132), -1), ((70001, 500), -1)]),
@@ -573,8 +574,8 @@ PREPARED = {
         dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 4)), ("short", True),
         H200_PATHS["rows of 3-4 chunks in the short path"][2]),
     "rows of 5-8 chunks in the short path": (
-        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), TILE_SHORT8_BLOCKS_PER_SM=2,
-             ROWS4_MIN_K=dict.fromkeys(_ALL32, 129)), ("short", True),
+        dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), TILE_SHORT_MAX_CHUNKS_SCALAR=dict.fromkeys(_ALL32, 8),
+             TILE_SHORT8_BLOCKS_PER_SM=2, ROWS4_MIN_K=dict.fromkeys(_ALL32, 129)), ("short", True),
         [((70001, 80), -1), ((70001, 127), -1), ((70003, 100), -1), ((70000, 128), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))

@@ -160,7 +160,7 @@ PREPARED_VARIANTS += [(src, f"tc32_rows<{policy}, 256, 1, {vec}, {u}, float, tru
                                           (1, 2, 8), (1, 3, 5), (1, 3, 6), (1, 3, 7))]
 # ... for sm_80 and sm_90, but the split's 8 chunks of a tile with 16-byte loads, sm_90 only (on sm_80 its 128 registers
 # spill 56 bytes: an A100 keeps TILE_SHORT_MAX_CHUNKS below 8), and its 7 chunks with scalar loads at 3 blocks per SM,
-# sm_80 only (on sm_90 16 bytes spill: an H200 keeps the split's TILE_SHORT_MAX_CHUNKS at 6)
+# sm_80 only (on sm_90 16 bytes spill: an H200 keeps the split's TILE_SHORT_MAX_CHUNKS_SCALAR at 6)
 _SPILL_ON = {"tc32_rows<tcr32::Split, 256, 1, true, 1, float, true, 2, 8>": "sm_80",
              "tc32_rows<tcr32::Split, 256, 1, false, 1, float, true, 3, 7>": "sm_90"}
 PREPARED_ON = [(src, kernel, arch) for src, kernel in PREPARED_VARIANTS for arch in ("sm_80", "sm_90")

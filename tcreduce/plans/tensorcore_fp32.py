@@ -18,7 +18,8 @@ What it launches: one kernel per call.
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
   then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short
-  path for rows of up to 96 elements (tf32: 112; ``TILE_SHORT_MAX_CHUNKS``), keeps the split's rows of 128 on the tile
+  path for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
+  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128 on the tile
   loop (``ROWS4_MIN_K``) and gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
@@ -114,6 +115,11 @@ TILE_UNROLL_SHORT4 = 1
 # the tile loop
 TILE_SHORT8_BLOCKS_PER_SM = 2
 TILE_SHORT_CHUNKS_MAX = 8  # the most chunks per tile the short path holds in registers
+# ... and the most for rows not 16-byte aligned (scalar loads), per method: the split's 7 chunks with scalar loads
+# spill 16 bytes at 3 blocks per SM on sm_90 (NVRTC 13.5), its 16-byte loads none, so an H200 sets the split's 6 here
+# and 7 above (FAMILY_TUNING): its aligned rows of 97-112 take the short path ([1198372, 112] 3,739 -> 4,120 at
+# 9edd0f1, the *_short8 sweep above: those rows are aligned)
+TILE_SHORT_MAX_CHUNKS_SCALAR = {"tensorcore": TILE_SHORT_CHUNKS_MAX, "tensorcore_tf32": TILE_SHORT_CHUNKS_MAX}
 COLS_STRIP = 32  # columns per warp strip in tc32_cols (kernels/tensorcore_f32.cuh: SW)
 COLS_UNROLL = 1  # 16-row chunks (2 KiB per warp each) in flight per warp in tc32_cols, at COLS_BLOCKS_PER_SM
 COLS_UNROLL_SHORT = 2  # adjacent strips in flight per warp in its short path (r <= 16; 4 blocks per SM)
@@ -262,7 +268,8 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
                  COLS_FEW_LOOP={"tensorcore": False, "tensorcore_tf32": True},
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
-                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 6, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
+                 TILE_SHORT_MAX_CHUNKS={"tensorcore": 7, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
+                 TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
                  ROWS4_MIN_K={"tensorcore": 129, "tensorcore_tf32": 128},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
@@ -311,8 +318,9 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
-    short = (0 < chunks <= min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX)
-             and work.splits == 1 and work.warps_per_tile == 1)
+    most = min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX,
+               TILE_SHORT_CHUNKS_MAX if vector else tuned(_THIS, "TILE_SHORT_MAX_CHUNKS_SCALAR", device)[fmt.method])
+    short = 0 < chunks <= most and work.splits == 1 and work.warps_per_tile == 1
     minb, unroll = TILE_BLOCKS_PER_SM, TILE_UNROLL  # __launch_bounds__(BLOCK, minb); chunks in flight per warp
     if short:  # 4 blocks per SM up to 4 chunks per tile, fewer beyond; tiles in flight per warp; a grid for them
         minb = SHORT_BLOCKS_PER_SM if chunks <= 4 else tuned(_THIS, "TILE_SHORT8_BLOCKS_PER_SM", device)
