@@ -223,6 +223,11 @@ for _k in (160, 192, 320, 448, 500):
         + [dict(ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
            for u, b in ((4, 4), (4, 3))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
+# ... and the split's rows of 129-255 on the tile loop (ROWS4_MIN_K 256) instead, as its rows of 128 (session 31)
+for _k in (144, 160, 192, 224, 240):
+    SWEEPS[f"fp32_rows{_k}_rows4_or_tiles"] = (
+        tc32_plan, [committed(tc32_plan, "ROWS4_MIN_K"), dict(ROWS4_MIN_K=dict(tc32_plan.ROWS4_MIN_K, tensorcore=256))],
+        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4), (17001, _k - 1)], F32_METHODS["fp32"])
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (

@@ -521,7 +521,7 @@ _ALL32 = ("tensorcore", "tensorcore_tf32")
 # 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
 # but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
 # aligned); rows of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128 on the tile loop (not tc32_rows4)
-# and 4 chunks in flight in tc32_rows4
+# and 4 chunks in flight in tc32_rows4, its rows of 1024-4096 in tc32_rows4 (not streamed)
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
     "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
@@ -541,6 +541,7 @@ H200_PATHS = {
     "rows of 128 on the tile loop": (dict(form="rows", short=False), ("tensorcore",), [((70000, 128), -1)]),
     "tc32_rows4, 4 chunks in flight": (dict(form="rows4", unroll=4), ("tensorcore",),
                                        [((70000, 256), -1), ((70000, 132), -1), ((70001, 500), -1)]),
+    "tc32_rows4 on rows of 1024-4096": (dict(form="rows4"), ("tensorcore",), [((17000, 1024), -1), ((16900, 2052), -1)]),
 }
 GPU_CASES = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),

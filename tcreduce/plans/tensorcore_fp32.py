@@ -20,7 +20,8 @@ What it launches: one kernel per call.
   then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short
   path for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
   ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128 on the tile
-  loop (``ROWS4_MIN_K``) and gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``).
+  loop (``ROWS4_MIN_K``), gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its rows of up to
+  4096 elements (``ROWS4_MAX_K``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -233,11 +234,18 @@ STREAM_MAX_STEPS = 4
 ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
 # ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
 # tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
-# 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796)
+# 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796). tune_plans
+# fp32_rows*_rows4_long at b084cf9 (H200, 512 MiB, GB/s, the split streamed -> tc32_rows4 at 4 chunks in flight on 4
+# blocks per SM, 3): [131072, 1024] 3,866 -> 4,283, 4,209; [65536, 2048] 4,051 -> 4,188, 4,082; [32768, 4096] 4,070 ->
+# 4,148, 4,046 (`shuffle` 4,490-4,496). So an H200 (FAMILY_TUNING) gives the split's rows of up to 4096 to tc32_rows4
+# (the gain shrinks with the length; longer rows are not measured)
 ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
 # 64-element chunks in flight per warp, per method. tune_plans *_rows4 at a8f8243 (H200, 512 MiB, GB/s, 2 -> 4): the
 # split [2^19, 256] 4,008 -> 4,312 (`shuffle` 4,522), [349525, 384] 4,076 -> 4,034; tf32 [2^19, 256] 4,352 -> 4,349,
-# [2^20, 128] 4,277 -> 3,190. An H200 sets the split's 4 (FAMILY_TUNING)
+# [2^20, 128] 4,277 -> 3,190. An H200 sets the split's 4 (FAMILY_TUNING). fp32_rows*_rows4_inflight at b084cf9 (the
+# split, 2 -> 4 chunks in flight on 4 blocks per SM, then 4 on 3): [838860, 160] 2,804 -> 2,900, 2,723; [699050,
+# 192] 3,483 -> 3,739, 3,446; [419430, 320] 3,800 -> 3,723, 3,564; [299593, 448] 3,945 -> 4,211, 4,049; [268435,
+# 500] 3,907 -> 4,173, 4,014 (`shuffle` 3,817-4,410): 4 is kept for them all (320 and 384 lose 1-2%)
 ROWS4_UNROLL = {"tensorcore": 2, "tensorcore_tf32": 2}
 ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
 # ... and from this many elements, more chunks in flight on fewer blocks (the same sums: chunks fold in order). Run 23
@@ -271,6 +279,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  TILE_SHORT_MAX_CHUNKS={"tensorcore": 7, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
                  TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
                  ROWS4_MIN_K={"tensorcore": 129, "tensorcore_tf32": 128},
+                 ROWS4_MAX_K={"tensorcore": 4097, "tensorcore_tf32": 512},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
@@ -356,7 +365,7 @@ def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, in
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
     """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements, at
     least one 4-row tile per resident warp."""
-    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[fmt.method] <= problem.k < ROWS4_MAX_K[fmt.method]
+    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[fmt.method] <= problem.k < tuned(_THIS, "ROWS4_MAX_K", device)[fmt.method]
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
             and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, problem.k, device)[1] * (BLOCK // 32))
 
