@@ -516,12 +516,12 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 # ------------------------------------------------------------------------------------------- GPU == twin
 _ALL32 = ("tensorcore", "tensorcore_tf32")
 # The paths of tc32_cols and tc32_rows that an H200 takes by default (its FAMILY_TUNING) and the module-level (H100)
-# plans leave off: name -> (the plan parameters that show it taken, the methods that take it, cases (in GPU_CASES,
-# so the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of
-# 16-byte rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned
-# but not 16 (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte
-# aligned); rows of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128 on the tile loop (not tc32_rows4)
-# and 4 chunks in flight in tc32_rows4, its rows of 1024-4096 in tc32_rows4 (not streamed)
+# plans leave off: name -> (the plan parameters that show it taken, the methods that take it, cases (in GPU_CASES, so
+# the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of 16-byte
+# rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned but not 16
+# (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte aligned); rows
+# of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128-255 on the tile
+# loop (not tc32_rows4), 4 chunks in flight in its tc32_rows4 and its rows of 1024-4096 there (not streamed)
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
     "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
@@ -538,12 +538,13 @@ H200_PATHS = {
     "rows of 7 chunks in the short path": (dict(short=True, chunks=7), _ALL32, [((70001, 112), -1), ((70003, 100), -1)]),
     "rows of 7 chunks in the short path, scalar loads": (dict(short=True, chunks=7, vector=False), ("tensorcore_tf32",),
                                                          [((70001, 101), -1), ((70003, 110), -1)]),
-    "rows of 128 on the tile loop": (dict(form="rows", short=False), ("tensorcore",), [((70000, 128), -1)]),
+    "rows of 128-255 on the tile loop": (dict(form="rows", short=False), ("tensorcore",),
+                                         [((70000, 128), -1), ((70001, 160), -1), ((70000, 252), -1)]),
     "tc32_rows4, 4 chunks in flight": (dict(form="rows4", unroll=4), ("tensorcore",),
-                                       [((70000, 256), -1), ((70000, 132), -1), ((70001, 500), -1)]),
+                                       [((70000, 256), -1), ((70000, 388), -1), ((70001, 500), -1)]),
     "tc32_rows4 on rows of 1024-4096": (dict(form="rows4"), ("tensorcore",), [((17000, 1024), -1), ((16900, 2052), -1)]),
 }
-GPU_CASES = [
+GPU_CASES_COMMON = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
     ((64, 16), -1), ((100, 17), -1), ((33, 255), -1), ((1000, 64), -1), ((16, 4097), -1), ((3, 100_001), -1),
     ((256, 1 << 14), -1), ((1 << 16, 16), -1), ((2000, 1025), -1), ((5000, 1024), -1), ((5, 1 << 16), -1),
@@ -555,8 +556,10 @@ GPU_CASES = [
     # span two i (80 columns) or not (128)
     ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
 ]
-# ... and the paths an H200 takes that an H100 does not
-GPU_CASES += [case for _, _, cases in H200_PATHS.values() for case in cases]
+# ... and the paths an H200 takes that an H100 does not, a group of their own (the GPU test's parameter)
+GPU_CASE_GROUPS = {"common": GPU_CASES_COMMON,
+                   "h200_paths": [case for _, _, cases in H200_PATHS.values() for case in cases]}
+GPU_CASES = [case for group in GPU_CASE_GROUPS.values() for case in group]
 # Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 65-128 at the
 # module-level 2 blocks per SM, off on every GPU): name -> (the planner constants that turn it on, the plan parameter
 # that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each
@@ -633,10 +636,10 @@ def gpu_prepared_equal_twin(method: str, dists) -> None:
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
-def gpu_equals_twin(method: str, dists) -> None:
+def gpu_equals_twin(method: str, dists, cases: list = GPU_CASES) -> None:
     """On the current GPU, ``tcreduce.sum`` (poisoned ``out``) and ``tcreduce.emulate.sum`` give the same bits for
-    ``method`` on every case of :data:`GPU_CASES`, every input ``dists(shape)`` returns (name -> float32 array) and
-    its misaligned view; prints the count, asserts no mismatch."""
+    ``method`` on every case of ``cases`` (default :data:`GPU_CASES`), every input ``dists(shape)`` returns (name ->
+    float32 array) and its misaligned view; prints the count, asserts no mismatch."""
     import cupy
 
     import tcreduce
@@ -645,7 +648,7 @@ def gpu_equals_twin(method: str, dists) -> None:
 
     device = current_device()[1]
     mismatches, count = [], 0
-    for shape, axis in GPU_CASES:
+    for shape, axis in cases:
         for dist, xh in dists(shape).items():
             xd = cupy.asarray(xh)
             views = [(xh, xd)]

@@ -509,8 +509,9 @@ def huge(rng: np.random.Generator, shape) -> np.ndarray:
 
 
 @pytest.mark.gpu
-def test_gpu_equals_twin_bit_for_bit(rng):
-    literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape))
+@pytest.mark.parametrize("group", sorted(literal.GPU_CASE_GROUPS))
+def test_gpu_equals_twin_bit_for_bit(group, rng):
+    literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape), literal.GPU_CASE_GROUPS[group])
 
 
 def test_cases_plan_their_paths():

@@ -17,11 +17,10 @@ What it launches: one kernel per call.
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
-  then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short
-  path for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
-  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128 on the tile
-  loop (``ROWS4_MIN_K``), gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its rows of up to
-  4096 elements (``ROWS4_MAX_K``).
+  then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short path
+  for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
+  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-255 on the tile loop (``ROWS4_MIN_K``), gives its
+  ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its rows of up to 4096 elements (``ROWS4_MAX_K``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -229,8 +228,10 @@ STREAM_MAX_STEPS = 4
 # least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
 # every resident warp, per method; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s,
 # [2^19, 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows
-# of 64 (one chunk per warp, then the fold) lose, 2,770 -> 2,049. An H200 keeps the split's rows of 128 on the tile
-# loop (FAMILY_TUNING; *_short8 above)
+# of 64 (one chunk per warp, then the fold) lose, 2,770 -> 2,049. An H200 keeps the split's rows of 128-255 on the
+# tile loop (FAMILY_TUNING; *_short8 above; tune_plans fp32_rows*_rows4_or_tiles at 465e425, H200, 512 MiB, GB/s,
+# tc32_rows4 -> the tile loop: [932067, 144] 2,604 -> 3,703, [838860, 160] 2,879 -> 3,931, [699050, 192] 3,720 ->
+# 3,931, [599186, 224] 3,376 -> 3,965, [559240, 240] 3,581 -> 3,632; `shuffle` 3,596-4,479)
 ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
 # ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
 # tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
@@ -278,7 +279,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
                  TILE_SHORT_MAX_CHUNKS={"tensorcore": 7, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
                  TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
-                 ROWS4_MIN_K={"tensorcore": 129, "tensorcore_tf32": 128},
+                 ROWS4_MIN_K={"tensorcore": 256, "tensorcore_tf32": 128},
                  ROWS4_MAX_K={"tensorcore": 4097, "tensorcore_tf32": 512},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
