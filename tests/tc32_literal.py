@@ -556,9 +556,8 @@ GPU_CASES_COMMON = [
     # span two i (80 columns) or not (128)
     ((65537, 16), -1), ((3, 16, 80), 1), ((4, 16, 128), 1),
 ]
-# ... and the paths an H200 takes that an H100 does not, a group of their own (the GPU test's parameter)
-GPU_CASE_GROUPS = {"common": GPU_CASES_COMMON,
-                   "h200_paths": [case for _, _, cases in H200_PATHS.values() for case in cases]}
+# ... and the paths an H200 takes that an H100 does not, a group each (the GPU test's parameter: they run side by side)
+GPU_CASE_GROUPS = {"common": GPU_CASES_COMMON} | {f"h200: {name}": cases for name, (_, _, cases) in H200_PATHS.items()}
 GPU_CASES = [case for group in GPU_CASE_GROUPS.values() for case in group]
 # Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 65-128 at the
 # module-level 2 blocks per SM, off on every GPU): name -> (the planner constants that turn it on, the plan parameter
