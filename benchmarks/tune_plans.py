@@ -223,11 +223,15 @@ for _k in (160, 192, 320, 448, 500):
         + [dict(ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
            for u, b in ((4, 4), (4, 3))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
-# ... and the split's rows of 129-255 on the tile loop (ROWS4_MIN_K 256) instead, as its rows of 128 (session 31)
-for _k in (144, 160, 192, 224, 240):
-    SWEEPS[f"fp32_rows{_k}_rows4_or_tiles"] = (
-        tc32_plan, [committed(tc32_plan, "ROWS4_MIN_K"), dict(ROWS4_MIN_K=dict(tc32_plan.ROWS4_MIN_K, tensorcore=256))],
-        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4), (17001, _k - 1)], F32_METHODS["fp32"])
+# ... and rows of 129-255 on the tile loop (ROWS4_MIN_K 256) instead, as the split's rows of 128 (session 31); the
+# split's of 257-511 too (ROWS4_MIN_K 512)
+for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 384)), ("tf32", (144, 160, 192, 224))):
+    for _k in _ks:
+        SWEEPS[f"{_prefix}_rows{_k}_rows4_or_tiles"] = (
+            tc32_plan, [committed(tc32_plan, "ROWS4_MIN_K"),
+                        dict(ROWS4_MIN_K=dict(tc32_plan.ROWS4_MIN_K,
+                                              **{F32_METHODS[_prefix]: 256 if _k < 256 else 512}))],
+            "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4), (17001, _k - 1)], F32_METHODS[_prefix])
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
@@ -235,13 +239,14 @@ for _k in (512, 768, 1000):
                     for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # ... and of 1024-4096 through tc32_rows4 (4 chunks in flight) instead of tc32_rows_stream (ROWS4_MAX_K), at 3 or 4
-# blocks per SM
-for _k in (1024, 2048, 4096):
-    SWEEPS[f"fp32_rows{_k}_rows4_long"] = (
-        tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_BLOCKS_PER_SM_LONG")]
-        + [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, tensorcore=1 << 20), ROWS4_BLOCKS_PER_SM_LONG=b)
-           for b in (4, 3)],
-        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
+# blocks per SM; tf32's from 512 too (run 22, H100: streamed faster)
+for _prefix, _ks in (("fp32", (1024, 2048, 4096)), ("tf32", (512, 768, 2048))):
+    for _k in _ks:
+        SWEEPS[f"{_prefix}_rows{_k}_rows4_long"] = (
+            tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_BLOCKS_PER_SM_LONG")]
+            + [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, **{F32_METHODS[_prefix]: 1 << 20}),
+                    ROWS4_BLOCKS_PER_SM_LONG=b) for b in (4, 3)],
+            "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS[_prefix])
 # tc32_cols with a one-chunk software pipeline (COLS_PREFETCH: the next chunk loaded before the current one steps; the
 # same sums) at 2 or 3 blocks per SM, against the loop that loads, then steps (runs 24-25: adopted for tf32 only)
 for _n in (128, 1024, 4096, 1 << 20):
