@@ -216,22 +216,24 @@ for _k in (64, 128, 256, 384):
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
 # ... and the split's rows of 129-511 between the two points measured (256, 384): 4 chunks in flight (an H200's) or 2,
-# on 4 or 3 blocks per SM
+# on 4 or 3 blocks per SM; every setting in tc32_rows4 from 128 elements (the module's ROWS4_MIN_K and no
+# ROWS4_TILE_LOOP_K ranges, which an H200 sets apart)
+_ROWS4_FROM_128 = committed(tc32_plan, "ROWS4_MIN_K", "ROWS4_TILE_LOOP_K")
 for _k in (160, 192, 320, 448, 500):
     SWEEPS[f"fp32_rows{_k}_rows4_inflight"] = (
-        tc32_plan, [committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM")]
-        + [dict(ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
+        tc32_plan, [committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM", *_ROWS4_FROM_128)]
+        + [dict(_ROWS4_FROM_128, ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
            for u, b in ((4, 4), (4, 3))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
-# ... and rows of 129-255 on the tile loop (ROWS4_MIN_K 256) instead, as the split's rows of 128 (session 31); the
-# split's of 257-511 too (ROWS4_MIN_K 512)
+# ... and rows of 129-511 in tc32_rows4 or on the tile loop (a ROWS4_TILE_LOOP_K range of this length alone; f3a8201's
+# run, then a range from 129 or 257 through ROWS4_MIN_K)
 for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 384)), ("tf32", (144, 160, 192, 224))):
     for _k in _ks:
         SWEEPS[f"{_prefix}_rows{_k}_rows4_or_tiles"] = (
-            tc32_plan, [committed(tc32_plan, "ROWS4_MIN_K"),
-                        dict(ROWS4_MIN_K=dict(tc32_plan.ROWS4_MIN_K,
-                                              **{F32_METHODS[_prefix]: 256 if _k < 256 else 512}))],
-            "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4), (17001, _k - 1)], F32_METHODS[_prefix])
+            tc32_plan, [_ROWS4_FROM_128,
+                        dict(_ROWS4_FROM_128, ROWS4_TILE_LOOP_K=dict(tc32_plan.ROWS4_TILE_LOOP_K,
+                                                                     **{F32_METHODS[_prefix]: ((_k, _k + 1),)}))],
+            "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k), (17001, _k)], F32_METHODS[_prefix])
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (

@@ -520,8 +520,9 @@ _ALL32 = ("tensorcore", "tensorcore_tf32")
 # the GPU test on an H200 covers them)): first-axis sums of 2 chunks per strip with a warp each, whole chunks of 16-byte
 # rows, a partial chunk of rows that are not, strips across i; 3-4 chunks with two warps; rows 8-byte aligned but not 16
 # (the split); strips of more than 4 chunks off TMA in trips (tf32: inputs under 16 MiB, rows not 16-byte aligned); rows
-# of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128-255 on the tile
-# loop (not tc32_rows4), 4 chunks in flight in its tc32_rows4 and its rows of 1024-4096 there (not streamed)
+# of 17-112 in the short path (the split's rows not 16-byte aligned: 17-96), the split's rows of 128-320 but 256 and
+# tf32's of 129-223 on the tile loop (not tc32_rows4), 4 chunks in flight in its tc32_rows4 and its rows of 1024-4096
+# there (not streamed)
 H200_PATHS = {
     "few-chunk path": (dict(few=2, wpt=1), _ALL32, [((32, 204800), 0), ((17, 204803), 0), ((3, 20, 70001), 1)]),
     "two warps per strip": (dict(few=2, wpt=2), _ALL32, [((64, 102400), 0), ((50, 102400), 0), ((3, 40, 40001), 1)]),
@@ -535,14 +536,20 @@ H200_PATHS = {
         dict(short=True), _ALL32, [((70001, 64), -1), ((70001, 33), -1), ((70000, 48), -1), ((70003, 60), -1)]),
     "rows of 5-6 chunks in the short path": (dict(short=True), _ALL32,
                                              [((70001, 80), -1), ((70003, 96), -1), ((70001, 65), -1)]),
-    "rows of 7 chunks in the short path": (dict(short=True, chunks=7), _ALL32, [((70001, 112), -1), ((70003, 100), -1)]),
+    "rows of 7 chunks in the short path": (dict(short=True, chunks=7), _ALL32,
+                                           [((70001, 112), -1), ((70003, 100), -1)]),
     "rows of 7 chunks in the short path, scalar loads": (dict(short=True, chunks=7, vector=False), ("tensorcore_tf32",),
                                                          [((70001, 101), -1), ((70003, 110), -1)]),
     "rows of 128-255 on the tile loop": (dict(form="rows", short=False), ("tensorcore",),
-                                         [((70000, 128), -1), ((70001, 160), -1), ((70000, 252), -1)]),
+                                         [((70000, 128), -1), ((70000, 252), -1)]),
+    "rows of 129-223 on the tile loop": (dict(form="rows", short=False), _ALL32,
+                                         [((70001, 160), -1), ((70000, 200), -1)]),
+    "rows of 257-320 on the tile loop": (dict(form="rows", short=False), ("tensorcore",),
+                                         [((70000, 260), -1), ((70001, 320), -1)]),
     "tc32_rows4, 4 chunks in flight": (dict(form="rows4", unroll=4), ("tensorcore",),
                                        [((70000, 256), -1), ((70000, 388), -1), ((70001, 500), -1)]),
-    "tc32_rows4 on rows of 1024-4096": (dict(form="rows4"), ("tensorcore",), [((17000, 1024), -1), ((16900, 2052), -1)]),
+    "tc32_rows4 on rows of 1024-4096": (dict(form="rows4"), ("tensorcore",),
+                                        [((17000, 1024), -1), ((16900, 2052), -1)]),
 }
 GPU_CASES_COMMON = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
@@ -559,6 +566,11 @@ GPU_CASES_COMMON = [
 # ... and the paths an H200 takes that an H100 does not, a group each (the GPU test's parameter: they run side by side)
 GPU_CASE_GROUPS = {"common": GPU_CASES_COMMON} | {f"h200: {name}": cases for name, (_, _, cases) in H200_PATHS.items()}
 GPU_CASES = [case for group in GPU_CASE_GROUPS.values() for case in group]
+
+
+def case_group_id(name: str) -> str:
+    """A :data:`GPU_CASE_GROUPS` name as a pytest id ("h200-rows_of_2_chunks_in_the_short_path": no spaces)."""
+    return name.replace(": ", "-").replace(", ", "-").replace(" ", "_")
 # Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 65-128 at the
 # module-level 2 blocks per SM, off on every GPU): name -> (the planner constants that turn it on, the plan parameter
 # that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each

@@ -154,7 +154,7 @@ def _gpu_dists(rng, shape) -> dict:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("group", list(literal.GPU_CASE_GROUPS), ids=lambda g: g.replace(": ", "-").replace(", ", "-").replace(" ", "_"))
+@pytest.mark.parametrize("group", list(literal.GPU_CASE_GROUPS), ids=literal.case_group_id)
 def test_gpu_equals_twin_bit_for_bit(group, rng):
     literal.gpu_equals_twin(METHOD, lambda shape: _gpu_dists(rng, shape), literal.GPU_CASE_GROUPS[group])
 

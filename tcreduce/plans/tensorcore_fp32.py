@@ -19,8 +19,9 @@ What it launches: one kernel per call.
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
   then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short path
   for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
-  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-255 on the tile loop (``ROWS4_MIN_K``), gives its
-  ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its rows of up to 4096 elements (``ROWS4_MAX_K``).
+  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-320 but 256 and tf32's of 129-223 on the tile loop
+  (``ROWS4_MIN_K``, ``ROWS4_TILE_LOOP_K``), gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its
+  rows of up to 4096 elements (``ROWS4_MAX_K``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -233,6 +234,15 @@ STREAM_MAX_STEPS = 4
 # tc32_rows4 -> the tile loop: [932067, 144] 2,604 -> 3,703, [838860, 160] 2,879 -> 3,931, [699050, 192] 3,720 ->
 # 3,931, [599186, 224] 3,376 -> 3,965, [559240, 240] 3,581 -> 3,632; `shuffle` 3,596-4,479)
 ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
+# ... but not rows whose length falls in one of these half-open ranges, per method: the tile loop takes those
+# (tc32_rows4 walks a row in rounds of ROWS4_UNROLL 64-element chunks, so a length just past a whole round leaves most
+# of its last round idle). tune_plans at f3a8201 (H200, 512 MiB, GB/s, tc32_rows4 -> the tile loop;
+# `rows4_tf32_tiles_long` log): the split [466033, 288] 3,208 -> 3,962, [419430, 320] 3,724 -> 3,858, [349525, 384]
+# 3,985 -> 3,809; tf32 [932067, 144] 3,136 -> 3,815, [838860, 160] 3,358 -> 4,101, [699050, 192] 3,962 -> 4,088,
+# [599186, 224] 4,126 -> 4,105 (`shuffle` 3,592-4,485). So an H200 (FAMILY_TUNING) gives the split's rows of 257-320 and
+# tf32's of 129-223 to the tile loop (tf32's rows of 128, one whole round of its 2 chunks, read 4,256 in tc32_rows4
+# against 4,193: session 31)
+ROWS4_TILE_LOOP_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": (), "tensorcore_tf32": ()}
 # ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
 # tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
 # 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796). tune_plans
@@ -281,6 +291,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
                  ROWS4_MIN_K={"tensorcore": 256, "tensorcore_tf32": 128},
                  ROWS4_MAX_K={"tensorcore": 4097, "tensorcore_tf32": 512},
+                 ROWS4_TILE_LOOP_K={"tensorcore": ((257, 321),), "tensorcore_tf32": ((129, 224),)},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
@@ -364,9 +375,11 @@ def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, in
 
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
-    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements, at
-    least one 4-row tile per resident warp."""
-    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[fmt.method] <= problem.k < tuned(_THIS, "ROWS4_MAX_K", device)[fmt.method]
+    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements
+    outside the ROWS4_TILE_LOOP_K[method] ranges, at least one 4-row tile per resident warp."""
+    k, method = problem.k, fmt.method
+    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[method] <= k < tuned(_THIS, "ROWS4_MAX_K", device)[method]
+            and not any(lo <= k < hi for lo, hi in tuned(_THIS, "ROWS4_TILE_LOOP_K", device)[method])
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
             and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, problem.k, device)[1] * (BLOCK // 32))
 
