@@ -227,7 +227,8 @@ for _k in (160, 192, 320, 448, 500):
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # ... and rows of 129-511 in tc32_rows4 or on the tile loop (a ROWS4_TILE_LOOP_K range of this length alone; f3a8201's
 # run, then a range from 129 or 257 through ROWS4_MIN_K)
-for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 384)), ("tf32", (144, 160, 192, 224))):
+for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 336, 352, 368, 384, 448, 500)),
+                     ("tf32", (144, 160, 192, 224, 240, 288, 320, 384, 448))):
     for _k in _ks:
         SWEEPS[f"{_prefix}_rows{_k}_rows4_or_tiles"] = (
             tc32_plan, [_ROWS4_FROM_128,
