@@ -571,6 +571,8 @@ GPU_CASES = [case for group in GPU_CASE_GROUPS.values() for case in group]
 def case_group_id(name: str) -> str:
     """A :data:`GPU_CASE_GROUPS` name as a pytest id ("h200-rows_of_2_chunks_in_the_short_path": no spaces)."""
     return name.replace(": ", "-").replace(", ", "-").replace(" ", "_")
+
+
 # Variants turned on for both methods whatever the GPU (the H200_PATHS, and the short path for rows of 65-128 at the
 # module-level 2 blocks per SM, off on every GPU): name -> (the planner constants that turn it on, the plan parameter
 # that shows it taken, cases that take it with them on an H200 (tf32's strips kept off TMA)). The GPU test holds each
