@@ -221,7 +221,7 @@ for _k in (64, 128, 256, 384):
 _ROWS4_FROM_128 = committed(tc32_plan, "ROWS4_MIN_K", "ROWS4_TILE_LOOP_K")
 for _k in (160, 192, 320, 448, 500):
     SWEEPS[f"fp32_rows{_k}_rows4_inflight"] = (
-        tc32_plan, [committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM", *_ROWS4_FROM_128)]
+        tc32_plan, [dict(_ROWS4_FROM_128, **committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM"))]
         + [dict(_ROWS4_FROM_128, ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
            for u, b in ((4, 4), (4, 3))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])

@@ -339,8 +339,9 @@ def _plan_tiles(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
     vector = is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
     chunks = cdiv(length, 16)
     work = split_work(tiles, chunks, BLOCK // 32, device, TILE_BLOCKS_PER_SM)
-    most = min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX,
-               TILE_SHORT_CHUNKS_MAX if vector else tuned(_THIS, "TILE_SHORT_MAX_CHUNKS_SCALAR", device)[fmt.method])
+    most = min(tuned(_THIS, "TILE_SHORT_MAX_CHUNKS", device)[fmt.method], TILE_SHORT_CHUNKS_MAX)
+    if not vector:
+        most = min(most, tuned(_THIS, "TILE_SHORT_MAX_CHUNKS_SCALAR", device)[fmt.method])
     short = 0 < chunks <= most and work.splits == 1 and work.warps_per_tile == 1
     minb, unroll = TILE_BLOCKS_PER_SM, TILE_UNROLL  # __launch_bounds__(BLOCK, minb); chunks in flight per warp
     if short:  # 4 blocks per SM up to 4 chunks per tile, fewer beyond; tiles in flight per warp; a grid for them
@@ -381,7 +382,7 @@ def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
     return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[method] <= k < tuned(_THIS, "ROWS4_MAX_K", device)[method]
             and not any(lo <= k < hi for lo, hi in tuned(_THIS, "ROWS4_TILE_LOOP_K", device)[method])
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, problem.k, device)[1] * (BLOCK // 32))
+            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, k, device)[1] * (BLOCK // 32))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
