@@ -251,6 +251,10 @@ ROWS4_TILE_LOOP_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": (), "
 # 4,148, 4,046 (`shuffle` 4,490-4,496). So an H200 (FAMILY_TUNING) gives the split's rows of up to 4096 to tc32_rows4
 # (the gain shrinks with the length; longer rows are not measured)
 ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
+# ... when there are at least this many 4-row tiles per resident warp (a warp per tile, one pass: fewer leave warps
+# idle), per method. Long rows keep ROWS4_UNROLL_LONG chunks of 4 rows (4 KiB) in flight per warp, so on them fewer
+# busy warps may still cover the memory's latency (tune_plans *_rows4_fill)
+ROWS4_MIN_FILL = {"tensorcore": 1.0, "tensorcore_tf32": 1.0}
 # 64-element chunks in flight per warp, per method. tune_plans *_rows4 at a8f8243 (H200, 512 MiB, GB/s, 2 -> 4): the
 # split [2^19, 256] 4,008 -> 4,312 (`shuffle` 4,522), [349525, 384] 4,076 -> 4,034; tf32 [2^19, 256] 4,352 -> 4,349,
 # [2^20, 128] 4,277 -> 3,190. An H200 sets the split's 4 (FAMILY_TUNING). fp32_rows*_rows4_inflight at b084cf9 (the
@@ -377,12 +381,13 @@ def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, in
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
     """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements
-    outside the ROWS4_TILE_LOOP_K[method] ranges, at least one 4-row tile per resident warp."""
+    outside the ROWS4_TILE_LOOP_K[method] ranges, at least ROWS4_MIN_FILL[method] 4-row tiles per resident warp."""
     k, method = problem.k, fmt.method
     return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[method] <= k < tuned(_THIS, "ROWS4_MAX_K", device)[method]
             and not any(lo <= k < hi for lo, hi in tuned(_THIS, "ROWS4_TILE_LOOP_K", device)[method])
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
-            and cdiv(problem.m, 4) >= device.sm_count * _rows4_geometry(fmt, k, device)[1] * (BLOCK // 32))
+            and cdiv(problem.m, 4) >= (tuned(_THIS, "ROWS4_MIN_FILL", device)[method]
+                                       * device.sm_count * _rows4_geometry(fmt, k, device)[1] * (BLOCK // 32)))
 
 
 def _plan_cols(common: dict, fmt: F32Format, out_t: str, problem: Cols, device: DeviceSpec,
