@@ -238,17 +238,16 @@ for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 336, 352, 368,
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
-        tc32_plan, [dict(ROWS4_UNROLL_LONG=u, ROWS4_BLOCKS_PER_SM_LONG=b)
-                    for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
+        tc32_plan, [dict(ROWS4_LONG=((512, u, b),)) for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # ... and of 1024-4096 through tc32_rows4 (4 chunks in flight) instead of tc32_rows_stream (ROWS4_MAX_K), at 3 or 4
 # blocks per SM; tf32's from 512 too (run 22, H100: streamed faster)
 for _prefix, _ks in (("fp32", (1024, 2048, 4096)), ("tf32", (512, 768, 1024, 1536, 2048, 4096))):
     for _k in _ks:
         SWEEPS[f"{_prefix}_rows{_k}_rows4_long"] = (
-            tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_BLOCKS_PER_SM_LONG")]
+            tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_LONG")]
             + [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, **{F32_METHODS[_prefix]: 1 << 20}),
-                    ROWS4_BLOCKS_PER_SM_LONG=b) for b in (4, 3)],
+                    ROWS4_LONG=((512, 4, b),)) for b in (4, 3)],
             "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS[_prefix])
 # ... and of 8192-32768 (512 MiB of them: 4096-1024 tiles of 4 rows, fewer than an H200's 4224 resident warps) through
 # tc32_rows4 too (ROWS4_MIN_FILL 0.2) at 4 chunks in flight on 4 blocks per SM (an H200's) or 8 on 2, against
@@ -259,7 +258,7 @@ for _prefix, _method in F32_METHODS.items():
                          ROWS4_MIN_FILL=dict(tc32_plan.ROWS4_MIN_FILL, **{_method: 0.2}))
         SWEEPS[f"{_prefix}_rows{_k}_rows4_fill"] = (
             tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_MIN_FILL")]
-            + [dict(_rows4_on, ROWS4_UNROLL_LONG=u, ROWS4_BLOCKS_PER_SM_LONG=b) for u, b in ((4, 4), (8, 2))],
+            + [dict(_rows4_on, ROWS4_LONG=((512, u, b),)) for u, b in ((4, 4), (8, 2))],
             "float32", ((1 << 27) // _k, _k), -1, [(4300, _k), (4300, _k - 4)], _method)
 # tc32_cols with a one-chunk software pipeline (COLS_PREFETCH: the next chunk loaded before the current one steps; the
 # same sums) at 2 or 3 blocks per SM, against the loop that loads, then steps (runs 24-25: adopted for tf32 only)

@@ -544,12 +544,18 @@ H200_PATHS = {
                                          [((70000, 128), -1), ((70000, 252), -1)]),
     "rows of 129-223 on the tile loop": (dict(form="rows", short=False), _ALL32,
                                          [((70001, 160), -1), ((70000, 200), -1)]),
-    "rows of 257-320 on the tile loop": (dict(form="rows", short=False), ("tensorcore",),
-                                         [((70000, 260), -1), ((70001, 320), -1)]),
+    "rows of 257-288 on the tile loop": (dict(form="rows", short=False), _ALL32,
+                                         [((70000, 260), -1), ((70000, 288), -1)]),
+    "rows of 289-352 on the tile loop": (dict(form="rows", short=False), ("tensorcore",),
+                                         [((70001, 320), -1), ((70001, 352), -1)]),
     "tc32_rows4, 4 chunks in flight": (dict(form="rows4", unroll=4), ("tensorcore",),
                                        [((70000, 256), -1), ((70000, 388), -1), ((70001, 500), -1)]),
     "tc32_rows4 on rows of 1024-4096": (dict(form="rows4"), ("tensorcore",),
                                         [((17000, 1024), -1), ((16900, 2052), -1)]),
+    "tc32_rows4 on rows of 8192-16384, 8 chunks in flight": (dict(form="rows4", unroll=8), ("tensorcore",),
+                                                             [((7700, 8196), -1), ((7650, 10000), -1)]),
+    "tc32_rows4 on rows of 512-1023": (dict(form="rows4"), ("tensorcore_tf32",),
+                                       [((17000, 768), -1), ((17001, 1020), -1)]),
 }
 GPU_CASES_COMMON = [
     ((1,), None), ((17,), None), ((1000,), None), ((4097,), None), (((1 << 20) + 3,), None), (((1 << 22) + 1,), None),
@@ -599,19 +605,19 @@ NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))
 
 
 def cases_plan_their_paths(method: str) -> None:
-    """On the CPU: an H200 plans every :data:`H200_PATHS` case of ``method`` through its path and an H100 none of
-    them, and with its setting patched in every :data:`PREPARED` case through its variant, so the GPU tests keep
-    covering them."""
+    """On the CPU: for a method a :data:`H200_PATHS` entry lists, an H200 plans its cases through its path and an
+    H100 none of them (for another method both plan them alike); with its setting patched in, an H200 plans every
+    :data:`PREPARED` case through its variant. So the GPU tests keep covering them."""
     from tcreduce.plans import tensorcore_fp32 as plan
     from tcreduce.testing import patched_plans
 
     for name, (params, methods, cases) in H200_PATHS.items():
         for shape, axis in cases:
             layout, _ = host_layout(np.empty(shape, F32), axis)
-            for gpu in ("H200", "H100"):
-                p = param_dict(get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS[gpu]))
-                taken = all(p[k] == v for k, v in params.items())
-                assert taken == (gpu == "H200" and method in methods), (name, gpu, shape, axis, p)
+            taken = {gpu: all(param_dict(get_plan(method, layout.problem, "float32", "float32", KNOWN_GPUS[gpu]))[k]
+                              == v for k, v in params.items()) for gpu in ("H200", "H100")}
+            expected = {"H200": True, "H100": False} if method in methods else dict.fromkeys(taken, taken["H100"])
+            assert taken == expected, (name, shape, axis, taken)
     for name, (setting, (param, value), cases) in PREPARED.items():
         with patched_plans(plan, dict(setting, **NO_TMA)):
             for shape, axis in cases:

@@ -427,7 +427,7 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",
              Rows(1 << 17, 1024, 1024, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # ROWS4_MAX_K
              Rows(4000, 512, 512, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",  # too few for rows4
-             Rows(1 << 18, 512, 512, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # ROWS4_LONG_K
+             Rows(1 << 18, 512, 512, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # ROWS4_LONG
              Rows(1 << 18, 508, 508, 0): "tc32_rows4<tcr32::Split, 256, 2, float, 4>",  # ROWS4_MIN_K <= 508
              Rows(12672, 600, 600, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # 3168 tiles, one per warp
              Rows(12668, 600, 600, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # one tile fewer

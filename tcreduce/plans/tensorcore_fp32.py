@@ -12,16 +12,18 @@ What it launches: one kernel per call.
   step of warp 0; the last block combines the block partials. Large arrays on an H100 or H200 (``FLAT_ROUNDS``) go in
   one pass of blocks of a fixed number of rounds instead, their partials combined in two levels.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): rows whose starts are all 16-byte aligned go 4 per warp
-  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (both per method) elements and are many (a
-  4-row tile per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
+  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (both per method) elements and are many
+  (``ROWS4_MIN_FILL`` 4-row tiles per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
   then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short path
   for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
-  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-320 but 256 and tf32's of 129-223 on the tile loop
-  (``ROWS4_MIN_K``, ``ROWS4_TILE_LOOP_K``), gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``) and its
-  rows of up to 4096 elements (``ROWS4_MAX_K``).
+  ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-352 but 256 and tf32's of 129-223 and 257-288 on
+  the tile loop (``ROWS4_MIN_K``, ``ROWS4_TILE_LOOP_K``), gives its ``tc32_rows4`` 4 chunks in flight
+  (``ROWS4_UNROLL``), the split's rows of up to 16384 elements and tf32's of up to 1023 (``ROWS4_MAX_K``), and the
+  split's rows of 8192 or more 8 chunks in flight on 2 blocks per SM from 0.9 tiles per resident warp
+  (``ROWS4_LONG``, ``ROWS4_MIN_FILL``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
@@ -239,8 +241,11 @@ ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
 # of its last round idle). tune_plans at f3a8201 (H200, 512 MiB, GB/s, tc32_rows4 -> the tile loop;
 # `rows4_tf32_tiles_long` log): the split [466033, 288] 3,208 -> 3,962, [419430, 320] 3,724 -> 3,858, [349525, 384]
 # 3,985 -> 3,809; tf32 [932067, 144] 3,136 -> 3,815, [838860, 160] 3,358 -> 4,101, [699050, 192] 3,962 -> 4,088,
-# [599186, 224] 4,126 -> 4,105 (`shuffle` 3,592-4,485). So an H200 (FAMILY_TUNING) gives the split's rows of 257-320 and
-# tf32's of 129-223 to the tile loop (tf32's rows of 128, one whole round of its 2 chunks, read 4,256 in tc32_rows4
+# [599186, 224] 4,126 -> 4,105 (`shuffle` 3,592-4,485). At 1da0ec7 (`tune_rows4_fill_long_tiles` log, each length
+# alone): the split 336 3,571 -> 3,625, 352 3,699 -> 3,917, 368 3,819 -> 3,519, 448 4,209 -> 3,866, 500 4,170 ->
+# 3,476; tf32 240 4,204 -> 3,693, 288 3,810 -> 4,080, 320 4,172 -> 3,974, 384 4,304 -> 3,918, 448 4,200 -> 3,993. So
+# an H200 (FAMILY_TUNING) gives the split's rows of 257-352 and tf32's of 129-223 and 257-288 (a last round of its 2
+# chunks at most a quarter full) to the tile loop (tf32's rows of 128, one whole round, read 4,256 in tc32_rows4
 # against 4,193: session 31)
 ROWS4_TILE_LOOP_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": (), "tensorcore_tf32": ()}
 # ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
@@ -249,11 +254,19 @@ ROWS4_TILE_LOOP_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": (), "
 # fp32_rows*_rows4_long at b084cf9 (H200, 512 MiB, GB/s, the split streamed -> tc32_rows4 at 4 chunks in flight on 4
 # blocks per SM, 3): [131072, 1024] 3,866 -> 4,283, 4,209; [65536, 2048] 4,051 -> 4,188, 4,082; [32768, 4096] 4,070 ->
 # 4,148, 4,046 (`shuffle` 4,490-4,496). So an H200 (FAMILY_TUNING) gives the split's rows of up to 4096 to tc32_rows4
-# (the gain shrinks with the length; longer rows are not measured)
+# (the gain shrinks with the length), and from session 33 up to 16384 (ROWS4_MIN_FILL). tf32 (f3a8201 and 1da0ec7,
+# streamed -> tc32_rows4 at 4 on 4): [262144, 512] 3,978 -> 4,316, [174762, 768] 3,718 -> 4,331, [131072, 1024]
+# 4,371 -> 4,337, [87381, 1536] 4,370 -> 4,333, [65536, 2048] 4,250 -> 4,287, [32768, 4096] 4,330 -> 4,243: its rows
+# of 512-1023 only
 ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
 # ... when there are at least this many 4-row tiles per resident warp (a warp per tile, one pass: fewer leave warps
-# idle), per method. Long rows keep ROWS4_UNROLL_LONG chunks of 4 rows (4 KiB) in flight per warp, so on them fewer
-# busy warps may still cover the memory's latency (tune_plans *_rows4_fill)
+# idle), per method. Long rows keep 4-8 chunks of 4 rows (4-8 KiB) in flight per warp (ROWS4_LONG), so on them fewer
+# busy warps may still cover the memory's latency. tune_plans *_rows4_fill at 1da0ec7 (H200, 512 MiB, GB/s, streamed
+# -> tc32_rows4 at 4 chunks in flight on 4 blocks per SM, 8 on 2): the split [16384, 8192] 4,071 -> 4,159, 4,171;
+# [8192, 16384] 3,970 -> 3,972, 4,132 (8 on 2: 2048 tiles for 2112 resident warps); [4096, 32768] 4,186 -> 2,724, 3,175
+# (a warp per tile on a quarter or half of them); tf32 loses at each (4,360 -> 4,237, 4,293; 4,301 -> 4,164, 4,195;
+# 4,318 -> 3,295, 3,580). So an H200 (FAMILY_TUNING) runs the split's rows of 8192-16384 in tc32_rows4 at 8 on 2
+# (ROWS4_LONG) from 0.9 tiles per resident warp
 ROWS4_MIN_FILL = {"tensorcore": 1.0, "tensorcore_tf32": 1.0}
 # 64-element chunks in flight per warp, per method. tune_plans *_rows4 at a8f8243 (H200, 512 MiB, GB/s, 2 -> 4): the
 # split [2^19, 256] 4,008 -> 4,312 (`shuffle` 4,522), [349525, 384] 4,076 -> 4,034; tf32 [2^19, 256] 4,352 -> 4,349,
@@ -266,13 +279,13 @@ ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
 # ... and from this many elements, more chunks in flight on fewer blocks (the same sums: chunks fold in order). Run 23
 # (H100, split): (4, 3) against (2, 4) reads [2^18, 512] at 3,037 against 2,995 GB/s, [174762, 768] 3,021 against
 # 2,964, [134217, 1000] 2,893 against 2,828; at 128-384 it loses (run 21: 2,515 against 2,915 at 128)
-ROWS4_LONG_K = 512
-ROWS4_UNROLL_LONG = 4
-ROWS4_BLOCKS_PER_SM_LONG = 3
+# (k from, chunks in flight, blocks per SM) tiers, the longest last. An H200 (FAMILY_TUNING) runs 4 chunks on 4 blocks
+# from 512 elements (session 9) and 8 on 2 from 8192 (ROWS4_MIN_FILL)
+ROWS4_LONG: tuple[tuple[int, int, int], ...] = ((512, 4, 3),)
 ITEMSIZE = 4
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
 # (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
-# tc32_rows4 from ROWS4_LONG_K at 4 chunks in flight on 4 blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27
+# tc32_rows4 from ROWS4_LONG's 512 elements at 4 chunks in flight on 4 blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27
 # the split's register loop loads whole chunks without end checks, and on an H200 it reads first-axis sums as fast as
 # the TMA ring or faster (tune_plans fp32_cols*_tma at 3aa2329, the register loop at 3 blocks per SM against TMA at 2
 # buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361 GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 ->
@@ -285,7 +298,7 @@ ITEMSIZE = 4
 # 3,542; COLS_TMA_SPLITS off, few strips on the register loop: [2^20, 2^7] 2,928 -> 3,142; both now the loop's)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
-    "H200": dict(ROWS4_BLOCKS_PER_SM_LONG=4, COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
+    "H200": dict(ROWS4_LONG=((512, 4, 4), (8192, 8, 2)), COLS_TMA_STAGES={"tensorcore": 0, "tensorcore_tf32": 2},
                  COLS_TMA_STAGES_LONG={"tensorcore": 0, "tensorcore_tf32": 0},
                  COLS_TMA_MIN_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 5},
                  COLS_FEW_PATH_MAX_CHUNKS={"tensorcore": 4, "tensorcore_tf32": 4},
@@ -294,8 +307,9 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  TILE_SHORT_MAX_CHUNKS={"tensorcore": 7, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
                  TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
                  ROWS4_MIN_K={"tensorcore": 256, "tensorcore_tf32": 128},
-                 ROWS4_MAX_K={"tensorcore": 4097, "tensorcore_tf32": 512},
-                 ROWS4_TILE_LOOP_K={"tensorcore": ((257, 321),), "tensorcore_tf32": ((129, 224),)},
+                 ROWS4_MAX_K={"tensorcore": 16385, "tensorcore_tf32": 1024},
+                 ROWS4_MIN_FILL={"tensorcore": 0.9, "tensorcore_tf32": 1.0},
+                 ROWS4_TILE_LOOP_K={"tensorcore": ((257, 353),), "tensorcore_tf32": ((129, 224), (257, 289))},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
@@ -373,10 +387,13 @@ def _plan_rows4(common: dict, fmt: F32Format, out_t: str, problem: Rows, device:
 
 
 def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, int]:
-    """tc32_rows4's (chunks in flight per warp, blocks per SM) for rows of ``k`` elements (ROWS4_LONG_K)."""
-    if k >= ROWS4_LONG_K:
-        return ROWS4_UNROLL_LONG, tuned(_THIS, "ROWS4_BLOCKS_PER_SM_LONG", device)
-    return tuned(_THIS, "ROWS4_UNROLL", device)[fmt.method], ROWS4_BLOCKS_PER_SM
+    """tc32_rows4's (chunks in flight per warp, blocks per SM) for rows of ``k`` elements (ROWS4_LONG's last tier
+    that ``k`` reaches, else ROWS4_UNROLL and ROWS4_BLOCKS_PER_SM)."""
+    geometry = tuned(_THIS, "ROWS4_UNROLL", device)[fmt.method], ROWS4_BLOCKS_PER_SM
+    for k_from, unroll, blocks_per_sm in tuned(_THIS, "ROWS4_LONG", device):
+        if k >= k_from:
+            geometry = unroll, blocks_per_sm
+    return geometry
 
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
