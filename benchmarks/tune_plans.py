@@ -260,6 +260,12 @@ for _prefix, _method in F32_METHODS.items():
             tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_MIN_FILL")]
             + [dict(_rows4_on, ROWS4_LONG=((512, u, b),)) for u, b in ((4, 4), (8, 2))],
             "float32", ((1 << 27) // _k, _k), -1, [(4300, _k), (4300, _k - 4)], _method)
+# ... and the split's rows of 2048-4096 at 8 chunks in flight on 2 blocks per SM (an H200's tier from 8192) against 4 on 4
+for _k in (2048, 4096):
+    SWEEPS[f"fp32_rows{_k}_rows4_xlong"] = (
+        tc32_plan, [committed(tc32_plan, "ROWS4_LONG")] + [dict(ROWS4_LONG=((512, 4, 4), (k_from, 8, 2)))
+                                                           for k_from in (2048, 512)],
+        "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
 # tc32_cols with a one-chunk software pipeline (COLS_PREFETCH: the next chunk loaded before the current one steps; the
 # same sums) at 2 or 3 blocks per SM, against the loop that loads, then steps (runs 24-25: adopted for tf32 only)
 for _n in (128, 1024, 4096, 1 << 20):
