@@ -7,7 +7,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 6154a40, 2026-11-29T08:32:16+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 591330f, 2026-11-29T23:59:03+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 5740c56, 2026-11-30T02:59:40+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a
 CUDA graph (graph_us: full sums) than a method within 2% of the fastest, the least GPU time
@@ -139,7 +139,7 @@ DEVICE_TABLES = {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
-            16: 'shuffle', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
+            16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
         ('float16', 'full'): {
