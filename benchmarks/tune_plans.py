@@ -177,16 +177,28 @@ for _k in (2048, 8192, 32768):
                                        ((1 << 27) // _k, _k), -1, [(4500, 1100), (4500, 2052), (3, _k)])
 # the float32 tensor-core methods (they share the forms and plans), by sweep-name prefix
 F32_METHODS = {"fp32": "tensorcore", "tf32": "tensorcore_tf32"}
+
+
+def rows4_k(lo: int, hi: int | None = None, *methods: str, holes: tuple[int, ...] = ()) -> dict:
+    """A ROWS4_K setting: tc32_rows4 on rows of ``lo`` up to ``hi`` (not included; None: the module's top for each
+    method) elements but the lengths in ``holes``, for ``methods`` (none named: every float32 tensor-core method); the
+    module's ranges for the others."""
+    ranges = {}
+    for method in methods or F32_METHODS.values():
+        edges = [lo, *sorted(h for hole in holes for h in (hole, hole + 1)), hi or tc32_plan.ROWS4_K[method][-1][1]]
+        ranges[method] = tuple((a, b) for a, b in zip(edges[::2], edges[1::2]) if a < b)
+    return dict(tc32_plan.ROWS4_K, **ranges)
+
 # fp32 rows of 256-768: tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load) against
 # tc32_rows_stream (a warp or warp group per row, 512 contiguous bytes per load) and tc32_rows (16 rows per warp, 64
-# bytes of each per load), by where rows4 stops (ROWS4_MAX_K) and streaming starts (STREAM_MIN_K); another order of
+# bytes of each per load), by where rows4 stops (ROWS4_K) and streaming starts (STREAM_MIN_K); another order of
 # additions: the bits check follows the plan; its first shape has rows enough for tc32_rows4 on an H100. Run 22 set
-# ROWS4_MAX_K per method: the split reads rows of 512 and 768 faster in rows4, tf32 streamed
+# where rows4 stops per method: the split reads rows of 512 and 768 faster in rows4, tf32 streamed
 for _k in (256, 512, 768):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_rows{_k}_stream"] = (
-            tc32_plan, [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K), STREAM_MIN_K=512)]
-            + [dict(ROWS4_MAX_K=dict.fromkeys(F32_METHODS.values(), cut), STREAM_MIN_K=s)
+            tc32_plan, [dict(committed(tc32_plan, "ROWS4_K"), STREAM_MIN_K=512)]
+            + [dict(ROWS4_K=rows4_k(128, cut), STREAM_MIN_K=s)
                for cut, s in ((512, 512), (1024, 512), (256, 256), (128, 128))],
             "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (333, _k + 4), (37, _k - 4), (3, _k)],
             _method)
@@ -211,53 +223,49 @@ for _k in (64, 128, 256, 384):
         if _prefix == "tf32" and _k in (64, 384):
             continue
         SWEEPS[f"{_prefix}_rows{_k}_rows4"] = (
-            tc32_plan, [dict(ROWS4_MIN_K=dict.fromkeys(F32_METHODS.values(), a),
+            tc32_plan, [dict(ROWS4_K=rows4_k(a) if a else dict.fromkeys(F32_METHODS.values(), ()),
                              ROWS4_UNROLL=dict.fromkeys(F32_METHODS.values(), u), ROWS4_BLOCKS_PER_SM=b)
                         for a, u, b in ((128, 2, 4), (0, 2, 4), (64, 2, 4), (64, 4, 4), (64, 1, 4), (64, 4, 3))],
             "float32", ((1 << 27) // _k, _k), -1, ROWS4_CHECK, _method)
 # ... and the split's rows of 129-511 between the two points measured (256, 384): 4 chunks in flight (an H200's) or 2,
-# on 4 or 3 blocks per SM; every setting in tc32_rows4 from 128 elements (the module's ROWS4_MIN_K and no
-# ROWS4_TILE_LOOP_K ranges, which an H200 sets apart)
-_ROWS4_FROM_128 = committed(tc32_plan, "ROWS4_MIN_K", "ROWS4_TILE_LOOP_K")
+# on 4 or 3 blocks per SM; every setting in tc32_rows4 from 128 elements (the module's ROWS4_K, without the holes an
+# H200 sets)
+_ROWS4_FROM_128 = committed(tc32_plan, "ROWS4_K")
 for _k in (160, 192, 320, 448, 500):
     SWEEPS[f"fp32_rows{_k}_rows4_inflight"] = (
         tc32_plan, [dict(_ROWS4_FROM_128, **committed(tc32_plan, "ROWS4_UNROLL", "ROWS4_BLOCKS_PER_SM"))]
         + [dict(_ROWS4_FROM_128, ROWS4_UNROLL=dict(tc32_plan.ROWS4_UNROLL, tensorcore=u), ROWS4_BLOCKS_PER_SM=b)
            for u, b in ((4, 4), (4, 3))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS["fp32"])
-# ... and rows of 129-511 in tc32_rows4 or on the tile loop (a ROWS4_TILE_LOOP_K range of this length alone; f3a8201's
-# run, then a range from 129 or 257 through ROWS4_MIN_K)
+# ... and rows of 129-511 in tc32_rows4 or on the tile loop (a ROWS4_K hole of this length alone)
 for _prefix, _ks in (("fp32", (144, 160, 192, 224, 240, 288, 320, 336, 352, 368, 384, 448, 500)),
                      ("tf32", (144, 160, 192, 224, 240, 288, 320, 384, 448))):
     for _k in _ks:
         SWEEPS[f"{_prefix}_rows{_k}_rows4_or_tiles"] = (
-            tc32_plan, [_ROWS4_FROM_128,
-                        dict(_ROWS4_FROM_128, ROWS4_TILE_LOOP_K=dict(tc32_plan.ROWS4_TILE_LOOP_K,
-                                                                     **{F32_METHODS[_prefix]: ((_k, _k + 1),)}))],
+            tc32_plan, [_ROWS4_FROM_128, dict(ROWS4_K=rows4_k(128, None, F32_METHODS[_prefix], holes=(_k,)))],
             "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k), (17001, _k)], F32_METHODS[_prefix])
 # the split's fp32 rows of 512-1023 through tc32_rows4: chunks in flight and blocks per SM there (run 23: 4 on 3)
 for _k in (512, 768, 1000):
     SWEEPS[f"fp32_rows{_k}_rows4_unroll"] = (
         tc32_plan, [dict(ROWS4_LONG=((512, u, b),)) for u, b in ((4, 3), (2, 4), (4, 4), (1, 4), (2, 3), (8, 2))],
         "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (4099, _k), (17000, _k - 4)], F32_METHODS["fp32"])
-# ... and of 1024-4096 through tc32_rows4 (4 chunks in flight) instead of tc32_rows_stream (ROWS4_MAX_K), at 3 or 4
+# ... and of 1024-4096 through tc32_rows4 (4 chunks in flight) instead of tc32_rows_stream (ROWS4_K), at 3 or 4
 # blocks per SM; tf32's from 512 too (run 22, H100: streamed faster)
 for _prefix, _ks in (("fp32", (1024, 2048, 4096)), ("tf32", (512, 768, 1024, 1536, 2048, 4096))):
     for _k in _ks:
         SWEEPS[f"{_prefix}_rows{_k}_rows4_long"] = (
-            tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_LONG")]
-            + [dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, **{F32_METHODS[_prefix]: 1 << 20}),
-                    ROWS4_LONG=((512, 4, b),)) for b in (4, 3)],
+            tc32_plan, [committed(tc32_plan, "ROWS4_K", "ROWS4_LONG")]
+            + [dict(ROWS4_K=rows4_k(128, 1 << 20, F32_METHODS[_prefix]), ROWS4_LONG=((512, 4, b),)) for b in (4, 3)],
             "float32", ((1 << 27) // _k, _k), -1, [(16899, _k), (17000, _k - 4)], F32_METHODS[_prefix])
 # ... and of 8192-32768 (512 MiB of them: 4096-1024 tiles of 4 rows, fewer than an H200's 4224 resident warps) through
 # tc32_rows4 too (ROWS4_MIN_FILL 0.2) at 4 chunks in flight on 4 blocks per SM (an H200's) or 8 on 2, against
 # tc32_rows_stream; the check shapes take tc32_rows4 under both
 for _prefix, _method in F32_METHODS.items():
     for _k in (8192, 16384, 32768):
-        _rows4_on = dict(ROWS4_MAX_K=dict(tc32_plan.ROWS4_MAX_K, **{_method: 1 << 20}),
+        _rows4_on = dict(ROWS4_K=rows4_k(128, 1 << 20, _method),
                          ROWS4_MIN_FILL=dict(tc32_plan.ROWS4_MIN_FILL, **{_method: 0.2}))
         SWEEPS[f"{_prefix}_rows{_k}_rows4_fill"] = (
-            tc32_plan, [committed(tc32_plan, "ROWS4_MAX_K", "ROWS4_MIN_FILL")]
+            tc32_plan, [committed(tc32_plan, "ROWS4_K", "ROWS4_MIN_FILL")]
             + [dict(_rows4_on, ROWS4_LONG=((512, u, b),)) for u, b in ((4, 4), (8, 2))],
             "float32", ((1 << 27) // _k, _k), -1, [(4300, _k), (4300, _k - 4)], _method)
 # ... and the split's rows of 2048-4096 at 8 chunks in flight on 2 blocks per SM (an H200's tier from 8192) against 4 on 4
@@ -392,17 +400,17 @@ for _n in (33, 48, 64):
                         dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 4), TILE_UNROLL_SHORT4=1)],
             "float32", ((1 << 27) // _n, _n), -1, _SHORT4_CHECK, _method)
 # ... and rows of 65-128 (5-8 chunks; TILE_SHORT_MAX_CHUNKS 8) at 2 or 3 blocks per SM (TILE_SHORT8_BLOCKS_PER_SM)
-# against the tile loop, rows of 128 also against tc32_rows4 (ROWS4_MIN_K 129 hands them to the tile loop or the short
-# path)
+# against the tile loop, rows of 128 also against tc32_rows4 (ROWS4_K from 129 hands them to the tile loop or the
+# short path)
 _SHORT8_CHECK = [(70001, 80), (70001, 127), (70003, 100), (70000, 128), (37, 300)]
-_NO_ROWS4 = dict(ROWS4_MIN_K=dict.fromkeys(F32_METHODS.values(), 129))
+_NO_ROWS4 = dict(ROWS4_K=rows4_k(129))
 _SHORT8 = [dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(F32_METHODS.values(), 8),
                 TILE_SHORT_MAX_CHUNKS_SCALAR=dict.fromkeys(F32_METHODS.values(), 8), TILE_SHORT8_BLOCKS_PER_SM=b)
            for b in (2, 3)]
 for _n in (80, 96, 112, 128):
     for _prefix, _method in F32_METHODS.items():
         SWEEPS[f"{_prefix}_rows{_n}_short8"] = (
-            tc32_plan, [committed(tc32_plan, "TILE_SHORT_MAX_CHUNKS", "TILE_SHORT8_BLOCKS_PER_SM", "ROWS4_MIN_K")]
+            tc32_plan, [committed(tc32_plan, "TILE_SHORT_MAX_CHUNKS", "TILE_SHORT8_BLOCKS_PER_SM", "ROWS4_K")]
             + ([_NO_ROWS4] + [dict(_NO_ROWS4, **short8) for short8 in _SHORT8] if _n == 128 else _SHORT8),
             "float32", ((1 << 27) // _n, _n), -1, _SHORT8_CHECK, _method)
 # ... and where the rows are split over blocks (few strips; COLS_TMA_SPLITS, run 36) at 2 or 3 blocks per SM (TMA's

@@ -940,8 +940,8 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
 }
 
 // -------------------------------------------------------------------------------------------------- tc32_rows4
-// Last-axis sums of rows with 16-byte aligned starts, 4 rows per warp (planned for many rows of ROWS4_MIN_K up to
-// ROWS4_MAX_K elements: tcreduce/plans/tensorcore_fp32.py). tc32_rows puts 16 rows in the 16 mma rows and so reads
+// Last-axis sums of rows with 16-byte aligned starts, 4 rows per warp (planned for many rows whose length falls in a
+// ROWS4_K range: tcreduce/plans/tensorcore_fp32.py). tc32_rows puts 16 rows in the 16 mma rows and so reads
 // 64 bytes of each row per load; here each row takes 4 mma rows and a load reads 256 contiguous bytes of it.
 // Warp w of block b sums rows 4T .. 4T + 3, T = b * WARPS + w (a one-pass grid, no splits). The elements are cut into
 // chunks of 64; in chunk c lane (g, t) loads elements 64c + 16(g & 3) + 4t .. +3 (zero past k) of row 4T + (g >> 2)

@@ -598,7 +598,7 @@ PREPARED = {
         H200_PATHS["rows of 3-4 chunks in the short path"][2]),
     "rows of 5-8 chunks in the short path": (
         dict(TILE_SHORT_MAX_CHUNKS=dict.fromkeys(_ALL32, 8), TILE_SHORT_MAX_CHUNKS_SCALAR=dict.fromkeys(_ALL32, 8),
-             TILE_SHORT8_BLOCKS_PER_SM=2, ROWS4_MIN_K=dict.fromkeys(_ALL32, 129)), ("short", True),
+             TILE_SHORT8_BLOCKS_PER_SM=2, ROWS4_K=dict.fromkeys(_ALL32, ((129, 512),))), ("short", True),
         [((70001, 80), -1), ((70001, 127), -1), ((70003, 100), -1), ((70000, 128), -1)]),
 }
 NO_TMA = dict(COLS_TMA_MIN_CHUNKS=dict.fromkeys(_ALL32, 1 << 30))

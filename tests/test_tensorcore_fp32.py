@@ -242,7 +242,7 @@ def test_one_pass_flat_twin_equals_literal_replay(method, n, start, rng, monkeyp
     assert got[0].view(np.uint32) == F32(want).view(np.uint32), (n, start, got, want)
 
 
-# tc32_rows4: on the 1-SM test GPU 32 resident warps, so 128 rows or more take it; ROWS4_MIN_K set to 64 here so that
+# tc32_rows4: on the 1-SM test GPU 32 resident warps, so 128 rows or more take it; ROWS4_K set from 64 here so that
 # rows of one chunk are replayed too; (shape, view)
 ROWS4_CASES = {"one chunk": ((128, 64), None), "a partial last chunk, a partial last tile": ((130, 100), None),
                "several chunks": ((129, 300), None), "a 16-byte aligned view": ((132, 264), lambda x: x[:, 4:]),
@@ -257,8 +257,7 @@ def test_rows4_twin_equals_literal_and_is_within_the_bound(case, method, rng, mo
     from tcreduce._layout import host_problem_data
     from tcreduce.emulate.tensorcore_tf32 import emulate_tensorcore_tf32
 
-    monkeypatch.setattr(P, "ROWS4_MIN_K", {METHOD: 64, "tensorcore_tf32": 64})
-    monkeypatch.setattr(P, "ROWS4_MAX_K", {METHOD: 1024, "tensorcore_tf32": 1024})  # tf32's long rows too
+    monkeypatch.setattr(P, "ROWS4_K", dict.fromkeys((METHOD, "tensorcore_tf32"), ((64, 1024),)))  # tf32's long rows too
     _api.get_plan.cache_clear()
     try:
         shape, view = ROWS4_CASES[case]
@@ -425,10 +424,10 @@ def test_planner_picks_a_kernel_per_form():
              Rows(1 << 20, 16, 16, 0): "tc32_rows<tcr32::Split, 256, 1, true, 4, float, true, 4>",
              Rows(1 << 20, 17, 17, 0): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
              Rows(1 << 16, 4096, 4096, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",
-             Rows(1 << 17, 1024, 1024, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # ROWS4_MAX_K
+             Rows(1 << 17, 1024, 1024, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # past ROWS4_K
              Rows(4000, 512, 512, 0): "tc32_rows_stream<tcr32::Split, 256, 2, 2, float, 2, 4>",  # too few for rows4
              Rows(1 << 18, 512, 512, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # ROWS4_LONG
-             Rows(1 << 18, 508, 508, 0): "tc32_rows4<tcr32::Split, 256, 2, float, 4>",  # ROWS4_MIN_K <= 508
+             Rows(1 << 18, 508, 508, 0): "tc32_rows4<tcr32::Split, 256, 2, float, 4>",  # in ROWS4_K
              Rows(12672, 600, 600, 0): "tc32_rows4<tcr32::Split, 256, 4, float, 3>",  # 3168 tiles, one per warp
              Rows(12668, 600, 600, 0): "tc32_rows_stream<tcr32::Split, 256, 1, 2, float, 2, 4>",  # one tile fewer
              Rows(1 << 18, 508, 509, 4): "tc32_rows<tcr32::Split, 256, 1, false, 2, float, false, 4>",
@@ -466,7 +465,7 @@ def test_planner_picks_a_kernel_per_form():
     assert tma.kernel.startswith("tc32_cols_tma<") and tma.kernel.endswith(", 2, 2>")  # 1024 rows: 2 blocks per SM
     assert tma.shared_bytes == 8 * 2 * 2048
     assert tma.args[-1] == TensorMapOfX("float32", (1 << 15, 1024, 3), (4 << 15, 4096 << 15), (32, 16, 1))
-    # tf32 streams rows of 512 (ROWS4_MAX_K is per method)
+    # tf32 streams rows of 512 (ROWS4_K is per method)
     plan = get_plan("tensorcore_tf32", Rows(1 << 18, 512, 512, 0), "float32", "float32", H100)
     assert plan.launches[0].kernel.startswith("tc32_rows_stream<tcr32::Tf32,"), plan.describe()
     plan = get_plan(METHOD, Rows(4, 1 << 20, 1 << 20, 0), "float32", "float32", H100)

@@ -12,16 +12,16 @@ What it launches: one kernel per call.
   step of warp 0; the last block combines the block partials. Large arrays on an H100 or H200 (``FLAT_ROUNDS``) go in
   one pass of blocks of a fixed number of rounds instead, their partials combined in two levels.
 - Last-axis sums (:class:`~tcreduce._layout.Rows`): rows whose starts are all 16-byte aligned go 4 per warp
-  (``tc32_rows4``) when they have ``ROWS4_MIN_K`` up to ``ROWS4_MAX_K`` (both per method) elements and are many
-  (``ROWS4_MIN_FILL`` 4-row tiles per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
+  (``tc32_rows4``) when their length falls in a ``ROWS4_K`` range (per method) and they are many (``ROWS4_MIN_FILL``
+  4-row tiles per resident warp); other aligned rows of at least ``STREAM_MIN_K`` elements stream one per warp group
   (``tc32_rows_stream``, tc32_flat's step on 256 elements of one row); the rest go to ``tc32_rows``: 16 rows per warp
   (one per mma row), 16-element chunks, 16-byte loads where the rows are 16-byte aligned and scalar loads otherwise;
   rows of at most 16 elements take the short path (4 row tiles in flight per warp). Few rows: several warps per tile,
   then several blocks (splits) combined by the tile's last block. An H200 (its ``FAMILY_TUNING``) takes the short path
   for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
   ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-352 but 256 and tf32's of 129-223 and 257-288 on
-  the tile loop (``ROWS4_MIN_K``, ``ROWS4_TILE_LOOP_K``), gives its ``tc32_rows4`` 4 chunks in flight
-  (``ROWS4_UNROLL``), the split's rows of up to 16384 elements and tf32's of up to 1023 (``ROWS4_MAX_K``), and the
+  the tile loop, gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``), the split's rows of up to 16384
+  elements and tf32's of up to 1023 (``ROWS4_K``), and the
   split's rows of 8192 or more 8 chunks in flight on 2 blocks per SM from 0.9 tiles per resident warp
   (``ROWS4_LONG``, ``ROWS4_MIN_FILL``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
@@ -109,7 +109,7 @@ TILE_UNROLL_SHORT2 = 2
 TILE_UNROLL_SHORT4 = 1
 # ... and rows of 65-128 (5-8 chunks; TILE_SHORT_MAX_CHUNKS 8): one tile in flight at TILE_SHORT8_BLOCKS_PER_SM blocks
 # per SM (2: the split 103-128 registers, tf32 86-90, no spills; at 3, 5-6 chunks fit in 78-80 registers, and 7 but
-# the split's scalar loads (16 bytes spilled), 8 spill 8-16 bytes). Rows of 128 go to tc32_rows4 first (ROWS4_MIN_K).
+# the split's scalar loads (16 bytes spilled), 8 spill 8-16 bytes). Rows of 128 go to tc32_rows4 first (ROWS4_K).
 # tune_plans *_short8 at 9edd0f1 (H200, 512 MiB, GB/s, the tile loop -> 2 blocks per SM, 3): the split [1677721, 80]
 # 3,593 -> 3,394, 4,001; [1398101, 96] 3,888 -> 3,562, 4,119; [1198372, 112] 3,739 -> 3,679, 4,120 (`shuffle` 3,949,
 # 4,403, 4,491); tf32 3,891 -> 4,147, 4,167; 4,144 -> 4,180, 4,200; 3,910 -> 4,091, 4,183. Rows of 128 (tc32_rows4,
@@ -227,38 +227,34 @@ STREAM_SPLIT_FILL = True
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
-# tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows of at
-# least this many elements that tc32_rows_stream does not take, when there are rows enough for a warp per 4 rows on
-# every resident warp, per method; 0: off. tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s,
-# [2^19, 256] 2,696 -> 2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows
-# of 64 (one chunk per warp, then the fold) lose, 2,770 -> 2,049. An H200 keeps the split's rows of 128-255 on the
-# tile loop (FAMILY_TUNING; *_short8 above; tune_plans fp32_rows*_rows4_or_tiles at 465e425, H200, 512 MiB, GB/s,
-# tc32_rows4 -> the tile loop: [932067, 144] 2,604 -> 3,703, [838860, 160] 2,879 -> 3,931, [699050, 192] 3,720 ->
-# 3,931, [599186, 224] 3,376 -> 3,965, [559240, 240] 3,581 -> 3,632; `shuffle` 3,596-4,479)
-ROWS4_MIN_K = {"tensorcore": 128, "tensorcore_tf32": 128}
-# ... but not rows whose length falls in one of these half-open ranges, per method: the tile loop takes those
-# (tc32_rows4 walks a row in rounds of ROWS4_UNROLL 64-element chunks, so a length just past a whole round leaves most
-# of its last round idle). tune_plans at f3a8201 (H200, 512 MiB, GB/s, tc32_rows4 -> the tile loop;
-# `rows4_tf32_tiles_long` log): the split [466033, 288] 3,208 -> 3,962, [419430, 320] 3,724 -> 3,858, [349525, 384]
-# 3,985 -> 3,809; tf32 [932067, 144] 3,136 -> 3,815, [838860, 160] 3,358 -> 4,101, [699050, 192] 3,962 -> 4,088,
-# [599186, 224] 4,126 -> 4,105 (`shuffle` 3,592-4,485). At 1da0ec7 (`tune_rows4_fill_long_tiles` log, each length
-# alone): the split 336 3,571 -> 3,625, 352 3,699 -> 3,917, 368 3,819 -> 3,519, 448 4,209 -> 3,866, 500 4,170 ->
-# 3,476; tf32 240 4,204 -> 3,693, 288 3,810 -> 4,080, 320 4,172 -> 3,974, 384 4,304 -> 3,918, 448 4,200 -> 3,993. So
-# an H200 (FAMILY_TUNING) gives the split's rows of 257-352 and tf32's of 129-223 and 257-288 (a last round of its 2
-# chunks at most a quarter full) to the tile loop (tf32's rows of 128, one whole round, read 4,256 in tc32_rows4
-# against 4,193: session 31)
-ROWS4_TILE_LOOP_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": (), "tensorcore_tf32": ()}
-# ... up to (not including) this many elements, per method; from there tc32_rows_stream (STREAM_MIN_K) takes them.
-# tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed, [174762, 768]
-# 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796). tune_plans
-# fp32_rows*_rows4_long at b084cf9 (H200, 512 MiB, GB/s, the split streamed -> tc32_rows4 at 4 chunks in flight on 4
-# blocks per SM, 3): [131072, 1024] 3,866 -> 4,283, 4,209; [65536, 2048] 4,051 -> 4,188, 4,082; [32768, 4096] 4,070 ->
-# 4,148, 4,046 (`shuffle` 4,490-4,496). So an H200 (FAMILY_TUNING) gives the split's rows of up to 4096 to tc32_rows4
-# (the gain shrinks with the length), and from session 33 up to 16384 (ROWS4_MIN_FILL). tf32 (f3a8201 and 1da0ec7,
-# streamed -> tc32_rows4 at 4 on 4): [262144, 512] 3,978 -> 4,316, [174762, 768] 3,718 -> 4,331, [131072, 1024]
-# 4,371 -> 4,337, [87381, 1536] 4,370 -> 4,333, [65536, 2048] 4,250 -> 4,287, [32768, 4096] 4,330 -> 4,243: its rows
-# of 512-1023 only
-ROWS4_MAX_K = {"tensorcore": 1024, "tensorcore_tf32": 512}
+# tc32_rows4 (4 rows per warp, 256 contiguous bytes of a row per load, kernels/tensorcore_f32.cuh): aligned rows whose
+# length falls in one of these half-open ranges of elements, per method (none: off), when there are rows enough
+# (ROWS4_MIN_FILL); tc32_rows_stream (STREAM_MIN_K) takes longer aligned rows, tc32_rows the rest.
+# - From where: tune_plans run 21 (H100, against tc32_rows): [2^20, 128] 2,746 -> 2,915 GB/s, [2^19, 256] 2,696 ->
+#   2,973, [349525, 384] 2,689 -> 3,008 (tf32 at 128 and 256: 2,458 -> 2,704, 2,175 -> 2,755); rows of 64 (one chunk
+#   per warp, then the fold) lose, 2,770 -> 2,049. An H200 keeps the split's rows of 128-255 on the tile loop (*_short8
+#   above; tune_plans fp32_rows*_rows4_or_tiles at 465e425, H200, 512 MiB, GB/s, tc32_rows4 -> the tile loop: [932067,
+#   144] 2,604 -> 3,703, [838860, 160] 2,879 -> 3,931, [699050, 192] 3,720 -> 3,931, [599186, 224] 3,376 -> 3,965,
+#   [559240, 240] 3,581 -> 3,632; `shuffle` 3,596-4,479).
+# - Holes: tc32_rows4 walks a row in rounds of ROWS4_UNROLL 64-element chunks, so a length just past a whole round
+#   leaves most of its last round idle. tune_plans at f3a8201 (H200, 512 MiB, GB/s, tc32_rows4 -> the tile loop;
+#   `rows4_tf32_tiles_long` log): the split [466033, 288] 3,208 -> 3,962, [419430, 320] 3,724 -> 3,858, [349525, 384]
+#   3,985 -> 3,809; tf32 [932067, 144] 3,136 -> 3,815, [838860, 160] 3,358 -> 4,101, [699050, 192] 3,962 -> 4,088,
+#   [599186, 224] 4,126 -> 4,105 (`shuffle` 3,592-4,485). At 1da0ec7 (`tune_rows4_fill_long_tiles` log, each length
+#   alone): the split 336 3,571 -> 3,625, 352 3,699 -> 3,917, 368 3,819 -> 3,519, 448 4,209 -> 3,866, 500 4,170 ->
+#   3,476; tf32 240 4,204 -> 3,693, 288 3,810 -> 4,080 (a last round of its 2 chunks a quarter full), 320 4,172 ->
+#   3,974, 384 4,304 -> 3,918, 448 4,200 -> 3,993; tf32's rows of 128, one whole round, read 4,256 in tc32_rows4
+#   against the tile loop's 4,193 (session 31).
+# - Up to where: tune_plans run 22 (H100): the split reads [2^18, 512] at 3,005 GB/s in rows4 against 2,792 streamed,
+#   [174762, 768] 2,894 against 2,655; tf32 reads them faster streamed (3,078 against 2,867; 2,944 against 2,796).
+#   tune_plans fp32_rows*_rows4_long at b084cf9 (H200, 512 MiB, GB/s, the split streamed -> tc32_rows4 at 4 chunks in
+#   flight on 4 blocks per SM, 3): [131072, 1024] 3,866 -> 4,283, 4,209; [65536, 2048] 4,051 -> 4,188, 4,082; [32768,
+#   4096] 4,070 -> 4,148, 4,046 (`shuffle` 4,490-4,496); from 8192 see ROWS4_MIN_FILL. tf32 (f3a8201 and 1da0ec7,
+#   streamed -> tc32_rows4 at 4 on 4): [262144, 512] 3,978 -> 4,316, [174762, 768] 3,718 -> 4,331, [131072, 1024]
+#   4,371 -> 4,337, [87381, 1536] 4,370 -> 4,333, [65536, 2048] 4,250 -> 4,287, [32768, 4096] 4,330 -> 4,243.
+# So an H200 (FAMILY_TUNING) gives tc32_rows4 the split's rows of 256 and 353-16384 elements and tf32's of 128,
+# 224-256 and 289-1023
+ROWS4_K: dict[str, tuple[tuple[int, int], ...]] = {"tensorcore": ((128, 1024),), "tensorcore_tf32": ((128, 512),)}
 # ... when there are at least this many 4-row tiles per resident warp (a warp per tile, one pass: fewer leave warps
 # idle), per method. Long rows keep 4-8 chunks of 4 rows (4-8 KiB) in flight per warp (ROWS4_LONG), so on them fewer
 # busy warps may still cover the memory's latency. tune_plans *_rows4_fill at 1da0ec7 (H200, 512 MiB, GB/s, streamed
@@ -306,10 +302,9 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_LOAD8={"tensorcore": True, "tensorcore_tf32": False},
                  TILE_SHORT_MAX_CHUNKS={"tensorcore": 7, "tensorcore_tf32": 7}, TILE_SHORT8_BLOCKS_PER_SM=3,
                  TILE_SHORT_MAX_CHUNKS_SCALAR={"tensorcore": 6, "tensorcore_tf32": 7},
-                 ROWS4_MIN_K={"tensorcore": 256, "tensorcore_tf32": 128},
-                 ROWS4_MAX_K={"tensorcore": 16385, "tensorcore_tf32": 1024},
+                 ROWS4_K={"tensorcore": ((256, 257), (353, 16385)),
+                          "tensorcore_tf32": ((128, 129), (224, 257), (289, 1024))},
                  ROWS4_MIN_FILL={"tensorcore": 0.9, "tensorcore_tf32": 1.0},
-                 ROWS4_TILE_LOOP_K={"tensorcore": ((257, 353),), "tensorcore_tf32": ((129, 224), (257, 289))},
                  ROWS4_UNROLL={"tensorcore": 4, "tensorcore_tf32": 2},
                  FLAT_ROUNDS={"tensorcore": 32, "tensorcore_tf32": 8}, FLAT_ONE_PASS_MIN_WAVES=6,
                  FLAT_ONE_BLOCK={"tensorcore": (8, 2, 1), "tensorcore_tf32": (16, 2, 1)}),
@@ -397,11 +392,10 @@ def _rows4_geometry(fmt: F32Format, k: int, device: DeviceSpec) -> tuple[int, in
 
 
 def _takes_rows4(fmt: F32Format, problem: Rows, device: DeviceSpec) -> bool:
-    """Whether tc32_rows4 takes these rows: aligned rows of ROWS4_MIN_K[method] up to ROWS4_MAX_K[method] elements
-    outside the ROWS4_TILE_LOOP_K[method] ranges, at least ROWS4_MIN_FILL[method] 4-row tiles per resident warp."""
+    """Whether tc32_rows4 takes these rows: aligned rows whose length falls in a ROWS4_K[method] range, at least
+    ROWS4_MIN_FILL[method] 4-row tiles per resident warp."""
     k, method = problem.k, fmt.method
-    return (0 < tuned(_THIS, "ROWS4_MIN_K", device)[method] <= k < tuned(_THIS, "ROWS4_MAX_K", device)[method]
-            and not any(lo <= k < hi for lo, hi in tuned(_THIS, "ROWS4_TILE_LOOP_K", device)[method])
+    return (any(lo <= k < hi for lo, hi in tuned(_THIS, "ROWS4_K", device)[method])
             and is_aligned(problem.align, (problem.ld * ITEMSIZE,), 16)
             and cdiv(problem.m, 4) >= (tuned(_THIS, "ROWS4_MIN_FILL", device)[method]
                                        * device.sm_count * _rows4_geometry(fmt, k, device)[1] * (BLOCK // 32)))
