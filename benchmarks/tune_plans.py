@@ -268,7 +268,8 @@ for _prefix, _method in F32_METHODS.items():
             tc32_plan, [committed(tc32_plan, "ROWS4_K", "ROWS4_MIN_FILL")]
             + [dict(_rows4_on, ROWS4_LONG=((512, u, b),)) for u, b in ((4, 4), (8, 2))],
             "float32", ((1 << 27) // _k, _k), -1, [(4300, _k), (4300, _k - 4)], _method)
-# ... and the split's rows of 2048-4096 at 8 chunks in flight on 2 blocks per SM (an H200's tier from 8192) against 4 on 4
+# ... and the split's rows of 2048-4096 at 8 chunks in flight on 2 blocks per SM (an H200's tier from 8192) against 4
+# on 4 (7a82480: 8 on 2 loses 2.5% at 2048, level at 4096)
 for _k in (2048, 4096):
     SWEEPS[f"fp32_rows{_k}_rows4_xlong"] = (
         tc32_plan, [committed(tc32_plan, "ROWS4_LONG")] + [dict(ROWS4_LONG=((512, 4, 4), (k_from, 8, 2)))

@@ -272,25 +272,25 @@ ROWS4_MIN_FILL = {"tensorcore": 1.0, "tensorcore_tf32": 1.0}
 # 500] 3,907 -> 4,173, 4,014 (`shuffle` 3,817-4,410): 4 is kept for them all (320 and 384 lose 1-2%)
 ROWS4_UNROLL = {"tensorcore": 2, "tensorcore_tf32": 2}
 ROWS4_BLOCKS_PER_SM = 4  # __launch_bounds__(256, 4)
-# ... and from this many elements, more chunks in flight on fewer blocks (the same sums: chunks fold in order). Run 23
-# (H100, split): (4, 3) against (2, 4) reads [2^18, 512] at 3,037 against 2,995 GB/s, [174762, 768] 3,021 against
-# 2,964, [134217, 1000] 2,893 against 2,828; at 128-384 it loses (run 21: 2,515 against 2,915 at 128)
-# (k from, chunks in flight, blocks per SM) tiers, the longest last. An H200 (FAMILY_TUNING) runs 4 chunks on 4 blocks
-# from 512 elements (session 9) and 8 on 2 from 8192 (ROWS4_MIN_FILL)
+# ... and longer rows more chunks in flight on fewer blocks (the same sums: chunks fold in order), in (k from, chunks
+# in flight, blocks per SM) tiers, the longest last. Run 23 (H100, split): (4, 3) against (2, 4) reads [2^18, 512] at
+# 3,037 against 2,995 GB/s, [174762, 768] 3,021 against 2,964, [134217, 1000] 2,893 against 2,828; at 128-384 it
+# loses (run 21: 2,515 against 2,915 at 128). An H200 (FAMILY_TUNING) runs 4 chunks on 4 blocks from 512 elements
+# (session 9) and 8 on 2 from 8192 (ROWS4_MIN_FILL)
 ROWS4_LONG: tuple[tuple[int, int, int], ...] = ((512, 4, 3),)
 ITEMSIZE = 4
 # Per GPU family, the constants it sets apart from the values above (an H100's), read through _common.tuned. H200
 # (tune_plans runs 40-42, session 9, 512 MiB, GB/s against the H100 values in the same run; notes/performance.md):
-# tc32_rows4 from ROWS4_LONG's 512 elements at 4 chunks in flight on 4 blocks per SM: [2^18, 512] 4,088 -> 4,259. Since session 27
-# the split's register loop loads whole chunks without end checks, and on an H200 it reads first-axis sums as fast as
-# the TMA ring or faster (tune_plans fp32_cols*_tma at 3aa2329, the register loop at 3 blocks per SM against TMA at 2
-# buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361 GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 ->
+# tc32_rows4 from 512 elements at 4 chunks in flight on 4 blocks per SM (ROWS4_LONG): [2^18, 512] 4,088 -> 4,259. Since
+# session 27 the split's register loop loads whole chunks without end checks, and on an H200 it reads first-axis sums as
+# fast as the TMA ring or faster (tune_plans fp32_cols*_tma at 3aa2329, the register loop at 3 blocks per SM against TMA
+# at 2 buffers and 3 blocks per SM): 128 rows 3,140 -> 3,361 GB/s, 256 3,495 -> 3,541, 512 3,514 -> 3,533, 1024 3,488 ->
 # 3,524, 2048 3,652 -> 3,596, 4096 3,624 -> 3,637, 16384 3,700 -> 3,716: the split leaves TMA. Since session 28 tf32's
 # one-chunk pipeline loads whole chunks too, and from COLS_TMA_LONG_ROWS rows it reads as fast as TMA or faster
 # (tune_plans tf32_cols*_tma at 39e3f26, the pipeline at 2 blocks per SM against TMA at 2 buffers and 3 blocks per SM,
-# session 9's setting for long rows; two readings of it): 1024 rows 3,912-3,917 -> 3,969, 4096 3,593-3,660 -> 3,998
-# (TMA at 2 blocks per SM: 4,005 there, 3,091 at 1024 rows); below, TMA stays ahead (256 rows 3,740 against 4,012). With
-# no TMA from COLS_TMA_LONG_ROWS rows, session 9's settings for TMA there went (3 blocks per SM: [4096, 2^15] 3,136 ->
+# session 9's setting for long rows; two readings of it): 1024 rows 3,912-3,917 -> 3,969, 4096 3,593-3,660 -> 3,998 (TMA
+# at 2 blocks per SM: 4,005 there, 3,091 at 1024 rows); below, TMA stays ahead (256 rows 3,740 against 4,012). With no
+# TMA from COLS_TMA_LONG_ROWS rows, session 9's settings for TMA there went (3 blocks per SM: [4096, 2^15] 3,136 ->
 # 3,542; COLS_TMA_SPLITS off, few strips on the register loop: [2^20, 2^7] 2,928 -> 3,142; both now the loop's)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={"tensorcore": 4, "tensorcore_tf32": 4}, FLAT_ONE_PASS_MIN_WAVES=12),
