@@ -21,9 +21,8 @@ What it launches: one kernel per call.
   for rows of up to 112 elements (the split's rows not 16-byte aligned: 96; ``TILE_SHORT_MAX_CHUNKS``,
   ``TILE_SHORT_MAX_CHUNKS_SCALAR``), keeps the split's rows of 128-352 but 256 and tf32's of 129-223 and 257-288 on
   the tile loop, gives its ``tc32_rows4`` 4 chunks in flight (``ROWS4_UNROLL``), the split's rows of up to 16384
-  elements and tf32's of up to 1023 (``ROWS4_K``), and the
-  split's rows of 8192 or more 8 chunks in flight on 2 blocks per SM from 0.9 tiles per resident warp
-  (``ROWS4_LONG``, ``ROWS4_MIN_FILL``).
+  elements and tf32's of up to 1023 (``ROWS4_K``), and the split's rows of 8192 or more 8 chunks in flight on 2 blocks
+  per SM from 0.9 tiles per resident warp (``ROWS4_LONG``, ``ROWS4_MIN_FILL``).
 - Other axes (:class:`~tcreduce._layout.Cols`): ``tc32_cols``, tc_cols' design (the data as the A operand read
   transposed): a warp owns a strip of 32 columns and walks the reduced axis in chunks of 16 rows, each lane loading
   16 bytes of 4 rows per chunk (scalar loads where the strides are not 16-byte multiples); strips go to warp groups
