@@ -14,6 +14,10 @@ regimes, GB/s = bytes read / median time:
 - ``alternating``: back to back over two inputs in turn (each call reads other memory than the last);
 - ``back_to_back (again, k)``: the first regime repeated ``--rounds`` times after the others, in the same process
   (does a method's speed move within one process?);
+- ``study input``: back to back on an input made as the segment study makes it (``experiments.inputs.random_pool``
+  with the study's seed, reshaped; float16 and float32), timed with the study's ``TimingConfig(target_s=0.05)``
+  (does the study's input or its timing explain why the study reads some of our kernels 2-5% slower than this
+  script's fresh arrays?);
 - ``placement k`` (``--placements K``): back to back on K more inputs of the same shape, each allocated after a gap
   of k * (2 MiB + 4 KiB + 256) bytes, so at other addresses and other physical pages (does a method's speed depend on
   where its input lies?).
@@ -105,6 +109,7 @@ def main() -> None:
     import tcreduce
     from experiments.competitors import torch_stream_guard
     from experiments.env import command_line, device_info, git_info
+    from experiments.inputs import case_seed, random_pool
     from experiments.timing import TimingConfig, time_gpu
     from perf_floor import make_input
     from tcreduce.formats import get_format
@@ -127,6 +132,11 @@ def main() -> None:
             xk, tk, _ = make_input(cupy.random.default_rng(3 + k), shape, dtype, torch)
             placed.append(xk)
             twin[id(xk)] = tk
+        study = None
+        if dtype in ("float16", "float32"):
+            study = random_pool(dtype, TOTAL_BYTES // get_format(dtype).itemsize, seed=case_seed("segments", dtype),
+                                low=-0.25, high=0.75).reshape(shape)
+            twin[id(study)] = torch.from_dlpack(study)
         compiled = torch.compile(lambda a: torch.sum(a, dim=axis, dtype=torch.float32), dynamic=False)
         res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
         o = cupy.empty(res_shape, dtype=cupy.float32)
@@ -146,6 +156,9 @@ def main() -> None:
                     regimes["back_to_back_out"] = time_gpu(fn_out, [x], cfg).median_s
                 for k in range(args.rounds):
                     regimes[f"back_to_back (again, {k + 1})"] = time_gpu(fn, [x], cfg).median_s
+                if study is not None and name != "walk (read_probe)":
+                    regimes["study input"] = time_gpu(fn, [study], TimingConfig(target_s=0.05)).median_s
+                    regimes["fresh input, study timing"] = time_gpu(fn, [x], TimingConfig(target_s=0.05)).median_s
                 for k, xk in enumerate(placed):
                     regimes[f"placement {k + 1}"] = time_gpu(fn, [xk], cfg).median_s
             for regime, sec in regimes.items():
@@ -153,7 +166,7 @@ def main() -> None:
                              "GBps": round(x.nbytes / sec / 1e9, 1)})
                 print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
-        del x, t, y, ty, twin, placed, gaps
+        del x, t, y, ty, twin, placed, gaps, study
         cupy.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
     _write(out / "regimes.csv", rows, {**device_info(), **git_info(), "command": command_line()})
