@@ -699,17 +699,6 @@ for _k in (1 << 18, 1 << 19, 1 << 20, 447392):  # 447,392: 300 rows (5 splits fi
         for _dt in ("float16", "bfloat16"):
             SWEEPS[f"{_dt}_rows{2 * _k}_split_fill"] = (tc_plan, STREAM_SPLIT_SETTINGS, _dt,
                                                         ((1 << 28) // (2 * _k), 2 * _k), -1, STREAM_SPLIT_CHECK[2])
-# few long rows, a block per row, as a front (STREAM_FRONT_BYTES, session 34: splits of about that many bytes of a
-# row, launched split-major so that the resident blocks read adjacent ranges; 2^40: the committed splits, split-major
-# only); another order of additions where the splits change: the bits check follows the plan (its shapes split)
-STREAM_FRONT = [dict(STREAM_FRONT_BYTES=b) for b in (1 << 40, 32768, 65536, 131072, 262144)]
-STREAM_FRONT_CHECK = {2: [(5, 131080), (130, 40000), (600, 65544)], 4: [(5, 65540), (130, 20000), (600, 32772)]}
-for _lg in (17, 18, 19, 20):
-    SWEEPS[f"float16_rows{1 << _lg}_front"] = (tc_plan, STREAM_FRONT, "float16", ((1 << 28) >> _lg, 1 << _lg), -1,
-                                               STREAM_FRONT_CHECK[2])
-    for _prefix, _method in F32_METHODS.items():
-        SWEEPS[f"{_prefix}_rows{1 << _lg}_front"] = (tc32_plan, STREAM_FRONT, "float32",
-                                                     ((1 << 27) >> _lg, 1 << _lg), -1, STREAM_FRONT_CHECK[4], _method)
 # tc32_rows_stream: 256-element chunks in flight per warp and blocks per SM (the same sums: chunks fold in order)
 for _k in (2048, 4096, 8192, 16384, 1 << 20):
     for _prefix, _method in F32_METHODS.items():

@@ -75,20 +75,6 @@ __device__ __forceinline__ SplitRange split_range(i64 length, i64 splits, i64 sp
     return {begin, end, end > begin ? (end - begin + CHUNK - 1) / CHUNK : 0};
 }
 
-// Which split and which work item (row, tile or strip group) a block of a split launch takes, and how many items the
-// grid strides over. Item-major (the default): grid (items, splits), so the blocks resident together take the same
-// split of many items. SPLIT_MAJOR: grid (splits, items), so they take the adjacent splits of few items and read one
-// contiguous front, as a one-pass walk of short blocks does. Only speed depends on it: every split's range and the
-// order of the splits' combination are the same either way.
-struct GridOrder {
-    i64 split, item, items;
-};
-template <bool SPLIT_MAJOR>
-__device__ __forceinline__ GridOrder grid_order() {
-    if (SPLIT_MAJOR) return {(i64)blockIdx.x, (i64)blockIdx.y, (i64)gridDim.y};
-    return {(i64)blockIdx.y, (i64)blockIdx.x, (i64)gridDim.x};
-}
-
 // ------------------------------------------------------------------------------ single-pass grid combination
 // The last-block-done pattern (CUDA samples threadFenceReduction): each block publishes a partial, fences, and bumps
 // a counter; the block that sees count == expected - 1 is last, combines in a fixed order, and resets the counter to

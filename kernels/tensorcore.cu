@@ -415,15 +415,13 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
 // lanes 4g..4g+3 and row g + 8 their halves 2, 3, 6, 7, one fused block each, so one mma adds 256 values of one
 // row (fp8: two mmas per chunk, the lanes' values 0..7, then 8..15, as in tc_flat). Work split as tc_rows with a row for a row tile: rows go to groups of WPT warps
 // (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), columns to `splits` ranges of whole chunks
-// (blockIdx.y; SPLIT_MAJOR swaps x and y, common.cuh's grid_order); warp q of a group takes chunks q, q + WPT, ...,
-// UNROLL chunks in flight per step.
+// (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks in flight per step.
 // Order: per warp the flush rule; lane value = acc_lo + acc_hi; warp_fold_rows; per row the group's warps are added
 // in q order from 0.0f (one warp: its value); with splits > 1 the split values go to ws[row * splits + s] and the
 // last block of the row adds them in s order from 0.0f.
 // CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
 // CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
-template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1,
-          bool SPLIT_MAJOR = false>
+template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
@@ -432,8 +430,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
     __shared__ float red[WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int group = warp / WPT, q = warp % WPT;
-    const GridOrder grid = grid_order<SPLIT_MAJOR>();
-    const i64 split = grid.split;
+    const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     // the VEC elements of a row at column col (zero past c_end), raw: mma_vector16 makes them A fragments
@@ -468,7 +465,7 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
         }
     } else {
     // block-uniform row loop (the group combination synchronises the block)
-    for (i64 row_base = grid.item * GROUPS; row_base < m; row_base += grid.items * GROUPS) {
+    for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
         const i64 row = row_base + group;
         RowAccumulator<T, CHAIN> acc;
         if (row < m) {  // warp-uniform

@@ -848,13 +848,13 @@ tc32_cols_tma(const float* __restrict__ x, tcr::i64 a, tcr::i64 r, tcr::i64 b, t
 // lane l loads elements c_begin + 256c + 4l .. +3 and c_begin + 256c + 128 + 4l .. +3 (zero past c_end) as its two
 // vectors, tc32_flat's step: one step adds 256 values of one row. Work split as the tiles kernel with a row for a
 // tile: rows go to groups of WPT warps (row = blockIdx.x*GROUPS + group, + gridDim.x*GROUPS per round), elements to
-// `splits` ranges of whole chunks (blockIdx.y; SPLIT_MAJOR swaps x and y, common.cuh's grid_order); warp q of a group
-// takes chunks q, q + WPT, ..., UNROLL chunks loaded per step of the loop.
+// `splits` ranges of whole chunks (blockIdx.y); warp q of a group takes chunks q, q + WPT, ..., UNROLL chunks loaded
+// per step of the loop.
 // Order: per warp the format's order (one step per chunk); lane pair = add2(row_lo, row_hi); warp_fold_rows2; per row
 // the group's warps' pairs are add2'ed in q order from (0, 0) (one warp: its pair); with splits > 1 the split pairs go
 // to ws[2(row * splits + s)] (s part, e part after it) and the last block of the row add2s them in s order from
 // (0, 0). out = value2.
-template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, int LOAD, int MINB, bool SPLIT_MAJOR = false>
+template <class FMT, int BLOCK, int WPT, int UNROLL, typename OutT, int LOAD, int MINB>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 ld, OutT* __restrict__ out,
                  float* __restrict__ ws, unsigned* counters, tcr::i64 splits) {
@@ -865,8 +865,7 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
     __shared__ float red[2][WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int group = warp / WPT, q = warp % WPT;
-    const GridOrder grid = grid_order<SPLIT_MAJOR>();
-    const i64 split = grid.split;
+    const i64 split = blockIdx.y;
     const SplitRange cols = split_range<CHUNK>(k, splits, split);
     const i64 c_begin = cols.begin, c_end = cols.end, nchunks = cols.nchunks;
     // the 4 floats of a row at column col (zero past c_end) as one vector
@@ -881,7 +880,7 @@ tc32_rows_stream(const float* __restrict__ x, tcr::i64 m, tcr::i64 k, tcr::i64 l
     const i64 nwhole = (c_end - c_begin) / CHUNK;  // chunks [0, nwhole) end at or before c_end
 
     // block-uniform row loop (the group combination synchronises the block)
-    for (i64 row_base = grid.item * GROUPS; row_base < m; row_base += grid.items * GROUPS) {
+    for (i64 row_base = (i64)blockIdx.x * GROUPS; row_base < m; row_base += (i64)gridDim.x * GROUPS) {
         const i64 row = row_base + group;
         typename FMT::Acc acc;
         if (row < m) {  // warp-uniform

@@ -12,12 +12,11 @@ from .._device import gpu_family
 from .._plan import DeviceSpec
 
 __all__ = ["CTYPE", "ctype", "is_aligned", "next_pow2", "ceil_log2", "cdiv", "WorkSplit", "split_work",
-           "stream_work", "split_front", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster",
-           "CLUSTER_MAX_BLOCKS", "grid_groups", "combine_grid_additions", "choose_splits",
+           "stream_work", "spread_rows", "one_pass", "flat_one_pass_grid", "flat_cluster", "CLUSTER_MAX_BLOCKS",
+           "grid_groups", "combine_grid_additions", "choose_splits",
            "rebalance_splits", "choose_group", "wave_efficiency", "tuned", "STREAM_WAVES", "SPLIT_TOLERANCE"]
 
 STREAM_WAVES = 4  # stream_work(fill=False): few long rows are split until the grid is about this many waves of blocks
-GRID_Y_MAX = 65535  # CUDA's limit on gridDim.y
 SPLIT_TOLERANCE = 0.05  # choose_splits: the fewest splits whose wave efficiency is within this fraction of the best
 
 CTYPE = {"float16": "__half", "float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16",
@@ -69,18 +68,11 @@ class WorkSplit:
 
     warps_per_tile: warps of one block that share a tile (they take its chunks round-robin); splits: ranges of
     chunks handled by different blocks (their partials combined by the last block of the tile); grid_x: blocks along
-    the tiles (tiles are grid-strided when fewer than needed); split_major: launched as grid (splits, grid_x) instead
-    of (grid_x, splits), the kernels' SPLIT_MAJOR (kernels/common.cuh grid_order; the same sums either way)."""
+    the tiles (tiles are grid-strided when fewer than needed)."""
 
     warps_per_tile: int
     splits: int
     grid_x: int
-    split_major: bool = False
-
-    @property
-    def grid(self) -> tuple[int, int, int]:
-        """The launch grid."""
-        return (self.splits, self.grid_x, 1) if self.split_major else (self.grid_x, self.splits, 1)
 
 
 def split_work(tiles: int, chunks: int, warps_per_block: int, device: DeviceSpec, blocks_per_sm: int) -> WorkSplit:
@@ -115,21 +107,6 @@ def stream_work(rows: int, chunks: int, warps_per_block: int, device: DeviceSpec
                   else max(work.splits, min(cdiv(STREAM_WAVES * cap, rows), s_max)))
         work = WorkSplit(work.warps_per_tile, splits, work.grid_x)
     return work
-
-
-def split_front(work: WorkSplit, chunks: int, chunk_bytes: int, warps_per_block: int, block_bytes: int) -> WorkSplit:
-    """``work`` (streamed rows, a block per row) as a front: splits of about ``block_bytes`` of a row each (at least
-    ``work``'s splits, at most :func:`stream_work`'s cap of 8 chunks per warp), launched split-major, so that the
-    blocks resident together read adjacent ranges of a few rows, as the one-pass walk of short blocks that reads
-    fastest does (notes/performance.md, session 5), instead of long ranges of many rows. ``block_bytes`` 0, rows
-    shared by several blocks' groups, or too many rows for a grid's y: unchanged."""
-    if block_bytes <= 0 or work.warps_per_tile != warps_per_block or work.grid_x > GRID_Y_MAX:
-        return work
-    s_max = cdiv(chunks, work.warps_per_tile * 8)
-    splits = min(s_max, max(work.splits, cdiv(chunks * chunk_bytes, block_bytes)))
-    if splits == 1:
-        return work
-    return WorkSplit(work.warps_per_tile, splits, work.grid_x, split_major=True)
 
 
 def spread_rows(work: WorkSplit, rows: int, chunks: int, chunks_per_step: int, warps_per_block: int,

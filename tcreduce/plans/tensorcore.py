@@ -28,7 +28,7 @@ from ..registry import Method, register
 from ..formats import get_format
 from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_block,
                       flat_one_pass_grid, full_grid, grid_groups, is_aligned, one_pass, reaches_floor,
-                      rebalance_splits, split_front, split_work, spread_rows, stream_work, tuned, wave_efficiency)
+                      rebalance_splits, split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 SOURCE = "tensorcore.cu"
 BLOCK = 256
@@ -131,9 +131,6 @@ STREAM_LONG_TUNING: tuple[int, ...] = ()
 # [256, 2^20] 2,919 -> 2,968; bfloat16 2,835 -> 2,935, 2,895 -> 2,935; at 300 rows (5 splits against 8) float16 2,935
 # -> 2,890, bfloat16 2,922 -> 2,926
 STREAM_SPLIT_FILL = True
-# tc_rows_stream's few long rows with splits: 0, or about this many bytes of a row per split, launched split-major
-# (_common.split_front: the resident blocks read one contiguous front)
-STREAM_FRONT_BYTES = 0
 # tc_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: [16384,
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
@@ -224,12 +221,10 @@ def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, i
     """The one launch of tc_rows, tc_rows_stream or tc_cols: grid (grid_x, splits), arguments (x, *problem_args, out,
     ws, counters, splits); with splits > 1, a workspace float per output and split and a counter per work item
     (row tile, row or strip of ``outputs_per_item`` outputs) for the last-block combination."""
-    launch = KernelLaunch(SOURCE, name, work.grid, (BLOCK, 1, 1),
+    launch = KernelLaunch(SOURCE, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                           (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits))
     split = work.splits > 1
     params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x)
-    if work.split_major:
-        params["split_major"] = True
     return Plan(**common, launches=(launch,), workspace_floats=items * outputs_per_item * work.splits if split else 0,
                 counters=items if split else 0, params=tuple(sorted(params.items())))
 
@@ -291,10 +286,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
                 work = spread_rows(work, problem.m, chunks, unroll, BLOCK // 32, STREAM_MAX_STEPS)
-        if not cpr:
-            work = split_front(work, chunks, 16 * 32, BLOCK // 32, tuned(_THIS, "STREAM_FRONT_BYTES", device))
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, {work.warps_per_tile}, {unroll}, {chain}, {out_t}, "
-                f"{blocks_per_sm}, {cpr}, {rif}{', true' if work.split_major else ''}>")
+                f"{blocks_per_sm}, {cpr}, {rif}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                            dict(stream=True, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
                                 chunks_per_row=cpr, rows_in_flight=rif, chunk=chunk))

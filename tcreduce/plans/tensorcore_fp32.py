@@ -55,7 +55,7 @@ from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, TensorMapOfX
 from ..registry import UnsupportedDtype
 from ._common import (WorkSplit, cdiv, choose_group, choose_splits, ctype, flagged_counters, flat_one_block,
                       flat_one_pass_grid, full_grid, grid_groups, is_aligned, next_pow2, one_pass, rebalance_splits,
-                      split_front, split_work, spread_rows, stream_work, tuned, wave_efficiency)
+                      split_work, spread_rows, stream_work, tuned, wave_efficiency)
 
 __all__ = ["plan_tensorcore_fp32", "plan_forms", "F32Format", "BLOCK", "FLAT_UNROLL", "FLAT_BLOCKS_PER_SM",
            "STREAM_MIN_K", "SOURCE"]
@@ -223,8 +223,6 @@ STREAM_BLOCKS_PER_SM = 4  # tc32_rows_stream: __launch_bounds__(256, 4)
 # [256, 2^19] 2,824 -> 2,971, [512, 2^18] 2,914 -> 2,970; tf32 2,811 -> 2,940, 2,926 -> 2,972, 2,977 -> 3,024 (at 300
 # rows, 5 splits against 8, mixed: the split 2,764 -> 2,857, tf32 2,876 -> 2,748 on the same grid)
 STREAM_SPLIT_FILL = True
-# few long rows with splits: 0, or about this many bytes of a row per split, launched split-major (_common.split_front)
-STREAM_FRONT_BYTES = 0
 # tc32_rows_stream: more warps per row beyond this many steps per warp (_common.spread_rows; H100, 512 MiB: 4 reads
 # [16384, 8192] at 2,993 GB/s against 2,925 without, 1 and 2 lose where the split's combine weighs more)
 STREAM_MAX_STEPS = 4
@@ -333,13 +331,11 @@ def _split_launch(common: dict, fmt: F32Format, name: str, work: WorkSplit, prob
     arguments (x, *problem_args, out, ws, counters, splits, *tail_args), ``shared_bytes`` of dynamic shared memory;
     with splits > 1 two workspace floats (a pair) per output and split and a counter per work item (tile or row) for
     the last-block combination."""
-    launch = KernelLaunch(fmt.source, name, work.grid, (BLOCK, 1, 1),
+    launch = KernelLaunch(fmt.source, name, (work.grid_x, work.splits, 1), (BLOCK, 1, 1),
                           (Buf("x"), *problem_args, Buf("out"), Buf("ws"), Buf("counters"), work.splits, *tail_args),
                           shared_bytes)
     split = work.splits > 1
     params = dict(params, block=BLOCK, splits=work.splits, grid=work.grid_x, wpt=work.warps_per_tile)
-    if work.split_major:
-        params["split_major"] = True
     return Plan(**common, launches=(launch,),
                 workspace_floats=2 * items * outputs_per_item * work.splits if split else 0,
                 counters=items if split else 0, params=tuple(sorted(params.items())))
@@ -498,9 +494,8 @@ def _plan_stream(common: dict, fmt: F32Format, out_t: str, problem: Rows, device
     if ONE_PASS:
         work = one_pass(work, problem.m, BLOCK // 32)
         work = spread_rows(work, problem.m, chunks, STREAM_UNROLL, BLOCK // 32, STREAM_MAX_STEPS)
-    work = split_front(work, chunks, 256 * ITEMSIZE, BLOCK // 32, tuned(_THIS, "STREAM_FRONT_BYTES", device))
     name = (f"tc32_rows_stream<{fmt.policy}, {BLOCK}, {work.warps_per_tile}, {STREAM_UNROLL}, {out_t}, {FLAT_LOAD}, "
-            f"{STREAM_BLOCKS_PER_SM}{', true' if work.split_major else ''}>")
+            f"{STREAM_BLOCKS_PER_SM}>")
     return _split_launch(common, fmt, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
                          dict(form="stream", unroll=STREAM_UNROLL, chunks=chunks,
                               steps=_steps_per_warp(chunks, work.splits, work.warps_per_tile)))
