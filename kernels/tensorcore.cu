@@ -421,7 +421,14 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
 // last block of the row adds them in s order from 0.0f.
 // CPR > 0 (plan: rows of at most 4 chunks, WPT = 1, no splits): the warp's rows are taken RIF at a time, all their
 // CPR chunks loaded before any mma, so short rows still keep RIF * CPR loads in flight; same arithmetic per row.
-template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1>
+// RPC > 1 (plan: CPR = 1, rows packed back to back, ld = k = CHUNK / RPC, k a multiple of a quad's 4 * VEC elements):
+// packed short rows. The unit a warp takes is a chunk of RPC whole rows, the contiguous CHUNK elements u * CHUNK ..
+// (zero past the last row), loaded and mma'd as a long row's chunk, so a warp load reads 512 contiguous bytes where
+// tc_rows reads 16 rows; every quad's mma rows g and g + 8 lie in one row (row lane / (32 / RPC) of the chunk). Order
+// per row: lane value = acc_lo + acc_hi (one mma each: its fused block sums, added to 0); then the butterfly over the
+// row's 8 / RPC quads, lane xor 16 / RPC first, down to xor 4 (warp_fold_rows restricted to the row's lanes).
+template <typename T, int BLOCK, int WPT, int UNROLL, int CHAIN, typename OutT, int MINB, int CPR = 0, int RIF = 1,
+          int RPC = 1>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
                unsigned* counters, i64 splits) {
@@ -441,26 +448,47 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 
     if constexpr (CPR > 0) {
         static_assert(WPT == 1 && RIF >= 1, "the short-row path has one warp per row");
+        static_assert(RPC == 1 || (CPR == 1 && CHUNK % RPC == 0 && (CHUNK / RPC) % (4 * VEC) == 0),
+                      "packed rows: whole quads per row, whole rows per chunk");
+        constexpr int ROW_LANES = 32 / RPC;  // the lanes of one packed row
+        const i64 units = RPC > 1 ? (m + RPC - 1) / RPC : m;  // the warps' units: rows, or chunks of RPC rows
         const i64 step = (i64)gridDim.x * GROUPS;
-        for (i64 row0 = (i64)blockIdx.x * GROUPS + group; row0 < m; row0 += step * RIF) {
+        for (i64 row0 = (i64)blockIdx.x * GROUPS + group; row0 < units; row0 += step * RIF) {
             uint4 v[RIF][CPR];
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
                 const i64 row = row0 + u * step;
 #pragma unroll
-                for (int c = 0; c < CPR; ++c)
-                    v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + VEC * lane) : make_uint4(0u, 0u, 0u, 0u);
+                for (int c = 0; c < CPR; ++c) {
+                    if constexpr (RPC > 1) {  // a lane holds whole elements of one row, or lies past the last row
+                        const i64 e = row * CHUNK + VEC * lane;
+                        v[u][c] = row < units && e < m * k ? load16<2>(reinterpret_cast<const uint4*>(x + e))
+                                                           : make_uint4(0u, 0u, 0u, 0u);
+                    } else {
+                        v[u][c] = row < m ? load_piece(x + row * ld, (i64)c * CHUNK + VEC * lane)
+                                          : make_uint4(0u, 0u, 0u, 0u);
+                    }
+                }
             }
 #pragma unroll
             for (int u = 0; u < RIF; ++u) {
                 const i64 row = row0 + u * step;
-                if (row >= m) break;  // warp-uniform
+                if (row >= units) break;  // warp-uniform
                 RowAccumulator<T, CHAIN> acc;
 #pragma unroll
                 for (int c = 0; c < CPR; ++c) mma_vector16(acc, v[u][c]);
                 acc.finish();
-                const float total = warp_fold_rows(acc.lo + acc.hi);
-                if (lane == 0) out[row] = from_float<OutT>(total);
+                if constexpr (RPC > 1) {
+                    float total = acc.lo + acc.hi;
+#pragma unroll
+                    for (int off = ROW_LANES / 2; off >= 4; off >>= 1)
+                        total += __shfl_xor_sync(0xffffffffu, total, off);
+                    const i64 r = row * RPC + lane / ROW_LANES;
+                    if (lane % ROW_LANES == 0 && r < m) out[r] = from_float<OutT>(total);
+                } else {
+                    const float total = warp_fold_rows(acc.lo + acc.hi);
+                    if (lane == 0) out[row] = from_float<OutT>(total);
+                }
             }
         }
     } else {

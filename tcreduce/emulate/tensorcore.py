@@ -179,6 +179,19 @@ def _rows(plan: Plan, data: np.ndarray, model: str) -> np.ndarray:
             lanes = b.reshape(b.shape[:-1] + (32, vec))
             return [_fragment_rows(lanes[..., f:f + 8]) for f in range(0, vec, 8)]
 
+        rpc = p.get("rows_per_chunk", 1)
+        if rpc > 1:  # packed rows: a chunk holds rpc rows, each lane value (a quad) one row's; the row's quads folded
+            m = data.shape[0]
+            units = -(-m // rpc)
+            packed = np.zeros((units * rpc, data.shape[1]), data.dtype)
+            packed[:m] = data
+            chain = _Chain((units, 16), p["chain"], model)
+            for rows in mmas(packed.reshape(units, chunk)):
+                chain.mma(rows)
+            acc = chain.finish()
+            lane_value = acc[:, :8] + acc[:, 8:]  # [units, quad g]: quad g in row g // (8 // rpc) of the chunk
+            return fold(lane_value.reshape(units, rpc, 8 // rpc)).reshape(-1)[:m]
+
         return _segments(np.asarray(data), chunk, mmas, 16, lambda acc: fold(acc[..., :8] + acc[..., 8:]),
                          p["splits"], p["wpt"], p["chain"], model)
     vec = p["vec"]

@@ -135,6 +135,10 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
+# Rows of a quarter of a chunk or so, back to back: tc_rows_stream's packed path (RPC rows per chunk, a warp load
+# reading 512 contiguous bytes; _packs says which rows), by element size -> (chunks in flight per warp, blocks per
+# SM); a size not listed: tc_rows' tiles
+ROWS_PACKED: dict[int, tuple[int, int]] = {}
 # ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size ...
 SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
 # ... but at most this many rows in flight, by (element size, blocks per SM, chunks per row), where more would not fit
@@ -229,6 +233,16 @@ def _split_plan(common: dict, name: str, work: WorkSplit, problem_args: tuple, i
                 counters=items if split else 0, params=tuple(sorted(params.items())))
 
 
+def _packs(problem: Rows, itemsize: int) -> bool:
+    """Whether tc_rows_stream's packed path can take these rows: back to back (ld = k) from a 16-byte aligned start,
+    2, 4 or 8 of them filling a chunk (a warp's 512-byte load) exactly, each of whole quads (4 lanes' loads), so every
+    mma row sums 16 elements of one row: k = 32, 64 or 128 for 16-bit formats, 64, 128 or 256 for fp8."""
+    vec = 16 // itemsize
+    k = problem.k
+    return (problem.ld == k and problem.align % 16 == 0 and k % (4 * vec) == 0 and 32 * vec % k == 0
+            and 2 <= 32 * vec // k <= 8)
+
+
 def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
     """Plan for the tensor-core kernels. ``chain``: mmas accumulated in the tensor core's C before each
     round-to-nearest flush into a register sum (1: every mma starts from zero)."""
@@ -270,6 +284,18 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                                                            Buf("counters")))
         return Plan(**common, launches=(launch,), counters=flagged_counters(grid, groups),
                     params=tuple(sorted(params.items())))
+    packed = tuned(_THIS, "ROWS_PACKED", device).get(isz)
+    if isinstance(problem, Rows) and packed and _packs(problem, isz):
+        chunk = 32 * (16 // isz)
+        rpc, units = chunk // problem.k, cdiv(problem.m, chunk // problem.k)
+        rif, blocks_per_sm = packed
+        unroll = tuned(_THIS, "STREAM_UNROLL", device)
+        work = one_pass(split_work(units, 1, BLOCK // 32, device, blocks_per_sm), units, BLOCK // 32, rif)
+        name = (f"tc_rows_stream<{in_t}, {BLOCK}, 1, {unroll}, {chain}, {out_t}, {blocks_per_sm}, 1, {rif}, "
+                f"{rpc}>")
+        return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), problem.m, 1,
+                           dict(stream=True, unroll=unroll, chain=chain, wpt=1, chunks_per_row=1,
+                                rows_in_flight=rif, chunk=chunk, rows_per_chunk=rpc))
     if isinstance(problem, Rows) and problem.k >= STREAM_MIN_K and is_aligned(problem.align, (problem.ld * isz,),
                                                                                16):
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
