@@ -129,7 +129,7 @@ def _tensorcore_depth(plan: Plan) -> Depth:
     if isinstance(prob, Rows) and p.get("stream"):  # tc_rows_stream: a chunk per 16-byte lane load, 1 mma (fp8: 2)
         warps = p["wpt"]
         per_warp = _cdiv(_cdiv(_cdiv(prob.k, p["chunk"]), p["splits"]), warps) * (p["chunk"] // 256)
-        fold = 1 + 3  # lo + hi, warp_fold_rows
+        fold = 1 + 3  # lo + hi, warp_fold_rows (packed short rows: one chunk and at most 2 of its 3 levels)
     elif isinstance(prob, Rows):  # chunks of 4*vec columns, 2 mmas each when vec == 8
         warps = p["wpt"]
         per_warp = _cdiv(_cdiv(_cdiv(prob.k, 4 * p["vec"]), p["splits"]), warps) * (2 if p["vec"] == 8 else 1)

@@ -21,6 +21,9 @@ CASES = [
     ((3001, 40), -1), ((500, 96), -1), ((777, 93), -1), ((333, 125), -1), ((2000, 128), -1),
     # tensorcore's tc_rows_stream (aligned rows of >= 256): a group per row, splits, one warp per row, short rows
     ((64, 1032), -1), ((5, 1 << 16), -1), ((2000, 1025), -1), ((5000, 256), -1), ((300, 520), -1),
+    # ... and on an H200 its packed short rows (16-bit rows of 64-128, fp8 of 64-256, back to back), a part-filled
+    # last chunk; their misaligned views keep the tiles
+    ((1001, 64), -1), ((333, 128), -1), ((77, 256), -1),
 ]
 
 
@@ -230,6 +233,42 @@ def test_gpu_cluster_flat_combination_equals_emulator(method, dtype, rng):
                     got = to_numpy(out)
                     assert got.tobytes() == want.tobytes() == last_block.tobytes(), (blocks, view, got, want)
                 check_sum(got, xh[view], None, method=method)
+
+
+@pytest.mark.parametrize("method,dtype", [("tensorcore", "float16"), ("tensorcore", "bfloat16"),
+                                          ("tensorcore", "float8_e4m3fn"), ("tensorcore", "float8_e5m2"),
+                                          ("tensorcore_chained", "float16")])
+def test_gpu_packed_rows_equal_emulator(method, dtype, rng):
+    """tc_rows_stream's packed short rows (ROWS_PACKED patched on for every family from any length, an H200's
+    chunks in flight and blocks per SM): 2, 4 and 8 rows per chunk, one row, a part-filled last chunk and many
+    chunks; GPU == twin bit for bit, called twice, every output written (a poisoned out), within the bound."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Rows
+    from tcreduce._plan import param_dict
+    from tcreduce.formats import get_format
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    vec = 16 // get_format(dtype).itemsize
+    with patched_plans(tensorcore, dict(ROWS_PACKED={2: (0, 2, 4), 1: (0, 4, 4)})):
+        for k in (4 * vec, 8 * vec, 16 * vec):
+            for m in (1, 3, 1001, 40_003):
+                p = param_dict(get_plan(method, Rows(m, k, k, 0), dtype, "float32", device))
+                assert p.get("rows_per_chunk") == 32 * vec // k, p
+                xh = random_input(rng, (m, k), dtype)
+                xd, kw = to_device(xh)
+                want = np.asarray(tcreduce.emulate.sum(xh, axis=-1, method=method, gpu=device))
+                for _ in range(2):
+                    out = poisoned((m,), "float32")
+                    tcreduce.sum(xd, axis=-1, method=method, out=out, **kw)
+                    cupy.cuda.Device().synchronize()
+                    got = to_numpy(out)
+                    assert got.tobytes() == want.tobytes(), (k, m, got[:4], want[:4])
+                check_sum(got, xh, -1, method=method)
 
 
 ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [

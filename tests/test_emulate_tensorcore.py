@@ -1,7 +1,7 @@
 """CPU tests of the tensorcore emulator twin (tcreduce/emulate/tensorcore.py), no GPU needed.
 
-- tc_flat on fp8 (a lane's 16-byte load is 16 values, two A fragments) and tc_rows_stream: the vectorised twin
-  equals a literal replay of the kernel's order comment (kernels/tensorcore.cu):
+- tc_flat on fp8 (a lane's 16-byte load is 16 values, two A fragments) and tc_rows_stream (its packed short rows
+  too): the vectorised twin equals a literal replay of the kernel's order comment (kernels/tensorcore.cu):
   per lane 16-byte loads placed into A by the PTX fragment layout, every mma through the full
   ``mma_m16n8k16`` model with an all-ones B (not the ``fused_rowsum`` shortcut the twin uses), the flush rule, the
   warp_fold_rows butterfly over 32 lanes, the warps of a group and the splits added in order.
@@ -182,8 +182,13 @@ def _lane_loads(v: np.ndarray, first: int, end: int, vec: int) -> np.ndarray:
 
 
 def _replay_warp_chain(fragments: list[np.ndarray], chain: int) -> F32:
-    """One warp of tc_flat, literally: an mma per [32, 8] fragment of lane loads into c, c added to every lane's lo
-    (row g) and hi (row g + 8) after each `chain` mmas and after the last, then warp_fold_rows of lo + hi."""
+    """One warp of tc_flat, literally: :func:`_replay_lane_values`, then warp_fold_rows."""
+    return _warp_fold_rows(_replay_lane_values(fragments, chain))
+
+
+def _replay_lane_values(fragments: list[np.ndarray], chain: int) -> np.ndarray:
+    """One warp's lanes, literally: an mma per [32, 8] fragment of lane loads into c, c added to every lane's lo (row
+    g) and hi (row g + 8) after each `chain` mmas and after the last; returns lo + hi of the 32 lanes."""
     c = np.zeros((16, 8), F32)
     lo, hi = np.zeros(32, F32), np.zeros(32, F32)
     pending = 0
@@ -196,7 +201,64 @@ def _replay_warp_chain(fragments: list[np.ndarray], chain: int) -> F32:
                 lo[lane] += c[g, 2 * t]
                 hi[lane] += c[g + 8, 2 * t]
             c, pending = np.zeros((16, 8), F32), 0
-    return _warp_fold_rows(lo + hi)
+    return (lo + hi).astype(F32)
+
+
+def _replay_rows_packed(plan, rows: np.ndarray) -> np.ndarray:
+    """tc_rows_stream's packed path (kernels/tensorcore.cu, RPC > 1), literally: chunk u is the elements u*chunk ..
+    of the rows back to back (zeros past the last row), lane l's vec of them its load, two fp8 fragments or one 16-bit
+    fragment through the flush rule, lo + hi per lane, the xor butterfly over a row's lanes (offsets 16 / rpc down to
+    4), and row u*rpc + r is lane r*32/rpc's value."""
+    p = param_dict(plan)
+    rpc, chunk, chain = p["rows_per_chunk"], p["chunk"], p["chain"]
+    vec, row_lanes = chunk // 32, 32 // rpc
+    m, k = rows.shape
+    assert k * rpc == chunk
+    flat = np.concatenate([rows.astype(np.float16).reshape(-1), np.zeros(chunk, np.float16)])
+    out = np.full(m, np.nan, F32)
+    for u in range(-(-m // rpc)):
+        lanes = flat[u * chunk:(u + 1) * chunk].reshape(32, vec)
+        v = _replay_lane_values([lanes[:, f:f + 8] for f in range(0, vec, 8)], chain)
+        off = row_lanes // 2
+        while off >= 4:
+            v = np.array([v[lane] + v[lane ^ off] for lane in range(32)], F32)
+            off //= 2
+        for r in range(rpc):
+            if u * rpc + r < m:
+                out[u * rpc + r] = v[r * row_lanes]
+    return out
+
+
+# packed rows (module ROWS_PACKED patched on from any length, on a GPU without a family tuning): dtype, k, chain
+PACKED_CASES = [("float16", 32, 1), ("float16", 64, 1), ("float16", 128, 3), ("float16", 128, 1 << 30),
+                ("float8_e4m3fn", 64, 1), ("float8_e5m2", 256, 3)]
+
+
+@pytest.mark.parametrize("dtype,k,chain", PACKED_CASES)
+def test_rows_packed_twin_equals_literal_replay(dtype, k, chain, rng, monkeypatch):
+    import ml_dtypes
+
+    monkeypatch.setattr(tensorcore_plans, "ROWS_PACKED", {2: (0, 2, 4), 1: (0, 4, 4)})
+    m = 37  # not a multiple of any rows-per-chunk: the last chunk is part-filled
+    plan = plan_tensorcore(Rows(m, k, k, 0), dtype, "float32", ONE_SM, chain=chain)
+    p = param_dict(plan)
+    assert p["rows_per_chunk"] == p["chunk"] // k > 1, plan.describe()
+    x = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-3, 3, (m, k))).astype(np.float16)
+    if dtype != "float16":
+        top = 8 if dtype == "float8_e4m3fn" else 15
+        x = (rng.choice([-1.0, 1.0], (m, k)) * 2.0 ** rng.uniform(-14, top, (m, k))).astype(getattr(ml_dtypes, dtype))
+    want = _replay_rows_packed(plan, x)
+    got = emulate_tensorcore(plan, x, "H100")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+@pytest.mark.parametrize("rows", [Rows(40, 128, 130, 0), Rows(40, 128, 128, 2), Rows(40, 96, 96, 0),
+                                  Rows(40, 16, 16, 0), Rows(40, 256, 256, 0)])
+def test_rows_packed_takes_only_whole_rows_back_to_back(rows, monkeypatch):
+    """Strided rows (ld != k), misaligned starts, rows of part quads or of a whole chunk keep their other paths."""
+    monkeypatch.setattr(tensorcore_plans, "ROWS_PACKED", {2: (0, 2, 4), 1: (0, 4, 4)})
+    p = param_dict(plan_tensorcore(rows, "float16", "float32", ONE_SM))
+    assert p.get("rows_per_chunk", 1) == 1, p
 
 
 def _replay_flat_fp8(plan, x: np.ndarray, align: int) -> F32:

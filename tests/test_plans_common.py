@@ -82,10 +82,16 @@ def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
     # at most what compiles without spilling)
     ("float16", (1 << 20, 40), -1, "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 0>",
      "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 2>"),
+    ("float16", (1 << 20, 96), -1, "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 0>",
+     "tc_rows<__half, 256, 1, 8, true, 1, 1, float, 3>"),
+    # ... but rows that fill a chunk 2-8 times over, back to back, packed there (ROWS_PACKED: (chunks in flight,
+    # blocks per SM) and the rows per chunk in the name)
     ("float16", (1 << 20, 64), -1, "tc_rows<__half, 256, 1, 8, true, 2, 1, float, 0>",
-     "tc_rows<__half, 256, 1, 8, true, 1, 1, float, 2>"),
+     "tc_rows_stream<__half, 256, 1, 8, 1, float, 4, 1, 2, 4>"),
     ("bfloat16", (1 << 20, 128), -1, "tc_rows<__nv_bfloat16, 256, 1, 8, true, 4, 1, float, 0>",
-     "tc_rows<__nv_bfloat16, 256, 1, 8, true, 1, 1, float, 4>"),
+     "tc_rows_stream<__nv_bfloat16, 256, 1, 8, 1, float, 4, 1, 2, 2>"),
+    ("float8_e4m3fn", (1 << 20, 256), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 1, 4, 1, float, 4, 1, 8>",
+     "tc_rows_stream<__nv_fp8_e4m3, 256, 1, 8, 1, float, 4, 1, 4, 2>"),
     ("float8_e4m3fn", (1 << 20, 40), -1, "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 0>",
      "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 2>"),  # 2 tiles in flight: 3 spill into fp16 outputs
     ("float8_e4m3fn", (1 << 20, 96), -1, "tc_rows<__nv_fp8_e4m3, 256, 1, 8, true, 2, 1, float, 0>",

@@ -135,10 +135,10 @@ STREAM_SPLIT_FILL = True
 # 16384] 3,067 GB/s against 2,943 without, [4096, 65536] 3,024 against 2,981)
 STREAM_MAX_STEPS = 1
 ONE_PASS_SHORT_ROWS = True  # tc_rows_stream's short rows: a grid of one pass (_common.one_pass)
-# Rows of a quarter of a chunk or so, back to back: tc_rows_stream's packed path (RPC rows per chunk, a warp load
-# reading 512 contiguous bytes; _packs says which rows), by element size -> (chunks in flight per warp, blocks per
-# SM); a size not listed: tc_rows' tiles
-ROWS_PACKED: dict[int, tuple[int, int]] = {}
+# Short rows back to back: tc_rows_stream's packed path (RPC rows per chunk, a warp load reading 512 contiguous bytes;
+# _packs says which rows), by element size -> (the shortest row it takes, chunks in flight per warp, blocks per SM); a
+# size not listed, or shorter rows: tc_rows' tiles. H200 below
+ROWS_PACKED: dict[int, tuple[int, int, int]] = {}
 # ... and their chunks in flight per warp (rows in flight = this // chunks per row), by element size ...
 SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
 # ... but at most this many rows in flight, by (element size, blocks per SM, chunks per row), where more would not fit
@@ -201,7 +201,10 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 4,458 -> 4,498, 65536 4,446 -> 4,507, 2^20 4,387 -> 4,377; bf16 32768 4,462 -> 4,514; fp8 65536 4,253 -> 4,302,
 # tune_plans_stream_8x4_fp8_fc5d847.log; 60-62 registers without spills for every format and tensorcore_chained;
 # rows of 512-1024 chunks too, session 19, tune_split_tolerance_8x4_8bb367a.log: fp16 rows of 131072 4,364 -> 4,388,
-# 262144 4,380 -> 4,394)
+# 262144 4,380 -> 4,394); packed short rows (session 34, tune_packed_e6b5923.log, GB/s against the committed paths in
+# the same run): 16-bit rows of 64 and 128 at 2 chunks in flight on 4 blocks per SM (fp16 64 3,965 -> 4,068, 128 3,992
+# -> 4,109; bf16 3,964 -> 4,067, 3,986 -> 4,117; rows of 32 lose 1-4%, so they keep the tiles), fp8 rows of 64-256 at
+# 4 on 4 (64 3,745 -> 3,892, 128 3,429 -> 4,011, 256 1,243 -> 4,317: one chunk per row, half of each load masked)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
     "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
@@ -209,7 +212,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
                  FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
-                 COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
+                 COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)}),
 }
 _THIS = sys.modules[__name__]
 
@@ -285,10 +288,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         return Plan(**common, launches=(launch,), counters=flagged_counters(grid, groups),
                     params=tuple(sorted(params.items())))
     packed = tuned(_THIS, "ROWS_PACKED", device).get(isz)
-    if isinstance(problem, Rows) and packed and _packs(problem, isz):
+    if isinstance(problem, Rows) and packed and problem.k >= packed[0] and _packs(problem, isz):
         chunk = 32 * (16 // isz)
         rpc, units = chunk // problem.k, cdiv(problem.m, chunk // problem.k)
-        rif, blocks_per_sm = packed
+        rif, blocks_per_sm = packed[1:]
         unroll = tuned(_THIS, "STREAM_UNROLL", device)
         work = one_pass(split_work(units, 1, BLOCK // 32, device, blocks_per_sm), units, BLOCK // 32, rif)
         name = (f"tc_rows_stream<{in_t}, {BLOCK}, 1, {unroll}, {chain}, {out_t}, {blocks_per_sm}, 1, {rif}, "
