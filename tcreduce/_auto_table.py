@@ -7,7 +7,7 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 6154a40, 2026-11-29T08:32:16+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 815eeac, 2026-11-30T03:07:07+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
 Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
 tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a
 CUDA graph (graph_us: full sums) than a method within 2% of the fastest, the least GPU time
@@ -114,9 +114,9 @@ TABLE = {
 DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
-            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'tensorcore',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -129,16 +129,16 @@ DEVICE_TABLES = {
             30: 'tensorcore',
         },
         ('bfloat16', 'rows'): {
-            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'tensorcore', 7: 'tensorcore',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
         ('float16', 'cols'): {
-            4: 'tensorcore', 5: 'tensorcore', 6: 'tensorcore', 7: 'tensorcore',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -151,7 +151,7 @@ DEVICE_TABLES = {
             30: 'tensorcore',
         },
         ('float16', 'rows'): {
-            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'tensorcore', 7: 'tensorcore',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
@@ -174,10 +174,10 @@ DEVICE_TABLES = {
         },
         ('float32', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'shuffle', 11: 'shuffle',
+            8: 'shuffle', 9: 'tensorcore', 10: 'shuffle', 11: 'shuffle',
             12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
             16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
-            20: 'tensorcore',
+            20: 'shuffle',
         },
         ('float8_e4m3fn', 'full'): {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
