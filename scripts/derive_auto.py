@@ -18,6 +18,13 @@ among methods whose GPU time differs by 20-60%. Eligible: every registered sum m
 emulator twin except those in ``EXCLUDED`` (each with its reason). Points where an excluded method was more than 2%
 faster than the pick are listed in the table's ``NOTES``.
 
+More runs of the same plans: a directory's ``segments_runs/*.csv`` (other machines or other days, the same kernels
+and plans as its ``segments.csv``) join the derivation point by point. A method counts as tied with the fastest only if
+it is within ``TIE`` of the fastest in every run, and the tie goes to the first of those in ``PREFERENCE``; where no
+method is, the pick is the one whose worst ratio to a run's fastest is least. So a near-tie that one machine reads
+one way and another the other way goes to a method fast on both, instead of flipping with every re-derivation (two
+H200s read the same 16-bit first-axis points 2-4% apart, session 33).
+
 ``--check``: derive in memory and exit 1 if the committed table differs (what the CPU test checks too).
 """
 
@@ -48,7 +55,8 @@ TOLERANCE = 0.02  # what the CPU test allows between auto's pick and the fastest
 @dataclass(frozen=True)
 class Point:
     """One swept point: dtype, form ("full", "rows", "cols"), the reduced length, the array's shape and reduced axes,
-    the median time per call (us) of every method measured there back to back, and (full sums) inside CUDA graphs."""
+    the median time per call (us) of every method measured there back to back, and (full sums) inside CUDA graphs;
+    ``more_times``: the same from the directory's other runs of the same plans (``segments_runs/``)."""
 
     dtype: str
     form: str
@@ -57,6 +65,7 @@ class Point:
     axes: tuple[int, ...]
     times: dict
     graph_times: dict = field(default_factory=dict)
+    more_times: tuple = ()
 
     @property
     def bucket(self) -> int:
@@ -118,25 +127,46 @@ def load_points(csv_dir: Path, required: bool = True) -> tuple[list[Point], dict
             if r.get("graph_us"):
                 graph[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["graph_us"])
     rows, meta["segments"] = _read(csv_dir / "segments.csv", required)
+    _segment_times(rows, acc)
+    more: dict = defaultdict(list)
+    for path in sorted((csv_dir / "segments_runs").glob("*.csv")):
+        rows, meta[f"segments_runs/{path.stem}"] = _read(path, True)
+        run: dict = defaultdict(dict)
+        _segment_times(rows, run)
+        if set(run) != {k for k in acc if k[1] != "full"}:
+            raise ValueError(f"{path} does not measure the points of {csv_dir / 'segments.csv'}")
+        for key, times in run.items():
+            more[key].append(times)
+    for key, times in sorted(acc.items()):
+        points.append(Point(*key, times, graph.get(key, {}), tuple(more.get(key, ()))))
+    return points, meta
+
+
+def _segment_times(rows: list[dict], acc: dict) -> None:
+    """Add a segment study's tcreduce times to ``acc``: (dtype, layout, n, shape, axes) -> {method: us}."""
+    from experiments.records import num
+
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n, m = int(r["n"]), int(r["m"])
             shape, axes = ((m, n), (1,)) if r["layout"] == "rows" else ((n, m), (0,))
             acc[(r["dtype"], r["layout"], n, shape, axes)][r["method"]] = num(r["time_us"])
-    for key, times in sorted(acc.items()):
-        points.append(Point(*key, times, graph.get(key, {})))
-    return points, meta
 
 
 def pick(point: Point) -> tuple[str, float]:
-    """(the method kept at this point, its time): the fastest eligible method, ties to the least GPU time in a graph
-    where every near-fastest method has one, then to the preferred."""
-    cands = [(point.times[m], m) for m in eligible(point.dtype) if m in point.times and math.isfinite(point.times[m])]
-    if not cands:
-        raise ValueError(f"no eligible method measured at {point}")
-    best = min(t for t, _ in cands)
+    """(the method kept at this point, its time): the fastest eligible method, ties (within TIE in every run) to the
+    least GPU time in a graph where every near-fastest method has one, then to the preferred; where no method ties
+    in every run, the least worst ratio to a run's fastest."""
+    runs = (point.times, *point.more_times)
     order = eligible(point.dtype)
-    m = min((m for t, m in cands if t <= best * (1 + TIE)), key=order.index)
+    measured = [m for m in order if all(m in r and math.isfinite(r[m]) for r in runs)]
+    if not measured:
+        raise ValueError(f"no eligible method measured at {point}")
+    worst = {m: max(r[m] / min(r[k] for k in measured) for r in runs) for m in measured}
+    tied = [m for m in measured if worst[m] <= 1 + TIE]
+    m = tied[0] if tied else min(measured, key=lambda k: (worst[k], order.index(k)))
+    cands = [(point.times[k], k) for k in measured]
+    best = min(t for t, _ in cands)
     near = [m for t, m in cands if t <= best * (1 + TOLERANCE)]
     graph = {k: point.graph_times.get(k, math.nan) for k in near}
     if all(math.isfinite(g) for g in graph.values()):
@@ -206,10 +236,13 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         *sources(primary),
         *[line for d in devices
           for line in (f"Sources of DEVICE_TABLES[{d.family!r}] (paper_figures/{d.family.lower()}/):", *sources(d))],
-        f"Measure: median time per call of back-to-back calls (time_us); ties within {TIE:.0%} go to",
-        f"{', '.join(PREFERENCE)} in that order; where that pick took more than {TIE:.0%} more GPU time in a",
-        f"CUDA graph (graph_us: full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time",
-        f"wins instead (within {TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
+        f"Measure: median time per call of back-to-back calls (time_us). A method within {TIE:.0%} of the fastest in",
+        "every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie",
+        f"goes to {', '.join(PREFERENCE)} in that order; where no method ties in every run, the least worst ratio",
+        f"to a run's fastest wins. Where that pick took more than {TIE:.0%} more GPU time in a CUDA graph (graph_us:",
+        f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within "
+        f"{TIE:.0%},",
+        "by that order). Lookup and fallbacks: tcreduce/_auto.py.",
         '"""',
         "",
         f"TIE = {TIE!r}",

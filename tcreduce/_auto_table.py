@@ -7,11 +7,14 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 6154a40, 2026-11-29T08:32:16+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
-Measure: median time per call of back-to-back calls (time_us); ties within 1% go to
-tensorcore, shuffle, wmma in that order; where that pick took more than 1% more GPU time in a
-CUDA graph (graph_us: full sums) than a method within 2% of the fastest, the least GPU time
-wins instead (within 1%, by that order). Lookup and fallbacks: tcreduce/_auto.py.
+  segments.csv: NVIDIA H200 (132 SMs), commit 1245da0, 2026-11-30T06:19:11+00:00
+  segments_runs/d6709fe.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
+Measure: median time per call of back-to-back calls (time_us). A method within 1% of the fastest in
+every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie
+goes to tensorcore, shuffle, wmma in that order; where no method ties in every run, the least worst ratio
+to a run's fastest wins. Where that pick took more than 1% more GPU time in a CUDA graph (graph_us:
+full sums) than a method within 2% of the fastest, the least GPU time wins instead (within 1%,
+by that order). Lookup and fallbacks: tcreduce/_auto.py.
 """
 
 TIE = 0.01
@@ -174,7 +177,7 @@ DEVICE_TABLES = {
         },
         ('float32', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'tensorcore', 10: 'shuffle', 11: 'shuffle',
+            8: 'shuffle', 9: 'shuffle', 10: 'shuffle', 11: 'shuffle',
             12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
             16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
             20: 'shuffle',

@@ -102,6 +102,39 @@ def test_exclusions_and_ties(derive):
     assert notes and "cub" in notes[0]
 
 
+def test_ties_hold_in_every_run(derive):
+    """With more runs of the same plans (segments_runs/), a method ties with the fastest only within 1% in every run;
+    where none does, the least worst ratio to a run's fastest wins (ties of that by preference)."""
+    def point(times, *more):
+        return derive.Point("float16", "cols", 128, (128, 1 << 21), (0,), times, {}, more)
+
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 10.05}))[0] == "tensorcore"  # one run: a tie
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 10.05}, {"shuffle": 10.0, "tensorcore": 10.3}))[0] \
+        == "shuffle"  # 3% behind on the other machine: no tie
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 10.05}, {"shuffle": 10.0, "tensorcore": 9.95})) == \
+        ("tensorcore", 10.05)  # tied in both: the preferred, with its time in the committed run
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 10.3}, {"shuffle": 10.4, "tensorcore": 10.0}))[0] \
+        == "tensorcore"  # neither ties in both: worst ratios 1.03 against 1.04
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 10.5}, {"shuffle": 10.5, "tensorcore": 10.0}))[0] \
+        == "tensorcore"  # equal worst ratios: the preferred
+    assert derive.pick(point({"shuffle": 10.0, "tensorcore": 9.0}, {"shuffle": 10.0}))[0] == "shuffle"  # in every run
+
+
+def test_more_runs_must_measure_the_same_points(derive, tmp_path):
+    committed = ROOT / "paper_figures" / "h200"
+    (tmp_path / "segments_runs").mkdir()
+    text = (committed / "segments.csv").read_text()
+    (tmp_path / "segments.csv").write_text(text)
+    (tmp_path / "segments_runs" / "other.csv").write_text(text)
+    points, meta = derive.load_points(tmp_path, required=False)
+    assert "segments_runs/other" in meta and all(len(p.more_times) == 1 for p in points if p.form != "full")
+    assert all(p.more_times[0] == p.times for p in points if p.form != "full")
+    lines = text.splitlines(keepends=True)
+    (tmp_path / "segments_runs" / "other.csv").write_text("".join(ln for ln in lines if ",1048576," not in ln))
+    with pytest.raises(ValueError, match="does not measure the points"):
+        derive.load_points(tmp_path, required=False)
+
+
 def test_forms():
     assert form_of((1 << 20,), (0,)) == ("full", 1 << 20)
     assert form_of((4, 1, 8), (0, 2)) == ("full", 32)  # kept axes of size 1: a full sum
