@@ -1,10 +1,10 @@
 """Segment-size sweep (the paper's headline chart): shapes [M, n] summed over the last axis and [n, M] summed over
-the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16, bf16 and fp32, every
-tcreduce sum method (not the ladder rungs: full sums only) and ``method="auto"`` beside ``torch.sum``, ``cupy.sum``
-with CUB on and off, tuned Triton row and column kernels and ``torch.compile``'d torch.sum (where torch and Triton
-are installed; each checked against a float64 sum before it is timed: :mod:`experiments.competitors`), all
-accumulating in fp32 into an fp32 output. bf16 lives in CuPy as raw bits (``format="bfloat16"``), so only the torch
-competitors (on torch views of the same bytes) apply to it.
+the first, n from 16 to 2^20, the total input fixed at 512 MiB (128 MiB with --quick), fp16, bf16, fp32 and fp8
+(e4m3), every tcreduce sum method (not the ladder rungs: full sums only) and ``method="auto"`` beside ``torch.sum``,
+``cupy.sum`` with CUB on and off, tuned Triton row and column kernels and ``torch.compile``'d torch.sum (where torch
+and Triton are installed; each checked against a float64 sum before it is timed: :mod:`experiments.competitors`), all
+accumulating in fp32 into an fp32 output. bf16 and fp8 live in CuPy as raw bits (``format=``), so only the torch
+competitors (on torch views of the same bytes) apply to them.
 
 One random pool per dtype (uniform [-0.25, 0.75)) is reshaped for every n, so every method reads the same bytes; the
 pool exceeds the L2 cache many times, so no rotation is needed. GB/s counts the input read once plus the fp32 outputs
@@ -39,7 +39,7 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 
 COLUMNS = ["dtype", "layout", "shape", "axis", "n", "m", "method", "kind", "time_us", "p10_us", "p90_us", "reps",
            "batch", "bytes", "gbs", "frac_ceiling", "note"]
-DTYPES = ("float16", "bfloat16", "float32")
+DTYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn")
 LAYOUTS = ("rows", "cols")
 
 
@@ -103,7 +103,7 @@ def run(ctx: Context) -> list[Path]:
                 entries: list[tuple[str, str, Any, list]] = [(m, "tcreduce", _tc_call(m, axis, **fmt), [x])
                                                              for m in methods[dt]]
                 for c in competitors(axis, tuned=True):
-                    if fmt and c.lib != "torch":  # CuPy has no bf16
+                    if fmt and c.lib != "torch":  # CuPy has no bf16 or fp8
                         continue
                     entries.append((c.label, "competitor", c, [torch_view(x, dt) if fmt else c.wrap(x)]))
                 for label, kind, call, inputs in entries:
