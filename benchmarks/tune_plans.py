@@ -166,10 +166,12 @@ for _k in (64, 128, 192, 255):
 # order of additions than tc_rows' tiles, so the bits check follows the plan) against the tiles (the module value,
 # first), by (chunks in flight per warp, blocks per SM); its check shapes end in a part-filled chunk
 ROWS_PACKED_SETTINGS = [(8, 3), (4, 4), (8, 4), (16, 2), (4, 3), (2, 4)]
-for _dt, _isz, _ks in (("float16", 2, (32, 64, 128)), ("bfloat16", 2, (64, 128)), ("float8_e4m3fn", 1, (64, 128, 256))):
+for _dt, _isz, _ks in (("float16", 2, (32, 64, 128)), ("bfloat16", 2, (64, 128)),
+                       ("float8_e4m3fn", 1, (64, 128, 256))):
     for _k in _ks:
-        SWEEPS[f"{_dt}_rows{_k}_packed"] = (tc_plan, [dict(ROWS_PACKED={})] + [dict(ROWS_PACKED={_isz: (0, *s)}) for s in ROWS_PACKED_SETTINGS], _dt,
-                                            ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (333, _k), (3, _k)])
+        SWEEPS[f"{_dt}_rows{_k}_packed"] = (
+            tc_plan, [dict(ROWS_PACKED={})] + [dict(ROWS_PACKED={_isz: (0, *s)}) for s in ROWS_PACKED_SETTINGS], _dt,
+            ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (333, _k), (3, _k)])
 for _r in (128, 256, 512):
     SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p, COLS_ONE_PASS_MIN_CHUNKS=0)
                                      for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],

@@ -162,7 +162,8 @@ def pick(point: Point) -> tuple[str, float]:
     measured = [m for m in order if all(m in r and math.isfinite(r[m]) for r in runs)]
     if not measured:
         raise ValueError(f"no eligible method measured at {point}")
-    worst = {m: max(r[m] / min(r[k] for k in measured) for r in runs) for m in measured}
+    fastest = [min(r[k] for k in measured) for r in runs]
+    worst = {m: max(r[m] / f for r, f in zip(runs, fastest)) for m in measured}
     tied = [m for m in measured if worst[m] <= 1 + TIE]
     m = tied[0] if tied else min(measured, key=lambda k: (worst[k], order.index(k)))
     cands = [(point.times[k], k) for k in measured]
@@ -240,9 +241,8 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         "every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie",
         f"goes to {', '.join(PREFERENCE)} in that order; where no method ties in every run, the least worst ratio",
         f"to a run's fastest wins. Where that pick took more than {TIE:.0%} more GPU time in a CUDA graph (graph_us:",
-        f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within "
-        f"{TIE:.0%},",
-        "by that order). Lookup and fallbacks: tcreduce/_auto.py.",
+        f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within",
+        f"{TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
         '"""',
         "",
         f"TIE = {TIE!r}",

@@ -13,8 +13,8 @@ Measure: median time per call of back-to-back calls (time_us). A method within 1
 every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie
 goes to tensorcore, shuffle, wmma in that order; where no method ties in every run, the least worst ratio
 to a run's fastest wins. Where that pick took more than 1% more GPU time in a CUDA graph (graph_us:
-full sums) than a method within 2% of the fastest, the least GPU time wins instead (within 1%,
-by that order). Lookup and fallbacks: tcreduce/_auto.py.
+full sums) than a method within 2% of the fastest, the least GPU time wins instead (within
+1%, by that order). Lookup and fallbacks: tcreduce/_auto.py.
 """
 
 TIE = 0.01
