@@ -19,7 +19,8 @@ emulator twin except those in ``EXCLUDED`` (each with its reason). Points where 
 faster than the pick are listed in the table's ``NOTES``.
 
 More runs of the same plans: a directory's ``segments_runs/*.csv`` (other machines or other days, the same kernels
-and plans as its ``segments.csv``) join the derivation point by point. A method counts as tied with the fastest only if
+and plans as its ``segments.csv``; each with every point of the formats it measures) join the derivation point by
+point. A method counts as tied with the fastest only if
 it is within ``TIE`` of the fastest in every run, and the tie goes to the first of those in ``PREFERENCE``; where no
 method is, the pick is the one whose worst ratio to a run's fastest is least. So a near-tie that one machine reads
 one way and another the other way goes to a method fast on both, instead of flipping with every re-derivation (two
@@ -133,7 +134,8 @@ def load_points(csv_dir: Path, required: bool = True) -> tuple[list[Point], dict
         rows, meta[f"segments_runs/{path.stem}"] = _read(path, True)
         run: dict = defaultdict(dict)
         _segment_times(rows, run)
-        if set(run) != {k for k in acc if k[1] != "full"}:
+        forms = {k[:2] for k in run}  # a run may lack whole formats (an older one, before fp8 joined the study)
+        if set(run) != {k for k in acc if k[:2] in forms}:
             raise ValueError(f"{path} does not measure the points of {csv_dir / 'segments.csv'}")
         for key, times in run.items():
             more[key].append(times)

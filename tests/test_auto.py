@@ -132,6 +132,9 @@ def test_more_runs_must_measure_the_same_points(derive, tmp_path):
     assert "segments_runs/other" in meta and all(len(p.more_times) == 1 for p in points if p.form != "full")
     assert all(p.more_times[0] == p.times for p in points if p.form != "full")
     lines = text.splitlines(keepends=True)
+    (tmp_path / "segments_runs" / "other.csv").write_text("".join(ln for ln in lines if not ln.startswith("float32,")))
+    points, _ = derive.load_points(tmp_path, required=False)  # a run without a whole format: that format has one run
+    assert all(len(p.more_times) == (p.dtype != "float32") for p in points if p.form != "full")
     (tmp_path / "segments_runs" / "other.csv").write_text("".join(ln for ln in lines if ",1048576," not in ln))
     with pytest.raises(ValueError, match="does not measure the points"):
         derive.load_points(tmp_path, required=False)
