@@ -9,7 +9,8 @@ blocks of a fixed number of rounds, their partials combined in two levels (float
 Last-axis sums: row tiles of 16 rows per warp group, columns split across warps and, for few long rows, across blocks
 (the last block of a tile combines; rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane,
 where ROWS16_PAIRED_LOADS has their format); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
-group instead (tc_flat's inner loop), split the same way.
+group instead (tc_flat's inner loop), split the same way; short rows back to back, 2-8 to a warp's 512-byte load, go
+through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way.
 
