@@ -20,11 +20,11 @@ faster than the pick are listed in the table's ``NOTES``.
 
 More runs of the same plans: a directory's ``segments_runs/*.csv`` (other machines or other days, the same kernels
 and plans as its ``segments.csv``; each with every point of the formats it measures) join the derivation point by
-point. A method counts as tied with the fastest only if
-it is within ``TIE`` of the fastest in every run, and the tie goes to the first of those in ``PREFERENCE``; where no
-method is, the pick is the one whose worst ratio to a run's fastest is least. So a near-tie that one machine reads
-one way and another the other way goes to a method fast on both, instead of flipping with every re-derivation (two
-H200s read the same 16-bit first-axis points 2-4% apart, session 33).
+point. A method counts as tied with the fastest only if it is within ``TIE`` of the fastest in every run, and the tie
+goes to the first of those in ``PREFERENCE``; where no method is, the pick is the one whose worst ratio to a run's
+fastest is least. So a near-tie that one machine reads one way and another the other way goes to a method fast on
+both, instead of flipping with every re-derivation (two H200s read the same 16-bit first-axis points 2-4% apart,
+session 33).
 
 ``--check``: derive in memory and exit 1 if the committed table differs (what the CPU test checks too).
 """

@@ -291,7 +291,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
     packed = tuned(_THIS, "ROWS_PACKED", device).get(isz)
     if isinstance(problem, Rows) and packed and problem.k >= packed[0] and _packs(problem, isz):
         chunk = 32 * (16 // isz)
-        rpc, units = chunk // problem.k, cdiv(problem.m, chunk // problem.k)
+        rpc = chunk // problem.k
+        units = cdiv(problem.m, rpc)
         rif, blocks_per_sm = packed[1:]
         unroll = tuned(_THIS, "STREAM_UNROLL", device)
         work = one_pass(split_work(units, 1, BLOCK // 32, device, blocks_per_sm), units, BLOCK // 32, rif)
