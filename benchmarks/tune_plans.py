@@ -59,6 +59,14 @@ SWEEPS["rows32"] = (tc_plan, [dict(ONE_PASS_SHORT_TILES={4: p, 8: q}) for p, q i
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
 SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")
+# shuffle_rows over rows of one chunk (a thread per row): rows in flight per thread and blocks per SM (neither
+# changes the sums); fp8 converts 16 elements per chunk, so it may want more threads than 16-bit formats
+for _dt, _k in (("float8_e4m3fn", 16), ("float8_e4m3fn", 32), ("float16", 16)):
+    SWEEPS[f"shuffle_{_dt}_rows{_k}_unroll"] = (
+        shuffle_plan, [dict(UNROLL=u, BLOCKS_PER_SM={"rows": b, "cols": 2})
+                       for u, b in ((4, 4), (8, 4), (2, 8), (4, 8), (8, 3), (4, 6), (1, 8))],
+        _dt, ((1 << 29) // shuffle_plan.ITEMSIZE[_dt] // _k, _k), -1, [(4099, _k), (70001, _k), (333, _k - 3)],
+        "shuffle")
 ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (True, False)]
 # first-axis sums: tc_cols (64-column strips, data as A): chunks in flight per warp (bitwise the same sums) and
 # one-pass grids; shuffle_cols: rows in flight, blocks per SM and strip width (these two change the splits: the bits
@@ -475,7 +483,7 @@ SHUFFLE_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: (u, b), 2: (u, b), 4: (u, b)}
                      for c, u, b in ((256, 8, 2), (256, 2, 8), (256, 4, 8), (256, 2, 6), (256, 4, 6), (256, 4, 4),
                                      (128, 2, 8), (32, 2, 8), (32, 4, 6), (16, 2, 8), (8, 2, 8))]
 for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048)), ("bfloat16", 2, (64, 128, 256, 1024)),
-                       ("float32", 4, (64, 128, 256, 1024)), ("float8_e4m3fn", 1, (64, 128, 1024))):
+                       ("float32", 4, (64, 128, 256, 1024)), ("float8_e4m3fn", 1, (16, 32, 64, 128, 1024))):
     for _r in _rs:
         SWEEPS[f"shuffle_{_dt}_cols{_r}_one_item"] = (
             shuffle_plan, SHUFFLE_ONE_ITEM, _dt, (_r, (1 << 29) // _isz // _r), 0,

@@ -10,8 +10,8 @@
 //     the plan says the addresses allow it (ALIGNED) and the chunk is whole, else with VEC masked scalar loads. The
 //     order of additions never depends on how a chunk was loaded.
 //   - Every addition is a round-to-nearest fp32 add (no FMA contraction: there are no products; no fast-math).
-//     Elements are converted to fp32 exactly (tcr::bits_to_float). An accumulator starts at +0.0f and the elements of a
-//     chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
+//     Elements are converted to fp32 exactly (tcr::bits_to_float; fp8 chunks two at a time, chunk_pair). An
+//     accumulator starts at +0.0f and the elements of a chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
 //     an accumulator that started at +0.0f, so "skipped" and "added as +0.0f" are the same bits.
 //   - UNROLL only decides how many chunks are in flight per thread; it never changes the order of additions.
 //     MINB is the blocks per SM passed to __launch_bounds__ (a register cap the planner relies on for its grids);
@@ -62,18 +62,40 @@ __device__ __forceinline__ float chunk_elem(const uint4& v, int e) {
     return tcr::bits_to_float<T>(w4[(e * S) / 4] >> (8 * ((e * S) % 4)));
 }
 
+// Elements 2p and 2p + 1 of a chunk, converted to fp32 exactly (p a compile-time constant after unrolling). fp8
+// pairs take one cvt.rn.f16x2.e4m3x2 (tcr::fp8x2_to_half2) and two fp16 -> fp32 conversions: the same values as
+// chunk_elem's one conversion per element, in half the conversion instructions.
+template <typename T>
+__device__ __forceinline__ float2 chunk_pair(const uint4& v, int p) {
+    if constexpr (tcr::is_fp8<T>::value) {
+        const unsigned w4[4] = {v.x, v.y, v.z, v.w};
+        const unsigned h2 = tcr::fp8x2_to_half2<T>(w4[p / 2] >> (16 * (p % 2)));
+        return __half22float2(*reinterpret_cast<const __half2*>(&h2));
+    } else {
+        return make_float2(chunk_elem<T>(v, 2 * p), chunk_elem<T>(v, 2 * p + 1));
+    }
+}
+
 // acc += element 0, then element 1, ..., element VEC-1 of the chunk (increasing address order).
 template <typename T>
 __device__ __forceinline__ void add_chunk(float& acc, const uint4& v) {
 #pragma unroll
-    for (int e = 0; e < Vec<T>::N; ++e) acc += chunk_elem<T>(v, e);
+    for (int p = 0; p < Vec<T>::N / 2; ++p) {
+        const float2 f = chunk_pair<T>(v, p);
+        acc += f.x;
+        acc += f.y;
+    }
 }
 
 // acc[e] += element e of the chunk, for e = 0..VEC-1 (one accumulator per column).
 template <typename T>
 __device__ __forceinline__ void add_cols(float (&acc)[Vec<T>::N], const uint4& v) {
 #pragma unroll
-    for (int e = 0; e < Vec<T>::N; ++e) acc[e] += chunk_elem<T>(v, e);
+    for (int p = 0; p < Vec<T>::N / 2; ++p) {
+        const float2 f = chunk_pair<T>(v, p);
+        acc[2 * p] += f.x;
+        acc[2 * p + 1] += f.y;
+    }
 }
 
 // shuffle_cols' step 1: acc[e] += element e of the chunks q[0], q[step], q[2 step], ... (`left` of them, in that
