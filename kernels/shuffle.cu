@@ -11,8 +11,9 @@
 //     order of additions never depends on how a chunk was loaded.
 //   - Every addition is a round-to-nearest fp32 add (no FMA contraction: there are no products; no fast-math).
 //     Elements are converted to fp32 exactly (tcr::bits_to_float; fp8 chunks two at a time, chunk_pair). An
-//     accumulator starts at +0.0f and the elements of a chunk are added in increasing address order. Masked (absent) elements are added as +0.0f, which never changes
-//     an accumulator that started at +0.0f, so "skipped" and "added as +0.0f" are the same bits.
+//     accumulator starts at +0.0f and the elements of a chunk are added in increasing address order. Masked
+//     (absent) elements are added as +0.0f, which never changes an accumulator that started at +0.0f, so "skipped"
+//     and "added as +0.0f" are the same bits.
 //   - UNROLL only decides how many chunks are in flight per thread; it never changes the order of additions.
 //     MINB is the blocks per SM passed to __launch_bounds__ (a register cap the planner relies on for its grids);
 //     it does not change the order either.
