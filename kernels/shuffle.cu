@@ -6,9 +6,9 @@
 // with the last-block-done pattern (cuda-samples threadFenceReduction) instead of v6's float atomics.
 //
 // Common to every kernel here:
-//   - VEC = 16 / sizeof(T) elements (16 fp8, 8 fp16 or bf16, 4 floats) form a "chunk"; a chunk is read with one 16-byte load when
-//     the plan says the addresses allow it (ALIGNED) and the chunk is whole, else with VEC masked scalar loads. The
-//     order of additions never depends on how a chunk was loaded.
+//   - VEC = 16 / sizeof(T) elements (16 fp8, 8 fp16 or bf16, 4 floats) form a "chunk"; a chunk is read with one
+//     16-byte load when the plan says the addresses allow it (ALIGNED) and the chunk is whole, else with VEC masked
+//     scalar loads. The order of additions never depends on how a chunk was loaded.
 //   - Every addition is a round-to-nearest fp32 add (no FMA contraction: there are no products; no fast-math).
 //     Elements are converted to fp32 exactly (tcr::bits_to_float; fp8 chunks two at a time, chunk_pair). An
 //     accumulator starts at +0.0f and the elements of a chunk are added in increasing address order. Masked
