@@ -16,6 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -97,11 +98,51 @@ def summary(points: list[Point]) -> list[str]:
     return lines
 
 
+def table_pick(p: Point, gpu: str) -> str:
+    """The method the committed ``auto`` table (``tcreduce/_auto_table.py``) gives ``p`` on ``gpu``: what `auto`
+    runs now, which may differ from what ran in the study's `auto` column (that run used the table of its commit)."""
+    from tcreduce._auto import choose_method
+    from tcreduce._device import named_device
+
+    m = 1 << 20  # any kept length: the pick depends on the form and the reduced length only
+    shape, axes = ((m, p.n), (1,)) if p.layout == "rows" else ((p.n, m), (0,))
+    return choose_method("sum", SimpleNamespace(shape=shape), axes, p.dtype, named_device(gpu))
+
+
+def pick_summary(points: list[Point], gpu: str) -> list[str]:
+    """The table's pick in its own column: against the best competitor, the fastest method and the read ceiling."""
+    rated = []
+    for p in points:
+        pick = table_pick(p, gpu)
+        ceiling = p.gbs["auto"] / p.auto_ceiling
+        rated.append((p.gbs[pick] / best_competitor(p)[0], best_competitor(p)[1], p.gbs[pick] / fastest_method(p)[0],
+                      p.gbs[pick] / ceiling, pick, p))
+    rated.sort(key=lambda r: r[0])
+    lines = [f"committed table's picks, each in its own column: pick/best competitor {rated[0][0]:.3f}-"
+             f"{rated[-1][0]:.3f}, {sum(r[0] < 1 for r in rated)} of {len(rated)} below 1.0, "
+             f"{sum(r[0] < 0.98 for r in rated)} below 0.98"]
+    lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} ({pick}) against {name}"
+              for v, name, _, _, pick, p in rated if v < 0.98]
+    for label, i in (("pick/fastest tcreduce method", 2), ("pick/ceiling", 3)):
+        low = sorted(rated, key=lambda r: r[i])[:3]
+        lines += [f"{label} min {r[i]:.3f}: {r[5].dtype} {r[5].layout} n={r[5].n} ({r[4]})" for r in low]
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", nargs="?", type=Path, default=ROOT / "paper_figures" / "h200" / "segments.csv")
+    ap.add_argument("--picks", action="store_true",
+                    help="also rate what the committed auto table picks now, each pick in its own column")
     args = ap.parse_args()
-    print("\n".join(summary(load(args.csv))))
+    points = load(args.csv)
+    lines = summary(points)
+    if args.picks:
+        from experiments.records import read_csv
+
+        gpu = read_csv(args.csv)[1]["device"].split(" (")[0]
+        lines += pick_summary(points, gpu)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ FALLBACK = "shuffle"
 # Forms the sweep has not measured for a format borrow a measured format's rows: bf16 (where a sweep lacks it) moves
 # the same bytes with the same instructions as fp16 (notes/formats.md: within 1% of fp16's on an H100), e5m2 as e4m3
 # (one conversion instruction per pair either way: cvt.rn.f16x2.e5m2x2 / .e4m3x2). fp8 rows and columns where no
-# sweep measured e4m3's (the H100; an H200's segment study has them from session 34 on): FALLBACK (shuffle; on an
-# H100 the tensor-core kernels tie it on fp8 rows of 32 and trail it by 4-10% on rows of 16 and on columns,
+# sweep measured e4m3's (the H100; an H200's committed segment study has them since session 35): FALLBACK (shuffle;
+# on an H100 the tensor-core kernels tie it on fp8 rows of 32 and trail it by 4-10% on rows of 16 and on columns,
 # notes/performance.md).
 MEASURED_AS = {"bfloat16": "float16", "float8_e5m2": "float8_e4m3fn"}
 

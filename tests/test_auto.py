@@ -232,3 +232,26 @@ def test_segment_summary_reads_the_committed_sweeps():
         ratio = worst.gbs["auto"] / mod.best_competitor(worst)[0]
         assert f"auto/best competitor {ratio:.3f}-" in "\n".join(lines), (path, ratio)
         assert all(0 < p.auto_ceiling < 1.2 for p in points), path
+
+
+def test_segment_summary_rates_the_committed_tables_picks():
+    """segment_summary --picks: on every committed segments.csv, each point's pick is what tcreduce's auto chooses on
+    that GPU for that form and length, it has a column there, and the reported worst ratio is that column's."""
+    from experiments.records import read_csv
+    from tcreduce._device import named_device
+
+    spec = importlib.util.spec_from_file_location("segment_summary", ROOT / "scripts" / "segment_summary.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for path in sorted((ROOT / "paper_figures").glob("**/segments.csv")):
+        gpu = read_csv(path)[1]["device"].split(" (")[0]
+        points = mod.load(path)
+        ratios = []
+        for p in points:
+            pick = mod.table_pick(p, gpu)
+            shape, axes = ((3, p.n), (1,)) if p.layout == "rows" else ((p.n, 3), (0,))
+            assert pick == choose_method("sum", SimpleNamespace(shape=shape), axes, p.dtype, named_device(gpu))
+            assert pick in p.gbs, (path, p, pick)
+            ratios.append(p.gbs[pick] / mod.best_competitor(p)[0])
+        lines = mod.pick_summary(points, gpu)
+        assert f"pick/best competitor {min(ratios):.3f}-{max(ratios):.3f}," in lines[0], (path, lines[0])
