@@ -242,6 +242,7 @@ def test_segment_summary_rates_the_committed_tables_picks():
 
     spec = importlib.util.spec_from_file_location("segment_summary", ROOT / "scripts" / "segment_summary.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["segment_summary"] = mod
     spec.loader.exec_module(mod)
     for path in sorted((ROOT / "paper_figures").glob("**/segments.csv")):
         gpu = read_csv(path)[1]["device"].split(" (")[0]
