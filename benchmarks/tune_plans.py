@@ -59,14 +59,27 @@ SWEEPS["rows32"] = (tc_plan, [dict(ONE_PASS_SHORT_TILES={4: p, 8: q}) for p, q i
 SWEEPS["bf16_rows16"] = (tc_plan, SWEEPS["rows16"][1], "bfloat16", (1 << 24, 16), -1, [(4099, 16), (70001, 16)])
 SWEEPS["shuffle_rows16"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16", (1 << 24, 16),
                             -1, [(4099, 16), (70001, 16)], "shuffle")
-# shuffle_rows over rows of one chunk (a thread per row): rows in flight per thread and blocks per SM (neither
-# changes the sums); fp8 converts 16 elements per chunk, so it may want more threads than 16-bit formats
-for _dt, _k in (("float8_e4m3fn", 16), ("float8_e4m3fn", 32), ("float16", 16)):
+# shuffle_rows over rows that G <= 32 threads take (ROWS_SHORT_TUNING, keyed by bytes per element and chunks per row):
+# rows in flight per thread and blocks per SM (neither changes the sums); fp8 converts 16 elements per chunk, so it may
+# want more threads than 16-bit formats (session 35 swept fp8 rows of 16-32 and fp16 rows of 16 through the global
+# UNROLL and BLOCKS_PER_SM under these names: tune_plans_fp8_shuffle_e937cb8.log)
+for _dt, _k in (*(("float8_e4m3fn", _k) for _k in (16, 32, 64, 128, 256, 512)), ("float16", 16)):
+    _isz = shuffle_plan.ITEMSIZE[_dt]
+    _key = (_isz, -(-_k * _isz // 16))
     SWEEPS[f"shuffle_{_dt}_rows{_k}_unroll"] = (
-        shuffle_plan, [dict(UNROLL=u, BLOCKS_PER_SM={"rows": b, "cols": 2})
-                       for u, b in ((4, 4), (8, 4), (2, 8), (4, 8), (8, 3), (4, 6), (1, 8))],
-        _dt, ((1 << 29) // shuffle_plan.ITEMSIZE[_dt] // _k, _k), -1, [(4099, _k), (70001, _k), (333, _k - 3)],
-        "shuffle")
+        shuffle_plan, [committed(shuffle_plan, "ROWS_SHORT_TUNING")]
+        + [dict(ROWS_SHORT_TUNING={_key: ub}) for ub in ((4, 4), (8, 4), (2, 8), (8, 3), (4, 6), (2, 6))],
+        _dt, ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (70001, _k), (333, _k - 3)], "shuffle")
+# shuffle_cols' general kernel (splits of the reduced axis: few columns) per bytes per element (COLS_TUNING): rows in
+# flight per thread and blocks per SM (the same sums); fp8 first-axis sums of 32768 rows and more read 0.86-0.87 of the
+# read ceiling at (8, 2) in the eaa22ef segment study, fp16 ones of 2^20 rows 0.92
+for _dt, _rs in (("float8_e4m3fn", (32768, 65536, 1 << 20)), ("float16", (65536, 1 << 20))):
+    _isz = shuffle_plan.ITEMSIZE[_dt]
+    for _r in _rs:
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_general"] = (
+            shuffle_plan, [committed(shuffle_plan, "COLS_TUNING")]
+            + [dict(COLS_TUNING={_isz: ub}) for ub in ((8, 2), (8, 3), (16, 2), (16, 3), (12, 3), (4, 4))],
+            _dt, (_r, (1 << 29) // _isz // _r), 0, [(_r + 3, 4000), (_r, 1003), (_r - 5, 64)], "shuffle")
 ONE_PASS = [dict(ONE_PASS_TILES=p) for p in (True, False)]
 # first-axis sums: tc_cols (64-column strips, data as A): chunks in flight per warp (bitwise the same sums) and
 # one-pass grids; shuffle_cols: rows in flight, blocks per SM and strip width (these two change the splits: the bits

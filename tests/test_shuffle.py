@@ -210,6 +210,31 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
         ", 8, 256, true, 2, false, 1>")
 
 
+def test_short_rows_and_general_columns_take_their_tuning():
+    """ROWS_SHORT_TUNING (keyed by bytes per element and chunks per row) sets the rows in flight and blocks per SM of
+    rows that G <= 32 threads take, and COLS_TUNING (keyed by bytes per element) those of the general first-axis
+    kernel and of the one-item kernel where COLS_ONE_ITEM_TUNING lacks the size; other keys, longer rows and other
+    formats plan as before, and kernel_names lists every name the tuned plans launch."""
+    rows32, rows48 = Rows(1 << 20, 32, 32), Rows(1 << 20, 48, 48)  # fp8: 2 and 3 chunks per row
+    few_cols = Cols(1, 1 << 20, 512, 0, 512)  # fp8: 32 column chunks, so the reduced axis is split
+    before = {(prob, dt): sh.plan_shuffle(prob, dt, "float32", H100)
+              for prob in (rows32, rows48, few_cols) for dt in ("float8_e4m3fn", "float16")}
+    with patched_plans(sh, dict(ROWS_SHORT_TUNING={(1, 2): (8, 3)}, COLS_TUNING={1: (16, 3)})):
+        p = param_dict(sh.plan_shuffle(rows32, "float8_e4m3fn", "float32", H100))
+        assert (p["unroll"], p["minb"], p["group"]) == (8, 3, 2)
+        assert p["grid"] == _cdiv(rows32.m, 8 * (sh.BLOCK // 2))
+        split = sh.plan_shuffle(few_cols, "float8_e4m3fn", "float32", H100)
+        q = param_dict(split)
+        assert (q["unroll"], q["minb"]) == (16, 3) and q["splits"] > 1
+        assert split.launches[0].kernel == "shuffle_cols<__nv_fp8_e4m3, float, 256, 16, 16, true, 3, false>"
+        names = set(sh.kernel_names("float8_e4m3fn", "float32"))
+        assert {sh.plan_shuffle(rows32, "float8_e4m3fn", "float32", H100).launches[0].kernel,
+                split.launches[0].kernel} <= names
+        for key, plan in before.items():  # untouched: another chunk count, another format
+            if key not in ((rows32, "float8_e4m3fn"), (few_cols, "float8_e4m3fn")):
+                assert sh.plan_shuffle(*key, "float32", H100) == plan, key
+
+
 def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
     """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads aligned first-axis sums of 64 rows or more (fp8: 128) evict-first
     (LOAD 1, the last template argument); fewer rows, misaligned views and every GPU without the tuning (an H100)

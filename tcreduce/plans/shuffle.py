@@ -99,6 +99,12 @@ COLS_CT_MANY = BLOCK
 # the combination of splits, so it needs far fewer registers): (rows in flight per thread, blocks per SM), keyed by
 # bytes per element; a size not listed takes (COLS_UNROLL, BLOCKS_PER_SM["cols"]). The sums depend on neither.
 COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
+# cols plans through the general kernel (splits or a resident grid): (rows in flight per thread, blocks per SM) keyed
+# by bytes per element; a size not listed: (COLS_UNROLL, BLOCKS_PER_SM["cols"]), which is also the one-item kernel's
+# setting for a size COLS_ONE_ITEM_TUNING does not list. The sums depend on neither. fp8's first-axis sums of 32768
+# rows and more read 0.86-0.87 of the read ceiling at (8, 2) in the eaa22ef segment study (H200): converting 16
+# elements per chunk, they may want more threads resident (tune_plans `shuffle_*_cols*_general`)
+COLS_TUNING: dict[int, tuple[int, int]] = {}
 # cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
 # by bytes per element, a size not listed: never. The same values either way. H200 below. An H100 keeps plain loads:
@@ -142,6 +148,13 @@ ROWS_BLOCK_MIN_CHUNKS = {2: 4 * BLOCK, 4: 4 * BLOCK}
 # chunks; keyed by bytes per element, a size not listed: a warp (tune_plans run 14, H100, 4 chunks per thread:
 # +2.0-3.9% over a warp per row at fp32 [131072, 1024], [65536, 2048], fp16 and bf16 [131072, 2048], [65536, 4096])
 ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
+# rows that a group of G <= 32 threads takes (up to 32 chunks, or a warp per row): (rows in flight per thread, blocks
+# per SM) keyed by (bytes per element, chunks per row); a key not listed: (UNROLL, BLOCKS_PER_SM["rows"]). Neither
+# changes the sums (the fold of a row's G lanes is fixed by G). fp8 converts 16 elements per chunk, so its short rows
+# may want more threads resident than 16-bit rows (session 35, tune_plans on an H200, fp8 rows of 32 through the global
+# constants: (4, 6) +4.9%, (8, 4) +4.1% over (4, 4); rows of 16 level); set per GPU family once a sweep of this knob
+# (tune_plans `shuffle_*_rows*_short`) and a segment study confirm it
+ROWS_SHORT_TUNING: dict[tuple[int, int], tuple[int, int]] = {}
 # rows: rows of at least this many chunks load their whole chunks evict-first in L1 and L2 (kernels/shuffle.cu LOAD 1,
 # as COLS_EVICT_FIRST_MIN_ROWS), the others through ld.global.nc; keyed by bytes per element, a size not listed: never
 ROWS_EVICT_FIRST_MIN_CHUNKS: dict[int, int] = {}
@@ -234,9 +247,11 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
         group = BLOCK  # a block (or several) per row
     unroll = UNROLL
     if group <= 32:
+        unroll, minb = tuned(_THIS, "ROWS_SHORT_TUNING", device).get((isz, chunks), (UNROLL, minb))
+        cap = device.sm_count * minb
         splits = 1
-        if cdiv(m, UNROLL * (BLOCK // group)) < cap:
-            unroll = 1  # too few rows for UNROLL rows per thread: spread them over more blocks instead
+        if cdiv(m, unroll * (BLOCK // group)) < cap:
+            unroll = 1  # too few rows for `unroll` rows per thread: spread them over more blocks instead
         grid = cdiv(m, unroll * (BLOCK // group))
         grid = max(1, grid if ONE_PASS_ROWS else min(cap, grid))
     elif group < BLOCK:
@@ -259,8 +274,8 @@ def _plan_rows(problem: Rows, in_dtype: str, out_dtype: str, device: DeviceSpec)
 
 def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec) -> tuple[KernelLaunch, int, int,
                                                                                             dict[str, Any]]:
-    vec, minb, isz = _vec(in_dtype), BLOCKS_PER_SM["cols"], ITEMSIZE[in_dtype]
-    unroll = COLS_UNROLL
+    vec, isz = _vec(in_dtype), ITEMSIZE[in_dtype]
+    unroll, minb = tuned(_THIS, "COLS_TUNING", device).get(isz, (COLS_UNROLL, BLOCKS_PER_SM["cols"]))
     _check_elements_aligned(problem.align, in_dtype)
     a, r, b = problem.a, problem.r, problem.b
     aligned = (problem.align == 0 and (problem.sr * isz) % 16 == 0
@@ -379,8 +394,11 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     def anywhere(name: str) -> tuple:  # a constant's module value and every GPU family's own
         return (getattr(_THIS, name), *(own[name] for own in FAMILY_TUNING.values() if name in own))
 
-    default = (COLS_UNROLL, BLOCKS_PER_SM["cols"])  # the one-item kernel where the tuned one would not fill
-    cols_one_item = {default} | {t.get(isz, default) for t in anywhere("COLS_ONE_ITEM_TUNING")}
+    defaults = {(COLS_UNROLL, BLOCKS_PER_SM["cols"])} | {t[isz] for t in anywhere("COLS_TUNING") if isz in t}
+    # the one-item kernel where the tuned one would not fill, or at the general kernel's setting
+    cols_one_item = defaults | {t[isz] for t in anywhere("COLS_ONE_ITEM_TUNING") if isz in t}
+    rows_short = [(UNROLL, BLOCKS_PER_SM["rows"])] + [um for t in anywhere("ROWS_SHORT_TUNING")
+                                                      for (size, _), um in t.items() if size == isz]
     rows_hinted = any(isz in t for t in anywhere("ROWS_EVICT_FIRST_MIN_CHUNKS"))
     cols_hinted = any(isz in t for t in anywhere("COLS_EVICT_FIRST_MIN_ROWS"))
     names = []
@@ -393,13 +411,13 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
         names += [f"shuffle_flat_cluster<{it}, {ot}, {BLOCK}, {fu}, {_bool(al)}, {fm}, {c}>" for c in clusters]
         rows_loads = (0, 1) if al and rows_hinted else (0,)
         for g in (1, 2, 4, 8, 16, 32, 64, 128, BLOCK):
-            for u in ((UNROLL, 1) if g <= 32 else (UNROLL,)):
-                names += [f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {BLOCKS_PER_SM['rows']}"
-                          f"{_load_arg(ld)}>" for ld in rows_loads]
+            settings = {(u1, m) for u, m in rows_short for u1 in (u, 1)} if g <= 32 else set(rows_short[:1])
+            names += [f"shuffle_rows<{it}, {ot}, {BLOCK}, {u}, {g}, {_bool(al)}, {m}{_load_arg(ld)}>"
+                      for u, m in sorted(settings) for ld in rows_loads]
         for ct in (1, 2, 4, 8, 16, 32, BLOCK):
             for ld in ((0, 1) if al and cols_hinted else (0,)):
-                names.append(f"shuffle_cols<{it}, {ot}, {BLOCK}, {COLS_UNROLL}, {ct}, {_bool(al)}, "
-                             f"{BLOCKS_PER_SM['cols']}, false{_load_arg(ld)}>")
+                names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, false{_load_arg(ld)}>"
+                          for u, m in sorted(defaults)]
                 names += [f"shuffle_cols<{it}, {ot}, {BLOCK}, {u}, {ct}, {_bool(al)}, {m}, true{_load_arg(ld)}>"
                           for u, m in sorted(cols_one_item)]
     return names
