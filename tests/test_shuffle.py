@@ -227,9 +227,11 @@ def test_short_rows_and_general_columns_take_their_tuning():
         q = param_dict(split)
         assert (q["unroll"], q["minb"]) == (16, 3) and q["splits"] > 1
         assert split.launches[0].kernel == "shuffle_cols<__nv_fp8_e4m3, float, 256, 16, 16, true, 3, false>"
+        one_item = sh.plan_shuffle(Cols(1, 128, 1 << 22, 0, 1 << 22), "float8_e4m3fn", "float32", H100)
+        assert one_item.launches[0].kernel == "shuffle_cols<__nv_fp8_e4m3, float, 256, 16, 256, true, 3, true>"
         names = set(sh.kernel_names("float8_e4m3fn", "float32"))
         assert {sh.plan_shuffle(rows32, "float8_e4m3fn", "float32", H100).launches[0].kernel,
-                split.launches[0].kernel} <= names
+                split.launches[0].kernel, one_item.launches[0].kernel} <= names
         for key, plan in before.items():  # untouched: another chunk count, another format
             if key not in ((rows32, "float8_e4m3fn"), (few_cols, "float8_e4m3fn")):
                 assert sh.plan_shuffle(*key, "float32", H100) == plan, key

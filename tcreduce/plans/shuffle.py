@@ -153,7 +153,7 @@ ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
 # changes the sums (the fold of a row's G lanes is fixed by G). fp8 converts 16 elements per chunk, so its short rows
 # may want more threads resident than 16-bit rows (session 35, tune_plans on an H200, fp8 rows of 32 through the global
 # constants: (4, 6) +4.9%, (8, 4) +4.1% over (4, 4); rows of 16 level); set per GPU family once a sweep of this knob
-# (tune_plans `shuffle_*_rows*_short`) and a segment study confirm it
+# (tune_plans `shuffle_*_rows*_unroll`) and a segment study confirm it
 ROWS_SHORT_TUNING: dict[tuple[int, int], tuple[int, int]] = {}
 # rows: rows of at least this many chunks load their whole chunks evict-first in L1 and L2 (kernels/shuffle.cu LOAD 1,
 # as COLS_EVICT_FIRST_MIN_ROWS), the others through ld.global.nc; keyed by bytes per element, a size not listed: never
