@@ -333,6 +333,15 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048, 4096, 
         SWEEPS[f"{_dt}_cols{_r}_one_item"] = (tc_plan, TC_ONE_ITEM_WIDE if _r >= 2048 else TC_ONE_ITEM, _dt,
                                               (_r, (1 << 29) // _isz // _r), 0,
                                               COLS_CHECK + [(37, 140040), (83, 102408), (200, 65576)])
+# tc_cols' 128-column strips for fp8 (COLS_WIDE_STRIPS: 16-byte loads per lane and row where 64-column strips load 8;
+# the same sums, the bits checked): (chunks in flight, blocks per SM) candidates against the committed 64-column
+# plans (fp8 first-axis sums read 0.62-0.89x `shuffle` in the eaa22ef segment study); the check shapes have 1, 4 and 8
+# warps per strip, part-filled last strips and chunks
+TC_WIDE = [committed(tc_plan, "COLS_WIDE_STRIPS")] + [dict(COLS_WIDE_STRIPS={1: c}) for c in (
+    ((1, 3),), ((2, 2),), ((4, 2),), ((1, 3), (2, 2)), ((1, 2),))]
+for _r in (32, 64, 128, 256, 1024, 4096):  # 16 rows or fewer: the short path, never wide
+    SWEEPS[f"float8_e4m3fn_cols{_r}_wide"] = (tc_plan, TC_WIDE, "float8_e4m3fn", (_r, (1 << 29) // _r), 0,
+                                               [(300, 2000), (64, 8208), (33, 30000), (40, 405504), (17, 1 << 20)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
 # enough for that path on an H100 (2 x 132 x 128)

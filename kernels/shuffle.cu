@@ -71,7 +71,7 @@ __device__ __forceinline__ float2 chunk_pair(const uint4& v, int p) {
     if constexpr (tcr::is_fp8<T>::value) {
         const unsigned w4[4] = {v.x, v.y, v.z, v.w};
         const unsigned h2 = tcr::fp8x2_to_half2<T>(w4[p / 2] >> (16 * (p % 2)));
-        return __half22float2(*reinterpret_cast<const __half2*>(&h2));
+        return make_float2(tcr::bits_to_float<__half>(h2), tcr::bits_to_float<__half>(h2 >> 16));
     } else {
         return make_float2(chunk_elem<T>(v, 2 * p), chunk_elem<T>(v, 2 * p + 1));
     }

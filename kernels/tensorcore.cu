@@ -561,27 +561,40 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
 // at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
 // path, 16-bit data): tcr::load16's mode for its whole chunks (0: __ldg; 3: evict-first in L1 and L2): the same values.
+// LE (one-item path, fp8 only): elements each lane loads per row, 8 (64-column strips) or 16 (strips of SW = 128
+// columns: lane (g, t) loads columns l0 + 16g .. l0 + 16g + 15 with one 16-byte load per row, so a load instruction
+// reads 4 rows x 128 bytes as fp16's does, and runs 8 mmas per chunk, mma w taking columns 16g + 2w and 16g + 2w + 1);
+// every column's additions are the same as in a 64-column strip, so the same sums.
 namespace {
-// The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend).
-template <typename T, bool ALIGNED>
+// The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend); LE elements of
+// each row (8, or 16 in fp8's wide strips).
+template <typename T, bool ALIGNED, int LE = 8>
 __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0, i64 j_end, i64 sr, i64 col, i64 bend,
-                                               int t, RowPiece<T, 8> (&v)[4]) {
-    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t, j_end, sr, col, bend, v[0]);
-    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 1, j_end, sr, col, bend, v[1]);
-    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 8, j_end, sr, col, bend, v[2]);
-    load_row_piece<T, 8, ALIGNED>(xs, j0 + 2 * t + 9, j_end, sr, col, bend, v[3]);
+                                               int t, RowPiece<T, LE> (&v)[4]) {
+    load_row_piece<T, LE, ALIGNED>(xs, j0 + 2 * t, j_end, sr, col, bend, v[0]);
+    load_row_piece<T, LE, ALIGNED>(xs, j0 + 2 * t + 1, j_end, sr, col, bend, v[1]);
+    load_row_piece<T, LE, ALIGNED>(xs, j0 + 2 * t + 8, j_end, sr, col, bend, v[2]);
+    load_row_piece<T, LE, ALIGNED>(xs, j0 + 2 * t + 9, j_end, sr, col, bend, v[3]);
 }
 
-// mma w (0..3) of a loaded chunk: c[w] += the column sums of columns 8g + 2w (mma row g) and 8g + 2w + 1 (row g + 8);
-// FROM_ZERO (the flush after every mma): the mmas start from +0.0f instead of c (the same bits as a zeroed c) and
-// their rows g and g + 8 go straight into acc[2w] and acc[2w + 1], so no C fragment is held across a walk.
-template <typename T, bool FROM_ZERO = false>
-__device__ __forceinline__ void mma_col_chunk(float (&c)[4][4], const RowPiece<T, 8> (&raw)[4], float (&acc)[8]) {
-    unsigned v[4][4];
+// mma w (0 .. LE/2 - 1) of a loaded chunk: c[w] += the column sums of columns LE g + 2w (mma row g) and LE g + 2w + 1
+// (row g + 8); FROM_ZERO (the flush after every mma): the mmas start from +0.0f instead of c (the same bits as a
+// zeroed c) and their rows g and g + 8 go straight into acc[2w] and acc[2w + 1], so no C fragment is held across a
+// walk. LE: elements per lane and row (8; 16 in fp8's wide strips: 8 mmas per chunk).
+template <typename T, bool FROM_ZERO = false, int LE = 8>
+__device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPiece<T, LE> (&raw)[4],
+                                              float (&acc)[LE]) {
+    unsigned v[4][LE / 2];
+    if constexpr (LE == 8) {
 #pragma unroll
-    for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
+        for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
+    }
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
+    for (int w = 0; w < LE / 2; ++w) {
+        if constexpr (LE != 8) {  // fp8's wide strips: each mma's pairs converted just before it (fewer registers)
+#pragma unroll
+            for (int row = 0; row < 4; ++row) v[row][w] = fp8x2_to_half2<T>(raw[row].w[w / 2] >> (16 * (w % 2)));
+        }
         const unsigned a[4] = {__byte_perm(v[0][w], v[1][w], 0x5410), __byte_perm(v[0][w], v[1][w], 0x7632),
                                __byte_perm(v[2][w], v[3][w], 0x5410), __byte_perm(v[2][w], v[3][w], 0x7632)};
         if constexpr (FROM_ZERO) {
@@ -606,31 +619,44 @@ __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v
     }
 }
 
-// The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 64 whole columns, p pointing at its row 2t, column
-// l0 + 8g (one vector load per row): rows 2t, 2t + 1, 2t + 8, 2t + 9, those at or past `rows_left` rows from p as
+// Lane (g, t) holds acc[e] = column LE g + e (e < LE); it writes columns LE g + 8k + 2t and LE g + 8k + 2t + 1 for
+// k < LE / 8, as v[2k] and v[2k + 1] (pick_pair for each 8 of them).
+template <int LE>
+__device__ __forceinline__ void pick_pairs(const float (&acc)[LE], int t, float (&v)[LE / 4]) {
+#pragma unroll
+    for (int k = 0; k < LE / 8; ++k) {
+        float part[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) part[e] = acc[8 * k + e];
+        pick_pair(part, t, v[2 * k], v[2 * k + 1]);
+    }
+}
+
+// The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 8 LE whole columns, p pointing at its row 2t, column
+// l0 + LE g (one vector load per row): rows 2t, 2t + 1, 2t + 8, 2t + 9, those at or past `rows_left` rows from p as
 // zeros (a partial last chunk; whole chunks pass 16, which masks nothing).
-template <typename T, int LOAD>
+template <typename T, int LOAD, int LE = 8>
 __device__ __forceinline__ void load_col_chunk_rows(const T* __restrict__ p, i64 sr, int rows_left,
-                                                    RowPiece<T, 8> (&v)[4], unsigned long long policy) {
+                                                    RowPiece<T, LE> (&v)[4], unsigned long long policy) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int row = (k & 1) + (k >> 1) * 8;
 #pragma unroll
-        for (int w = 0; w < RowPiece<T, 8>::WORDS; ++w) v[k].w[w] = 0u;
+        for (int w = 0; w < RowPiece<T, LE>::WORDS; ++w) v[k].w[w] = 0u;
         if (row < rows_left) v[k].template load<LOAD>(p + (k & 1) * sr + (k >> 1) * 8 * sr, policy);
     }
 }
 
 // One chunk of tc_cols' walk: its 4 mmas into c, then the flush rule (every CHAIN chunks: acc += c, c = 0); with
 // FROM_ZERO (CHAIN 1 only) the mmas start from zero and flush at once (mma_col_chunk).
-template <typename T, int CHAIN, bool FROM_ZERO = false>
-__device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8], int& pending,
-                                               const RowPiece<T, 8> (&v)[4]) {
+template <typename T, int CHAIN, bool FROM_ZERO = false, int LE = 8>
+__device__ __forceinline__ void col_chunk_step(float (&c)[LE / 2][4], float (&acc)[LE], int& pending,
+                                               const RowPiece<T, LE> (&v)[4]) {
     static_assert(!FROM_ZERO || CHAIN == 1, "mmas from zero are the flush after every mma");
-    mma_col_chunk<T, FROM_ZERO>(c, v, acc);
+    mma_col_chunk<T, FROM_ZERO, LE>(c, v, acc);
     if (!FROM_ZERO && ++pending == CHAIN) {
 #pragma unroll
-        for (int w = 0; w < 4; ++w) {
+        for (int w = 0; w < LE / 2; ++w) {
             acc[2 * w] += c[w][0];
             acc[2 * w + 1] += c[w][2];
             c[w][0] = c[w][1] = c[w][2] = c[w][3] = 0.0f;
@@ -640,19 +666,21 @@ __device__ __forceinline__ void col_chunk_step(float (&c)[4][4], float (&acc)[8]
 }
 
 // tc_cols' ONE_ITEM path: one strip per group of WPS warps (no splits, one pass); warp q walks the strip's chunks q,
-// q + WPS, ... in order, as the general path does. A strip of 64 whole columns (ALIGNED) walks its whole chunks from
-// one pointer with unmasked loads, UNROLL in flight, then the partial last chunk (its warp's) with its rows masked;
-// other strips mask every load. With WPS > 1 the group's warps combine through red in q order from 0.0f, as the
-// general path does. Written to hold nothing but the walk across it (the strip's place is read again for the store).
-template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL, int LOAD>
+// q + WPS, ... in order, as the general path does. A strip of SW = 8 LE whole columns (ALIGNED) walks its whole chunks
+// from one pointer with unmasked loads, UNROLL in flight, then the partial last chunk (its warp's) with its rows
+// masked; other strips mask every load. With WPS > 1 the group's warps combine through red in q order from 0.0f, as
+// the general path does. Written to hold nothing but the walk across it (the strip's place is read again for the
+// store). LE: elements per lane and row, 8 (64-column strips) or, for fp8, 16 (128-column strips: every load 16 bytes,
+// 8 mmas per chunk); every column's additions are the same either way.
+template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int UNROLL, int LOAD, int LE>
 __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 r, i64 b, i64 sa, i64 sr,
                                                    OutT* __restrict__ out, i64 strips_per_i, i64 nstrips,
-                                                   float (&red)[BLOCK / 32][64]) {
-    constexpr int SW = 64, GROUPS = BLOCK / 32 / WPS;
+                                                   float (&red)[BLOCK / 32][8 * LE]) {
+    constexpr int SW = 8 * LE, GROUPS = BLOCK / 32 / WPS;
     // this warp's strip, q and lane (g, t), read again for the store rather than held across the walk
     const auto strip_of = []() { return (i64)blockIdx.x * GROUPS + (threadIdx.x >> 5) / WPS; };
-    float c[4][4] = {};
-    float acc[8] = {};
+    float c[LE / 2][4] = {};
+    float acc[LE] = {};
     int pending = 0;
     // warp-uniform; WPS 1: the caller returned past the last strip (a group there with WPS > 1 meets the barrier)
     if (WPS == 1 || strip_of() < nstrips) {
@@ -664,77 +692,91 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
             unsigned long long policy = 0ull;
             if constexpr (LOAD == 3) policy = evict_first_policy();
             const i64 cstep = 16 * WPS * sr;  // from chunk ch to ch + WPS
-            const T* __restrict__ p = xs + (16 * q + 2 * t) * sr + l0 + 8 * g;
+            const T* __restrict__ p = xs + (16 * q + 2 * t) * sr + l0 + LE * g;
             i64 left = q < whole ? (whole - q + WPS - 1) / WPS : 0;  // chunks q, q + WPS, ... below whole
 #pragma unroll 1
             for (; left >= UNROLL; left -= UNROLL, p += UNROLL * cstep) {
-                RowPiece<T, 8> v[UNROLL][4];
+                RowPiece<T, LE> v[UNROLL][4];
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) load_col_chunk_rows<T, LOAD>(p + u * cstep, sr, 16, v[u], policy);
+                for (int u = 0; u < UNROLL; ++u) {
+                    load_col_chunk_rows<T, LOAD, LE>(p + u * cstep, sr, 16, v[u], policy);
+                }
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v[u]);
+                for (int u = 0; u < UNROLL; ++u) col_chunk_step<T, CHAIN, CHAIN == 1, LE>(c, acc, pending, v[u]);
             }
 #pragma unroll 1
             for (; left > 0; --left, p += cstep) {
-                RowPiece<T, 8> v[4];
-                load_col_chunk_rows<T, LOAD>(p, sr, 16, v, policy);
-                col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
+                RowPiece<T, LE> v[4];
+                load_col_chunk_rows<T, LOAD, LE>(p, sr, 16, v, policy);
+                col_chunk_step<T, CHAIN, CHAIN == 1, LE>(c, acc, pending, v);
             }
             if ((r & 15) && whole % WPS == q) {  // the partial last chunk, where this warp's walk stopped (p: row
-                RowPiece<T, 8> v[4];              // 16 * whole + 2t)
-                load_col_chunk_rows<T, LOAD>(p, sr, (int)(r & 15) - 2 * t, v, policy);
-                col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v);
+                RowPiece<T, LE> v[4];             // 16 * whole + 2t)
+                load_col_chunk_rows<T, LOAD, LE>(p, sr, (int)(r & 15) - 2 * t, v, policy);
+                col_chunk_step<T, CHAIN, CHAIN == 1, LE>(c, acc, pending, v);
             }
         } else {  // every chunk masked: an unaligned view's walk, or an aligned one's partial last strip (rare: one
                   // chunk in flight, element loads, so few registers; the same values)
             constexpr int U = ALIGNED ? 1 : UNROLL;
 #pragma unroll 1
             for (i64 ch = q; ch < nchunks; ch += (i64)WPS * U) {
-                RowPiece<T, 8> v[U][4];
+                RowPiece<T, LE> v[U][4];
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    load_col_chunk<T, false>(xs, (ch + (i64)u * WPS) * 16, r, sr, l0 + 8 * g, b, t, v[u]);
+                    load_col_chunk<T, false, LE>(xs, (ch + (i64)u * WPS) * 16, r, sr, l0 + LE * g, b, t, v[u]);
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-                    col_chunk_step<T, CHAIN, CHAIN == 1>(c, acc, pending, v[u]);
+                    col_chunk_step<T, CHAIN, CHAIN == 1, LE>(c, acc, pending, v[u]);
                 }
             }
         }
     }
     if (pending) {
 #pragma unroll
-        for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
+        for (int w = 0; w < LE / 2; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
     }
-    float v0, v1;
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3, c0 = 8 * g + 2 * t;
-    pick_pair(acc, t, v0, v1);
+    float v[LE / 4];  // this lane's columns c0(k) = LE g + 8k + 2t and c0(k) + 1 (k < LE / 8) as v[2k], v[2k + 1]
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    pick_pairs<LE>(acc, t, v);
     if constexpr (WPS > 1) {
         const int warp = threadIdx.x >> 5, first = warp - warp % WPS;
-        red[warp][c0] = v0;
-        red[warp][c0 + 1] = v1;
+#pragma unroll
+        for (int k = 0; k < LE / 8; ++k) {
+            red[warp][LE * g + 8 * k + 2 * t] = v[2 * k];
+            red[warp][LE * g + 8 * k + 2 * t + 1] = v[2 * k + 1];
+        }
         __syncthreads();
         if (warp != first) return;
-        v0 = v1 = 0.0f;
 #pragma unroll
-        for (int w = 0; w < WPS; ++w) { v0 += red[first + w][c0]; v1 += red[first + w][c0 + 1]; }
+        for (int k = 0; k < LE / 8; ++k) {
+            const int c0 = LE * g + 8 * k + 2 * t;
+            v[2 * k] = v[2 * k + 1] = 0.0f;
+#pragma unroll
+            for (int w = 0; w < WPS; ++w) { v[2 * k] += red[first + w][c0]; v[2 * k + 1] += red[first + w][c0 + 1]; }
+        }
     }
     const i64 strip = strip_of(), i = strip / strips_per_i;
-    const i64 col = (strip - i * strips_per_i) * SW + c0;
     if (WPS > 1 && strip >= nstrips) return;
-    if (col < b) out[i * b + col] = from_float<OutT>(v0);
-    if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
+#pragma unroll
+    for (int k = 0; k < LE / 8; ++k) {
+        const i64 col = (strip - i * strips_per_i) * SW + LE * g + 8 * k + 2 * t;
+        if (col < b) out[i * b + col] = from_float<OutT>(v[2 * k]);
+        if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v[2 * k + 1]);
+    }
 }
 }  // namespace
 
 template <typename T, int BLOCK, int WPS, bool ALIGNED, int CHAIN, typename OutT, int SHORT_UNROLL, int UNROLL,
-          int MINB, bool ONE_ITEM, int LOAD = 0>
+          int MINB, bool ONE_ITEM, int LOAD = 0, int LE = 8>
 __global__ void __launch_bounds__(BLOCK, MINB)
 tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __restrict__ out,
         float* __restrict__ ws, unsigned* counters, i64 splits) {
-    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 64;  // SW: columns per warp strip
+    constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 8 * LE;  // SW: columns per warp strip
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
+    static_assert(LE == 8 || (LE == 16 && ONE_ITEM && is_fp8<T>::value),
+                  "LE: 8 elements per lane and row, or 16 (128-column strips) for fp8's one-item walk");
     __shared__ float red[WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int group = warp / WPS, q = warp % WPS;
@@ -747,8 +789,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
     if constexpr (ONE_ITEM) {  // one pass, no splits
         static_assert(SHORT_UNROLL == 0, "the one-item path walks 16-row chunks");
         if (WPS == 1 && (i64)blockIdx.x * GROUPS + group >= nstrips) return;  // (no barrier for WPS 1)
-        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL, LOAD>(x, r, b, sa, sr, out, strips_per_i,
-                                                                              nstrips, red);
+        col_strip_one_item<T, BLOCK, WPS, ALIGNED, CHAIN, OutT, UNROLL, LOAD, LE>(x, r, b, sa, sr, out,
+                                                                                  strips_per_i, nstrips, red);
         return;
     } else if constexpr (SHORT_UNROLL > 0) {
         static_assert(WPS == 1, "the short-column path has one warp per strip");

@@ -125,6 +125,20 @@ ONE_PASS_FLAT_FP32 = ([("shuffle.cu", f"shuffle_flat<{t}, float, 256, {u}, {a}, 
                                              ("tensorcore_tf32.cu", "tcr32::Tf32"))])
 
 
+# tc_cols' 128-column strips for fp8 (LE = 16; COLS_WIDE_STRIPS, empty by default: tune_plans and the GPU test patch
+# it in) at the (chunks in flight, blocks per SM) they take, one warp or several per strip, every output type
+WIDE_COLS = [f"tc_cols<{t}, 256, {wps}, true, 1, {o}, 0, {u}, {m}, true, 0, 16>"
+             for t, o in (("__nv_fp8_e4m3", "float"), ("__nv_fp8_e5m2", "float"), ("__nv_fp8_e4m3", "__half"),
+                          ("__nv_fp8_e4m3", "double"))
+             for wps in (1, 4) for u, m in ((1, 3), (1, 2), (2, 2), (3, 2), (4, 2))]
+
+
+@pytest.mark.parametrize("kernel", WIDE_COLS)
+def test_the_wide_fp8_column_strips_compile_clean(kernel):
+    assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
+                          use_cache=False)
+
+
 @pytest.mark.parametrize("kernel", ONE_PASS_FLAT)
 def test_the_one_pass_flat_walk_compiles_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],

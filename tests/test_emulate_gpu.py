@@ -271,6 +271,45 @@ def test_gpu_packed_rows_equal_emulator(method, dtype, rng):
                 check_sum(got, xh, -1, method=method)
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_gpu_wide_fp8_column_strips_equal_emulator(dtype, rng):
+    """tc_cols' 128-column strips for fp8 (COLS_WIDE_STRIPS patched on, at (1, 3) and at (2, 2); the general kernel's
+    chunks in flight at 2 blocks per SM where 3 would not fill the GPU): one, four and eight warps per strip,
+    part-filled last strips and chunks, two leading items; GPU == twin bit for bit, called twice, every output written
+    (a poisoned out), within the bound. (132-SM GPUs plan every listed width; the assertion below says so.)"""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    wide = set()
+    for candidates in (((1, 3),), ((2, 2),)):
+        with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: candidates})):
+            for shape in ((300, 2000), (64, 8208), (33, 30000), (40, 1 << 20), (2, 50, 4096), (17, 1 << 20),
+                          (40, 405504)):  # 396 blocks: 3 per SM fill 132 SMs
+                axis = len(shape) - 2
+                a, r, b = (1, *shape) if len(shape) == 2 else shape
+                p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+                if p.get("strip") == 128:
+                    wide.add((p["wps"], p["unroll"], p["blocks_per_sm"]))
+                xh = random_input(rng, shape, dtype)
+                xd, kw = to_device(xh)
+                want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
+                for _ in range(2):
+                    out = poisoned(want.shape, "float32")
+                    tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
+                    cupy.cuda.Device().synchronize()
+                    got = to_numpy(out)
+                    assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
+                check_sum(got, xh, axis, method="tensorcore")
+    assert {w for w, _, _ in wide} >= {1, 4, 8} and (1, 1, 3) in wide, wide
+
+
 ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [
     ("tensorcore", "float32"), ("tensorcore_tf32", "float32")]
 

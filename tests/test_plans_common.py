@@ -272,6 +272,51 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
         assert name.endswith("false>") and not p["one_item"], (r, b, name)
 
 
+def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
+    """COLS_WIDE_STRIPS (empty by default): with fp8 candidates, fp8 first-axis sums whose 128-column plan is a
+    one-item walk and whose rows are 16-byte aligned launch tc_cols' LE = 16 (half the strips, the last template
+    arguments ", 0, 16>", param strip = 128); 16-bit data, chained sums, rows aligned to 8 bytes only, columns of one
+    chunk and plans that split keep the 64-column plan; the emulator twin gives the same bits either way (every
+    column's additions are the same)."""
+    import numpy as np
+
+    import tcreduce
+    from tcreduce._device import named_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore as tc
+    from tcreduce.testing import patched_plans, random_input
+
+    h200 = named_device("H200")
+    problems = {"wide": Cols(1, 256, 1 << 21, 0, 1 << 21),
+                "rows 8-byte aligned": Cols(1, 256, 1 << 20, 0, (1 << 20) + 8),
+                "short": Cols(1, 16, 1 << 24, 0, 1 << 24), "splits": Cols(1, 65536, 8192, 0, 8192),
+                "several warps": Cols(1, 4096, 1 << 17, 0, 1 << 17)}
+    before = {(k, dt, chain): tc.plan_tensorcore(prob, dt, "float32", h200, chain) for k, prob in problems.items()
+              for dt in ("float8_e4m3fn", "float8_e5m2", "float16") for chain in (1, tc.NO_FLUSH)}
+    assert tc.COLS_WIDE_STRIPS == {} and all("strip" not in param_dict(p) for p in before.values())
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
+        for (k, dt, chain), old in before.items():
+            plan = tc.plan_tensorcore(problems[k], dt, "float32", h200, chain)
+            if k in ("wide", "several warps") and dt != "float16" and chain == 1:
+                p = param_dict(plan)
+                assert plan.launches[0].kernel.endswith(", 2, 2, true, 0, 16>") and p["strip"] == 128, (k, plan)
+                strips = problems[k].b // 128
+                assert p["grid"] == strips // (8 // p["wps"]) and (p["splits"], plan.workspace_floats) == (1, 0)
+                assert (p["wps"] > 1) == (k == "several warps")
+            else:
+                assert plan == old, (k, dt, chain)
+    rng = np.random.default_rng(5)
+    for shape in ((300, 2000), (64, 8208)):  # part-filled last strips, 8 and 4 warps per strip
+        xh = random_input(rng, shape, "float8_e4m3fn")
+        narrow = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
+        with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
+            plan = tc.plan_tensorcore(Cols(1, *shape, 0, shape[1]), "float8_e4m3fn", "float32", h200)
+            assert param_dict(plan)["strip"] == 128, plan
+            wide = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
+        assert wide.tobytes() == narrow.tobytes(), shape
+
+
 @pytest.mark.parametrize("family", ["H100", "H200"])
 def test_evict_first_knobs_change_only_the_load_hint(family):
     """Every case of the GPU test of evict-first loads (tests/test_emulate_gpu.py: EVICT_FIRST) plans the hinted kernel

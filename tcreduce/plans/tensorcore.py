@@ -12,7 +12,8 @@ where ROWS16_PAIRED_LOADS has their format); rows of at least STREAM_MIN_K align
 group instead (tc_flat's inner loop), split the same way; short rows back to back, 2-8 to a warp's 512-byte load, go
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
-per warp, split the same way.
+per warp, split the same way; fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
+COLS_WIDE_STRIPS (none yet).
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -24,7 +25,7 @@ import sys
 from typing import Any
 
 from .._layout import Cols, Flat, Problem, Rows
-from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
 from ..registry import Method, register
 from ..formats import get_format
 from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_block,
@@ -168,6 +169,14 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 # same sums. An element size absent, or tensorcore_chained (its C fragments stay live across the walk, which spills
 # at these blocks per SM): the general kernel
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
+# ... and fp8's one-item walks in strips of 128 columns (tc_cols' LE = 16: each lane loads 16 bytes of a row where
+# 64-column strips load 8, so a load instruction reads 4 rows x 128 bytes as fp16's does; 8 mmas per chunk): (chunks
+# in flight, blocks per SM) candidates as COLS_ONE_ITEM_TUNING's, keyed by bytes per element (fp8 only); used where
+# the 128-column plan is a one-item plan and the rows are 16-byte aligned, else the 64-column plan. The same additions
+# per column: the same sums. A size absent: never. NVRTC sm_90 (session 35): (1, 3) 80 registers, (2, 2) 104, (4, 2)
+# 123 without spills; 4 blocks per SM spill. Prepared in session 35 (fp8 first-axis sums read 0.62-0.89x `shuffle`
+# in 64-column strips of 8-byte loads), not yet measured: tune_plans `float8_e4m3fn_cols*_wide`
+COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
 # per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way. An H100 reads
@@ -245,6 +254,51 @@ def _packs(problem: Rows, itemsize: int) -> bool:
     k = problem.k
     return (problem.ld == k and problem.align % 16 == 0 and k % (4 * vec) == 0 and 32 * vec % k == 0
             and 2 <= 32 * vec // k <= 8)
+
+
+def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: DeviceSpec, strip_cols: int,
+               candidates: tuple[tuple[int, int], ...] | None) -> Plan:
+    """tc_cols' plan in strips of ``strip_cols`` columns (64, or 128 for fp8's wide strips: tc_cols' LE =
+    strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS')."""
+    out_t, in_t = ctype(common["out_dtype"]), ctype(common["in_dtype"])
+    aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
+    strips = problem.a * cdiv(problem.b, strip_cols)
+    chunks = cdiv(problem.r, 16)
+    work = split_work(strips, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
+    work = rebalance_splits(work, chunks, device.sm_count * BLOCKS_PER_SM_TILED)
+    short = 0
+    if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
+        short = COLS_UNROLL_SHORT
+        work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
+        if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
+            work = one_pass(work, cdiv(strips, short), BLOCK // 32)
+    if ONE_PASS_TILES and not short and chunks >= tuned(_THIS, "COLS_ONE_PASS_MIN_CHUNKS", device):
+        work = one_pass(work, strips, BLOCK // 32)
+    unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
+    unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
+    minb = 4 if short else BLOCKS_PER_SM_TILED
+    one_item = (candidates is not None and chain == 1 and not short and work.splits == 1
+                and work.grid_x == cdiv(strips, BLOCK // 32 // work.warps_per_tile))  # one pass
+    if one_item:
+        fill = wave_efficiency(work.grid_x, device.sm_count * minb)
+        for one_unroll, one_minb in candidates:
+            if wave_efficiency(work.grid_x, device.sm_count * one_minb) >= (1.0 - SPLIT_TOLERANCE) * fill:
+                unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
+                minb = one_minb
+                break
+        else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
+            one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
+    evict_first = (one_item and aligned and isz == 2
+                   and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
+    lane_elements = strip_cols // 8
+    tail = f", {3 if evict_first else 0}, {lane_elements}" if lane_elements != 8 else ", 3" if evict_first else ""
+    name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
+            f"{unroll}, {minb}, {str(one_item).lower()}{tail}>")
+    return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
+                       strip_cols,
+                       dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
+                            unroll=unroll, blocks_per_sm=minb, one_item=one_item,
+                            **({} if strip_cols == COLS_STRIP else dict(strip=strip_cols))))
 
 
 def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
@@ -361,42 +415,13 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
                                 paired_loads=paired))
     if isinstance(problem, Cols):
-        aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
-        strips = problem.a * cdiv(problem.b, COLS_STRIP)
-        chunks = cdiv(problem.r, 16)
-        work = split_work(strips, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
-        work = rebalance_splits(work, chunks, device.sm_count * BLOCKS_PER_SM_TILED)
-        short = 0
-        if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
-            short = COLS_UNROLL_SHORT
-            work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
-            if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
-                work = one_pass(work, cdiv(strips, short), BLOCK // 32)
-        if ONE_PASS_TILES and not short and chunks >= tuned(_THIS, "COLS_ONE_PASS_MIN_CHUNKS", device):
-            work = one_pass(work, strips, BLOCK // 32)
-        unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
-        unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
-        minb = 4 if short else BLOCKS_PER_SM_TILED
-        candidates = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz)
-        one_item = (candidates is not None and chain == 1 and not short and work.splits == 1
-                    and work.grid_x == cdiv(strips, BLOCK // 32 // work.warps_per_tile))  # one pass
-        if one_item:
-            fill = wave_efficiency(work.grid_x, device.sm_count * minb)
-            for one_unroll, one_minb in candidates:
-                if wave_efficiency(work.grid_x, device.sm_count * one_minb) >= (1.0 - SPLIT_TOLERANCE) * fill:
-                    unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
-                    minb = one_minb
-                    break
-            else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
-                one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
-        evict_first = (one_item and aligned and isz == 2
-                       and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
-        name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
-                f"{unroll}, {minb}, {str(one_item).lower()}{', 3' if evict_first else ''}>")
-        return _split_plan(common, name, work, (problem.a, problem.r, problem.b, problem.sa, problem.sr), strips,
-                           COLS_STRIP,
-                           dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
-                                unroll=unroll, blocks_per_sm=minb, one_item=one_item))
+        wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
+        if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
+            plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
+            if param_dict(plan)["one_item"]:
+                return plan
+        return _plan_cols(common, problem, isz, chain, device, COLS_STRIP,
+                          tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz))
     raise TypeError(f"unknown problem {problem!r}")
 
 
