@@ -608,28 +608,24 @@ __device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPi
     }
 }
 
-// Lane (g, t) holds acc[e] = column 8g + e; it writes columns 8g + 2t and 8g + 2t + 1 (a warp: 64 in a row).
-template <int N = 8>
+// Lane (g, t) holds acc[e] = column 8g + e; it writes columns 8g + 2t and 8g + 2t + 1 (a warp: 64 in a row). BASE:
+// the same from acc[BASE .. BASE + 7] (a wide strip's lane holds 16 columns, pick_pairs).
+template <int N = 8, int BASE = 0>
 __device__ __forceinline__ void pick_pair(const float (&acc)[N], int t, float& v0, float& v1) {
-    v0 = acc[0];
-    v1 = acc[1];
+    v0 = acc[BASE];
+    v1 = acc[BASE + 1];
 #pragma unroll
     for (int e = 1; e < 4; ++e) {
-        if (t == e) { v0 = acc[2 * e]; v1 = acc[2 * e + 1]; }
+        if (t == e) { v0 = acc[BASE + 2 * e]; v1 = acc[BASE + 2 * e + 1]; }
     }
 }
 
 // Lane (g, t) holds acc[e] = column LE g + e (e < LE); it writes columns LE g + 8k + 2t and LE g + 8k + 2t + 1 for
-// k < LE / 8, as v[2k] and v[2k + 1] (pick_pair for each 8 of them).
+// k < LE / 8 (LE 8 or 16), as v[2k] and v[2k + 1].
 template <int LE>
 __device__ __forceinline__ void pick_pairs(const float (&acc)[LE], int t, float (&v)[LE / 4]) {
-#pragma unroll
-    for (int k = 0; k < LE / 8; ++k) {
-        float part[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) part[e] = acc[8 * k + e];
-        pick_pair(part, t, v[2 * k], v[2 * k + 1]);
-    }
+    pick_pair<LE, 0>(acc, t, v[0], v[1]);
+    if constexpr (LE == 16) pick_pair<LE, 8>(acc, t, v[2], v[3]);
 }
 
 // The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 8 LE whole columns, p pointing at its row 2t, column
@@ -738,32 +734,34 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
         for (int w = 0; w < LE / 2; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
     }
     float v[LE / 4];  // this lane's columns c0(k) = LE g + 8k + 2t and c0(k) + 1 (k < LE / 8) as v[2k], v[2k + 1]
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3, c0 = LE * g + 2 * t;
     pick_pairs<LE>(acc, t, v);
     if constexpr (WPS > 1) {
         const int warp = threadIdx.x >> 5, first = warp - warp % WPS;
 #pragma unroll
         for (int k = 0; k < LE / 8; ++k) {
-            red[warp][LE * g + 8 * k + 2 * t] = v[2 * k];
-            red[warp][LE * g + 8 * k + 2 * t + 1] = v[2 * k + 1];
+            red[warp][c0 + 8 * k] = v[2 * k];
+            red[warp][c0 + 8 * k + 1] = v[2 * k + 1];
         }
         __syncthreads();
         if (warp != first) return;
 #pragma unroll
         for (int k = 0; k < LE / 8; ++k) {
-            const int c0 = LE * g + 8 * k + 2 * t;
             v[2 * k] = v[2 * k + 1] = 0.0f;
 #pragma unroll
-            for (int w = 0; w < WPS; ++w) { v[2 * k] += red[first + w][c0]; v[2 * k + 1] += red[first + w][c0 + 1]; }
+            for (int w = 0; w < WPS; ++w) {
+                v[2 * k] += red[first + w][c0 + 8 * k];
+                v[2 * k + 1] += red[first + w][c0 + 8 * k + 1];
+            }
         }
     }
     const i64 strip = strip_of(), i = strip / strips_per_i;
+    const i64 col = (strip - i * strips_per_i) * SW + c0;
     if (WPS > 1 && strip >= nstrips) return;
 #pragma unroll
     for (int k = 0; k < LE / 8; ++k) {
-        const i64 col = (strip - i * strips_per_i) * SW + LE * g + 8 * k + 2 * t;
-        if (col < b) out[i * b + col] = from_float<OutT>(v[2 * k]);
-        if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v[2 * k + 1]);
+        if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(v[2 * k]);
+        if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(v[2 * k + 1]);
     }
 }
 }  // namespace
