@@ -115,8 +115,9 @@ def pick_summary(points: list[Point], gpu: str) -> list[str]:
     for p in points:
         pick = table_pick(p, gpu)
         ceiling = p.gbs["auto"] / p.auto_ceiling
-        rated.append((p.gbs[pick] / best_competitor(p)[0], best_competitor(p)[1], p.gbs[pick] / fastest_method(p)[0],
-                      p.gbs[pick] / ceiling, pick, p))
+        competitor, name = best_competitor(p)
+        rated.append((p.gbs[pick] / competitor, name, p.gbs[pick] / fastest_method(p)[0], p.gbs[pick] / ceiling, pick,
+                      p))
     rated.sort(key=lambda r: r[0])
     lines = [f"committed table's picks, each in its own column: pick/best competitor {rated[0][0]:.3f}-"
              f"{rated[-1][0]:.3f}, {sum(r[0] < 1 for r in rated)} of {len(rated)} below 1.0, "

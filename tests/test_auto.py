@@ -19,13 +19,23 @@ ROOT = Path(__file__).resolve().parent.parent
 H100 = KNOWN_GPUS["H100"]
 
 
-@pytest.fixture(scope="module")
-def derive():
-    spec = importlib.util.spec_from_file_location("derive_auto", ROOT / "scripts" / "derive_auto.py")
+def _load_script(name: str):
+    """scripts/<name>.py as a module (registered in sys.modules: dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["derive_auto"] = mod  # dataclasses look their module up
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def derive():
+    return _load_script("derive_auto")
+
+
+@pytest.fixture(scope="module")
+def segment_summary():
+    return _load_script("segment_summary")
 
 
 @pytest.fixture(scope="module")
@@ -217,13 +227,10 @@ def test_a_device_directory_must_hold_its_own_family(derive, tmp_path):
     assert derive.device_dirs(tmp_path) == {"H200": tmp_path / "h200"}
 
 
-def test_segment_summary_reads_the_committed_sweeps():
+def test_segment_summary_reads_the_committed_sweeps(segment_summary):
     """scripts/segment_summary.py (issue 10's ratios) on every committed segments.csv: a line per format and form, and
     ratios that match the CSV's own numbers at the worst point it names."""
-    spec = importlib.util.spec_from_file_location("segment_summary", ROOT / "scripts" / "segment_summary.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["segment_summary"] = mod
-    spec.loader.exec_module(mod)
+    mod = segment_summary
     for path in sorted((ROOT / "paper_figures").glob("**/segments.csv")):
         points = mod.load(path)
         lines = mod.summary(points)
@@ -234,16 +241,13 @@ def test_segment_summary_reads_the_committed_sweeps():
         assert all(0 < p.auto_ceiling < 1.2 for p in points), path
 
 
-def test_segment_summary_rates_the_committed_tables_picks():
+def test_segment_summary_rates_the_committed_tables_picks(segment_summary):
     """segment_summary --picks: on every committed segments.csv, each point's pick is what tcreduce's auto chooses on
     that GPU for that form and length, it has a column there, and the reported worst ratio is that column's."""
     from experiments.records import read_csv
     from tcreduce._device import named_device
 
-    spec = importlib.util.spec_from_file_location("segment_summary", ROOT / "scripts" / "segment_summary.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["segment_summary"] = mod
-    spec.loader.exec_module(mod)
+    mod = segment_summary
     for path in sorted((ROOT / "paper_figures").glob("**/segments.csv")):
         gpu = read_csv(path)[1]["device"].split(" (")[0]
         points = mod.load(path)
@@ -251,7 +255,7 @@ def test_segment_summary_rates_the_committed_tables_picks():
         for p in points:
             pick = mod.table_pick(p, gpu)
             shape, axes = ((3, p.n), (1,)) if p.layout == "rows" else ((p.n, 3), (0,))
-            assert pick == choose_method("sum", SimpleNamespace(shape=shape), axes, p.dtype, named_device(gpu))
+            assert pick == _pick(shape, axes, p.dtype, device=named_device(gpu))
             assert pick in p.gbs, (path, p, pick)
             ratios.append(p.gbs[pick] / mod.best_competitor(p)[0])
         lines = mod.pick_summary(points, gpu)
