@@ -237,6 +237,17 @@ def test_short_rows_and_general_columns_take_their_tuning():
                 assert sh.plan_shuffle(*key, "float32", H100) == plan, key
 
 
+def test_h200_short_fp8_rows_take_six_blocks_per_sm():
+    """An H200 plans fp8 rows of 2-32 chunks (32-512 elements) with 4 rows in flight and 6 blocks per SM (session 36's
+    sweep, FAMILY_TUNING); rows of one chunk, 16-bit rows and an H100 keep (UNROLL, BLOCKS_PER_SM["rows"])."""
+    default = (sh.UNROLL, sh.BLOCKS_PER_SM["rows"])
+    for k, dt, device, want in ((32, "float8_e4m3fn", H200, (4, 6)), (48, "float8_e4m3fn", H200, (4, 6)),
+                                (512, "float8_e4m3fn", H200, (4, 6)), (16, "float8_e4m3fn", H200, default),
+                                (32, "float8_e4m3fn", H100, default), (32, "float16", H200, default)):
+        p = param_dict(sh.plan_shuffle(Rows(1 << 20, k, k), dt, "float32", device))
+        assert p["group"] <= 32 and (p["unroll"], p["minb"]) == want, (k, dt, device.name)
+
+
 def test_cols_evict_first_loads_from_the_tuned_rows(monkeypatch):
     """COLS_EVICT_FIRST_MIN_ROWS: an H200 loads aligned first-axis sums of 64 rows or more (fp8: 128) evict-first
     (LOAD 1, the last template argument); fewer rows, misaligned views and every GPU without the tuning (an H100)

@@ -135,6 +135,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {"H100": {"FLAT_ROUNDS": {4: 4}, "FLA
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
                                                      "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK},
+                                                     "ROWS_SHORT_TUNING": {(1, c): (4, 6) for c in range(2, 33)},
                                                      "FLAT_ROUNDS": {4: 8}, "FLAT_ONE_PASS_MIN_WAVES": 6}}
 _THIS = sys.modules[__name__]
 # rows: rows of at least this many chunks get a block per row (G == BLOCK, one pass) even when they are plentiful
@@ -152,8 +153,10 @@ ROWS_GROUP_CHUNKS_PER_THREAD = {2: 4, 4: 4}
 # per SM) keyed by (bytes per element, chunks per row); a key not listed: (UNROLL, BLOCKS_PER_SM["rows"]). Neither
 # changes the sums (the fold of a row's G lanes is fixed by G). fp8 converts 16 elements per chunk, so its short rows
 # may want more threads resident than 16-bit rows (session 35, tune_plans on an H200, fp8 rows of 32 through the global
-# constants: (4, 6) +4.9%, (8, 4) +4.1% over (4, 4); rows of 16 level); set per GPU family once a sweep of this knob
-# (tune_plans `shuffle_*_rows*_unroll`) and a segment study confirm it
+# constants: (4, 6) +4.9%, (8, 4) +4.1% over (4, 4); rows of 16 level). Session 36 swept this knob (H200, 512 MiB,
+# tune_plans_s36_e603d04.log, GB/s at (4, 4) -> (4, 6)): fp8 rows of 32 3,685 -> 3,863, 64 3,797 -> 4,057, 128
+# 3,861 -> 4,151, 256 3,927 -> 4,200, 512 3,907 -> 4,240 ((8, 4) +4.3-5.7%, (2, 8) +1-2.4%); rows of 16 (1 chunk)
+# level at every setting, so an H200 takes (4, 6) for fp8 rows of 2-32 chunks
 ROWS_SHORT_TUNING: dict[tuple[int, int], tuple[int, int]] = {}
 # rows: rows of at least this many chunks load their whole chunks evict-first in L1 and L2 (kernels/shuffle.cu LOAD 1,
 # as COLS_EVICT_FIRST_MIN_ROWS), the others through ld.global.nc; keyed by bytes per element, a size not listed: never
