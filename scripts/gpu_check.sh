@@ -8,6 +8,8 @@
 #   JOBS=12          pytest-xdist workers for the GPU tests that fit in memory side by side ("gpu and not large";
 #                    tests are not timed, so sharing the GPU is harmless); 0 runs them in one process
 #   SKIP_TESTS=1     skip the test suite;   SKIP_LARGE=1  skip the > 2^31-element tests (run one at a time)
+#   SHARD=K/N        only the K-th of N disjoint parts of the tests (tests/conftest.py --shard): the suite over N
+#                    device calls when it outlasts one (session 36: 98% of it in 590 s at JOBS=14)
 #   SKIP_BENCH=1     skip benchmarks/perf_floor.py;   CASES=a,b  only those perf_floor cases
 #   STUDIES="accuracy throughput tradeoff segments"   also run these studies into $OUT/figures (then commit them
 #                    into paper_figures/ by hand after reading them)
@@ -26,7 +28,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   jobs=${JOBS:-12}
   par=()
   if [ "$jobs" != 0 ] && python3 -c "import xdist" 2>/dev/null; then par=(-n "$jobs"); fi
-  python3 -m pytest -m "gpu and not large" -q --maxfail=60 -p no:cacheprovider "${par[@]}" \
+  if [ -n "${SHARD:-}" ]; then par+=(--shard "$SHARD"); fi
+  python3 -m pytest -m "gpu and not large" -q --maxfail=60 -p no:cacheprovider --durations=30 "${par[@]}" \
     --junitxml="$OUT/gpu-tests.xml" "$@" 2>&1 | tee "$OUT/gpu-tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -n 60
   if [ "${SKIP_LARGE:-0}" != 1 ]; then
     python3 -m pytest -m "gpu and large" -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/gpu-large.log" | tail -n 8

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 
@@ -20,7 +22,37 @@ def _torch_gpus() -> int:
     return torch.cuda.device_count()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--shard", default=None, metavar="K/N",
+                     help="run only the K-th of N disjoint parts of the collected tests (1 <= K <= N), split by a "
+                          "hash of each test's id: the same on every xdist worker and every run, so N calls with "
+                          "K = 1..N run every test once (scripts/gpu_check.sh SHARD=K/N: a GPU suite longer than one "
+                          "device call)")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N), with a ValueError that says what is accepted."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes K/N with integers 1 <= K <= N, not {text!r}") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard takes K/N with integers 1 <= K <= N, not {text!r}")
+    return k, n
+
+
+def in_shard(nodeid: str, k: int, n: int) -> bool:
+    """Whether the test ``nodeid`` belongs to part ``k`` of ``n`` (CRC-32 of the id, not Python's salted hash)."""
+    return zlib.crc32(nodeid.encode()) % n == k - 1
+
+
 def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if shard:
+        k, n = parse_shard(shard)
+        keep = [item for item in items if in_shard(item.nodeid, k, n)]
+        config.hook.pytest_deselected(items=[item for item in items if not in_shard(item.nodeid, k, n)])
+        items[:] = keep
     gpu = _gpu()
     skip = pytest.mark.skip(reason="no CUDA GPU visible to CuPy")
     torch_gpus = None
