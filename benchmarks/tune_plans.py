@@ -547,6 +547,14 @@ for _dt, _isz in (("float16", 2), ("bfloat16", 2), ("float8_e4m3fn", 1)):
                                        if _rows16_launch(s, _isz) != _rows16_launch(ROWS16_COMMITTED, _isz)
                                        and (_isz == 2 or s["ROWS_UNROLL_SHORT"][4] < 8)],
         _dt, (1 << 24, 16), -1, [(4099, 16), (70001, 16), (333, 8)])
+# fp8 rows of 16 through tc_rows16's whole-row loads (ROWS16_WHOLE_ROWS: a lane loads a whole row, a warp 32 rows,
+# a word transpose per quad; the same sums): units in flight (half the tiles, so ROWS_UNROLL_SHORT 4 -> 4 units of 32
+# rows, 2 -> 2) and grid, against the committed 8-element loads (0.76x `shuffle` in the 9dcc468 segment study)
+SWEEPS["float8_e4m3fn_rows16_whole"] = (
+    tc_plan, [committed(tc_plan, "ROWS16_WHOLE_ROWS", "ROWS_UNROLL_SHORT", "ROWS16_ONE_PASS")]
+    + [dict(ROWS16_WHOLE_ROWS={1: True}, ROWS_UNROLL_SHORT={4: u, 8: 2}, ROWS16_ONE_PASS=o)
+       for u, o in ((4, True), (2, True), (4, False), (2, False))],
+    "float8_e4m3fn", (1 << 25, 16), -1, [(4099, 16), (70001, 16), (17, 16), (333, 8)])
 # first-axis sums of 16 rows (tc_cols' short path: one 16-row chunk per 64-column strip, 4 blocks per SM): strips in
 # flight per warp and a grid of one pass against the resident grid (the same sums)
 for _dt in ("float16", "bfloat16"):

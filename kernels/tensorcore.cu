@@ -356,10 +356,20 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 // the emulator twin, are tc_rows'. Row tiles go to warps as in the SHORT path: tile = blockIdx.x*WARPS + warp,
 // UNROLL tiles gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on. This repository's
 // variant, not in the paper. ws, counters and splits: tc_rows' argument list (no splits here), unused.
+// WHOLE_ROWS (fp8 only; the plan: every row start 16-byte aligned): rows16_whole_rows below instead, 32 rows per warp
+// and unit, UNROLL units in flight.
 template <typename T, int BLOCK, int UNROLL, typename OutT>
+__device__ __forceinline__ void rows16_whole_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld,
+                                                  OutT* __restrict__ out);
+
+template <typename T, int BLOCK, int UNROLL, typename OutT, bool WHOLE_ROWS = false>
 __global__ void __launch_bounds__(BLOCK, 4)
 tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
           unsigned* counters, i64 splits) {
+    if constexpr (WHOLE_ROWS) {
+        rows16_whole_rows<T, BLOCK, UNROLL, OutT>(x, m, k, ld, out);
+        return;
+    }
     constexpr int WARPS = BLOCK / 32, HALF = RowPiece<T, 8>::WORDS / 2;  // HALF: words of 4 elements (fp8: 1)
     const int lane = threadIdx.x & 31;
     const bool first_row = (lane & 2) == 0;  // t < 2: this lane loaded part of row 2g
@@ -402,6 +412,64 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
             const float lo = __shfl_sync(0xffffffffu, acc.lo, src), hi = __shfl_sync(0xffffffffu, acc.hi, src);
             const i64 row = tile * 16 + lane;
             if (lane < 16 && row < m) out[row] = from_float<OutT>((lane & 1) ? hi : lo);
+        }
+    }
+}
+
+// tc_rows16's WHOLE_ROWS walk, for fp8 rows of at most 16 elements whose starts are 16-byte aligned: lane l loads the
+// whole row unit*32 + l with one 16-byte load (zero past k or m), so a warp reads 32 rows (512 contiguous bytes when
+// ld = 16) where the 8-element loads read 16 rows of 8 bytes per lane. Quad g (lanes 4g + t) then holds rows 4g ..
+// 4g + 3 of the unit; a 4 x 4 transpose of 32-bit words within the quad (shuffles xor 2, then xor 1, two words each)
+// gives lane t word t (elements 4t .. 4t + 3) of each of the quad's 4 rows. Two mmas follow: the first takes rows 4g
+// and 4g + 1 as A rows g and g + 8, the second rows 4g + 2 and 4g + 3 (fp8 converted to fp16 exactly, each word as
+// tc_rows16's: elements 0-1 in a0/a1, 2-3 in a2/a3). Every A row holds the 16 values of one row, so each row is one
+// 16-term block of the same values as tc_rows' SHORT mapping (where a value sits in a block does not change its sum:
+// tcreduce/emulate/mma_model.py), added to 0.0f: the same sums, and emulator twin, as tc_rows16. Lane 4g + t then holds
+// its own row's sum (the first mma's rows g, g + 8 for t = 0, 1, the second's for t = 2, 3), so the warp writes 32
+// consecutive sums without a shuffle. Units of 32 rows go to warps as tc_rows16's row tiles. This repository's variant.
+template <typename T, int BLOCK, int UNROLL, typename OutT>
+__device__ __forceinline__ void rows16_whole_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld,
+                                                  OutT* __restrict__ out) {
+    static_assert(is_fp8<T>::value, "whole-row loads of 16 elements are 16 bytes for fp8 only");
+    constexpr int WARPS = BLOCK / 32;
+    const int lane = threadIdx.x & 31, t = lane & 3;
+    const i64 units = (m + 31) >> 5;
+    const i64 unit_step = (i64)gridDim.x * WARPS;
+    for (i64 unit0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); unit0 < units; unit0 += unit_step * UNROLL) {
+        RowPiece<T, 16> piece[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            load_row_piece<T, 16, true>(x, (unit0 + u * unit_step) * 32 + lane, m, ld, 0, k, piece[u]);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 unit = unit0 + u * unit_step;
+            if (unit >= units) break;  // warp-uniform
+            const unsigned* w = piece[u].w;
+            // xor 2: keep words 2 (t >> 1), +1 of this row, give the other two; then this lane holds those two words
+            // of rows t (a) and t ^ 2 (b)
+            const bool upper = t & 2;
+            const unsigned a0 = upper ? w[2] : w[0], a1 = upper ? w[3] : w[1];
+            const unsigned b0 = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
+            const unsigned b1 = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
+            // xor 1: keep word t of rows t and t ^ 2, give the other; receive word t of rows t ^ 1 and t ^ 3
+            const bool odd = t & 1;
+            const unsigned mine = odd ? a1 : a0, mine2 = odd ? b1 : b0;
+            const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 1);
+            const unsigned got2 = __shfl_xor_sync(0xffffffffu, odd ? b0 : b1, 1);
+            // word t of quad row r sits in slot r ^ t: rows t (mine), t ^ 1 (got), t ^ 2 (mine2), t ^ 3 (got2)
+            const unsigned s0 = odd ? got : mine, s1 = odd ? mine : got;      // rows t & 2, (t & 2) + 1
+            const unsigned s2 = odd ? got2 : mine2, s3 = odd ? mine2 : got2;  // rows (t & 2) ^ 2, ((t & 2) ^ 2) + 1
+            const unsigned r0 = upper ? s2 : s0, r1 = upper ? s3 : s1, r2 = upper ? s0 : s2, r3 = upper ? s1 : s3;
+            RowAccumulator<T, 1> first, second;
+            first.mma(fp8x2_to_half2<T>(r0), fp8x2_to_half2<T>(r1), fp8x2_to_half2<T>(r0 >> 16),
+                      fp8x2_to_half2<T>(r1 >> 16));
+            second.mma(fp8x2_to_half2<T>(r2), fp8x2_to_half2<T>(r3), fp8x2_to_half2<T>(r2 >> 16),
+                       fp8x2_to_half2<T>(r3 >> 16));
+            first.finish();
+            second.finish();
+            const float own = upper ? (odd ? second.hi : second.lo) : (odd ? first.hi : first.lo);
+            const i64 row = unit * 32 + lane;
+            if (row < m) out[row] = from_float<OutT>(own);
         }
     }
 }

@@ -94,6 +94,9 @@ def test_compiles_clean(source, kernel):
 ROWS16 = ([f"tc_rows16<{t}, 256, {u}, {o}>" for t in ("__half", "__nv_bfloat16") for u in (2, 4, 8)
            for o in ("float", "__half")]
           + [f"tc_rows16<{t}, 256, {u}, {o}>" for t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2") for u in (4, 8)
+             for o in ("float", "__half")]
+          # fp8's whole-row loads (ROWS16_WHOLE_ROWS: half the units in flight, so 4, and 2; 8 spill 40 bytes)
+          + [f"tc_rows16<{t}, 256, {u}, {o}, true>" for t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2") for u in (2, 4)
              for o in ("float", "__half")])
 
 

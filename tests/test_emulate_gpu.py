@@ -406,15 +406,19 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
-@pytest.mark.parametrize("dtype,unroll,one_pass", [
-    *((dt, u, p) for dt in ("float16", "bfloat16") for u, p in ((4, True), (4, False), (8, False))),
-    *((dt, u, p) for dt in ("float8_e4m3fn", "float8_e5m2") for u, p in ((4, True), (2, False)))])
-def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng):
+@pytest.mark.parametrize("dtype,unroll,one_pass,whole", [
+    *((dt, u, p, False) for dt in ("float16", "bfloat16") for u, p in ((4, True), (4, False), (8, False))),
+    *((dt, u, p, w) for dt in ("float8_e4m3fn", "float8_e5m2") for u, p in ((4, True), (2, False))
+      for w in (False, True))])
+def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, whole, rng):
     """tc_rows16 (rows of at most 16 elements, one load of 8 elements per lane and a shuffle of half of it per tile;
     patched on for every format and family, a one-pass or a resident grid): GPU == twin bit for bit and within the
     bound of the float64 sum, into a NaN-poisoned output, called twice, on whole and partial row tiles, rows of 16, 12
     (a view with row stride 16: masked loads) and 8 (odd lanes load nothing), a view starting 2 rows in and a float16
-    result; a misaligned view and rows of 17 keep tc_rows. fp8 keeps twice the tiles in flight."""
+    result; a misaligned view and rows of 17 keep tc_rows. fp8 keeps twice the tiles in flight. ``whole``: fp8's
+    whole-row loads (ROWS16_WHOLE_ROWS: 32 rows per warp, a word transpose per quad, half the units in flight) where
+    rows start 16-byte aligned, among them 70001 and 17 rows (partial units of 32), rows of 12 in a row stride of 16
+    and views 1 and 2 rows in; rows of 8 and a view 8 elements in (8-byte aligned) keep the 8-element loads."""
     import cupy
 
     from tcreduce._api import get_plan
@@ -424,25 +428,30 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, rng):
     from tcreduce.plans import tensorcore
     from tcreduce.testing import check_sum, patched_plans
 
-    tuning = dict(ROWS16_PAIRED_LOADS={2: True, 1: True}, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass)
+    tuning = dict(ROWS16_PAIRED_LOADS={2: True, 1: True}, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass,
+                  ROWS16_WHOLE_ROWS={1: whole})
     with patched_plans(tensorcore, tuning):
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
-        cases = [((70001, 16), None, True),  # a partial last tile, many rounds of a resident grid
-                 ((3, 16), None, True), ((17, 16), None, True), ((4099, 16), (slice(None), slice(0, 12)), True),
-                 ((333, 8), None, True), ((5000, 16), (slice(2, None),), True),
-                 ((4099, 16), (slice(None), slice(1, None)), False),  # rows start 1 element in: tc_rows
-                 ((4099, 17), None, False)]
-        for shape, view, paired in cases:
+        cases = [((70001, 16), None, True, whole),  # a partial last tile, many rounds of a resident grid
+                 ((3, 16), None, True, whole), ((17, 16), None, True, whole),
+                 ((4099, 16), (slice(None), slice(0, 12)), True, whole),
+                 ((333, 8), None, True, False), ((5000, 16), (slice(2, None),), True, whole),
+                 ((5000, 16), (slice(1, None),), True, whole),
+                 ((4099, 16), (slice(None), slice(8, None)), True, False),  # rows start 8 elements in
+                 ((4099, 16), (slice(None), slice(1, None)), False, False),  # rows start 1 element in: tc_rows
+                 ((4099, 17), None, False, False)]
+        for shape, view, paired, whole_rows in cases:
             xh = random_input(rng, shape, dtype)
             xv = xh[view] if view else xh
             offset = xv.__array_interface__["data"][0] - xh.__array_interface__["data"][0]
             problem = plan_layout(xv.shape, [s // isz for s in xv.strides], (1,), isz, offset % 16).problem
             p = param_dict(get_plan("tensorcore", problem, dtype, "float32", device))
             assert p.get("paired_loads", False) == paired, (shape, view, p)
+            assert p.get("whole_rows", False) == whole_rows, (shape, view, p)
             if not paired:
                 continue
-            assert p["unroll"] == unroll * (2 if isz == 1 else 1), (shape, p)
+            assert p["unroll"] == (unroll if whole_rows else unroll * (2 if isz == 1 else 1)), (shape, p)
             xd, kw = to_device(xh)
             xdv = xd[view] if view else xd
             for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):

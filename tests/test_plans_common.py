@@ -165,6 +165,44 @@ def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dt
         {name: v for name, v in param_dict(before).items() if name != "paired_loads"}
 
 
+@pytest.mark.parametrize("dtype,k,ld,align,whole", [
+    ("float8_e4m3fn", 16, 16, 0, True), ("float8_e5m2", 12, 16, 0, True), ("float8_e4m3fn", 1, 32, 0, True),
+    ("float8_e4m3fn", 16, 16, 8, False), ("float8_e4m3fn", 8, 8, 0, False), ("float8_e4m3fn", 16, 24, 0, False),
+    ("float16", 16, 16, 0, False)])
+def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole, monkeypatch):
+    """ROWS16_WHOLE_ROWS (fp8): tc_rows16's whole-row walk (WHOLE_ROWS = true) for fp8 rows of at most 16 whose
+    starts are 16-byte aligned, with half the units in flight (units of 32 rows, so the same bytes) and a one-pass
+    grid over the units; rows 8-byte aligned only and 16-bit rows keep the 8-element loads. Every other parameter
+    stays (the same sums: the twin reads vec, splits, wpt and chain). Empty, the H200 plans as before."""
+    from tcreduce._api import get_plan
+    from tcreduce._device import named_device
+    from tcreduce._layout import Rows
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+
+    problem = Rows(70001, k, ld, align)
+    h200 = named_device("H200")
+    plans = []
+    try:
+        for on in (False, True):
+            monkeypatch.setattr(tensorcore, "ROWS16_WHOLE_ROWS", {1: on})
+            get_plan.cache_clear()
+            plans.append(get_plan("tensorcore", problem, dtype, "float32", h200))
+    finally:
+        get_plan.cache_clear()
+    before, after = (param_dict(plan) for plan in plans)
+    assert before["paired_loads"] and "whole_rows" not in before
+    assert plans[0].launches[0].kernel.startswith("tc_rows16<") and not plans[0].launches[0].kernel.endswith("true>")
+    if not whole:
+        assert plans[1] == plans[0]
+        return
+    unroll = after.pop("unroll")
+    assert after.pop("whole_rows") and unroll == before.pop("unroll") // 2 == 4
+    assert after.pop("grid") == cdiv(cdiv(70001, 32), 8 * unroll) and before.pop("grid")
+    assert after == before
+    assert plans[1].launches[0].kernel == f"tc_rows16<{tensorcore.ctype(dtype)}, 256, 4, float, true>"
+
+
 @pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [
     ("float16", 1 << 30, 8, 32), ("bfloat16", 1 << 28, 8, 32), ("float16", 1 << 27, 8, 0),
     ("float16", (1 << 26) + 17, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 0), ("float8_e4m3fn", 1 << 28, 0, 0)])

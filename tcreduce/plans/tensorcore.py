@@ -8,7 +8,8 @@ block combines the block partials, or, for large 16-bit arrays on an H100 or H20
 blocks of a fixed number of rounds, their partials combined in two levels (float32: tensorcore_fp32.py, the same walk).
 Last-axis sums: row tiles of 16 rows per warp group, columns split across warps and, for few long rows, across blocks
 (the last block of a tile combines; rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane,
-where ROWS16_PAIRED_LOADS has their format); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
+where ROWS16_PAIRED_LOADS has their format, and fp8 rows starting 16-byte aligned a whole row per lane where
+ROWS16_WHOLE_ROWS has it); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
 group instead (tc_flat's inner loop), split the same way; short rows back to back, 2-8 to a warp's 512-byte load, go
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
@@ -121,6 +122,12 @@ ROWS_SHORT_MAX_TILES_IN_FLIGHT = {(2, True): {2: 2, 3: 1, 4: 1}, (2, False): {2:
 # (0.915-0.924x), tc_rows16 one pass 2,277 (0.978x), resident 2,222: fp8 on for both
 ROWS16_PAIRED_LOADS: dict[int, bool] = {2: False, 1: True}
 ROWS16_ONE_PASS = True
+# ... and, by element size (fp8 only: 1), whole-row loads where every row start is 16-byte aligned: tc_rows16's
+# WHOLE_ROWS walk (a lane loads a whole row of 16 fp8 values with one 16-byte load, a warp 32 rows; a word transpose
+# within each quad, two mmas; the same 16 values per mma row, so the same sums) with half the units in flight, the
+# same bytes. Hypothesis (session 36, not yet run on a GPU): fp8 rows of 16 read 0.76x `shuffle` on tc_rows16 in the
+# 9dcc468 segment study (3,289 against 4,343 GB/s), its warps loading 8 bytes per lane and shuffling outputs
+ROWS16_WHOLE_ROWS: dict[int, bool] = {}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -398,6 +405,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = ROWS_UNROLL_LONG
         paired = (short == 1 and vec == 4 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)[isz]
                   and is_aligned(problem.align, (problem.ld * isz,), 8 * isz))
+        whole_rows = (paired and tuned(_THIS, "ROWS16_WHOLE_ROWS", device).get(isz, False)
+                      and is_aligned(problem.align, (problem.ld * isz,), 16))
+        if whole_rows:
+            unroll = max(1, unroll // 2)  # units of 32 rows of 16 bytes: the bytes of twice as many 8-byte tiles
         if not short:
             in_one_pass = ONE_PASS_TILES
         elif paired:
@@ -405,15 +416,17 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         else:
             in_one_pass = tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec]
         if in_one_pass:
-            work = one_pass(work, tiles, BLOCK // 32, unroll if short else 1)
-        if paired:
+            work = one_pass(work, cdiv(problem.m, 32) if whole_rows else tiles, BLOCK // 32, unroll if short else 1)
+        if whole_rows:
+            name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}, true>"
+        elif paired:
             name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}>"
         else:
             name = (f"tc_rows<{in_t}, {BLOCK}, {work.warps_per_tile}, {vec}, {str(aligned).lower()}, {unroll}, "
                     f"{chain}, {out_t}, {short}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
-                                paired_loads=paired))
+                                paired_loads=paired, **(dict(whole_rows=True) if whole_rows else {})))
     if isinstance(problem, Cols):
         wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
