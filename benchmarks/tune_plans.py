@@ -339,7 +339,8 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048, 4096, 
 # warps per strip, part-filled last strips and chunks
 TC_WIDE = [committed(tc_plan, "COLS_WIDE_STRIPS")] + [dict(COLS_WIDE_STRIPS={1: c}) for c in (
     ((1, 3),), ((2, 2),), ((4, 2),), ((1, 3), (2, 2)), ((1, 2),))]
-for _r in (32, 64, 128, 256, 1024, 4096):  # 16 rows or fewer: the short path, never wide
+for _r in (32, 64, 128, 256, 1024, 4096, 8192, 16384):  # 16 rows or fewer: the short path, never wide; more rows
+    # than a one-item grid takes fall back to 64-column strips (the committed plan: a ratio of 1.0)
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide"] = (tc_plan, TC_WIDE, "float8_e4m3fn", (_r, (1 << 29) // _r), 0,
                                                [(300, 2000), (64, 8208), (33, 30000), (40, 405504), (17, 1 << 20)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
