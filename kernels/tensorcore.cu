@@ -345,6 +345,17 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 }
 
 // -------------------------------------------------------------------------------------------------- tc_rows16
+// tc_rows16's loads for one step of a warp's walk: the units (row tiles) unit0, unit0 + step, ... (UNROLL of them) of
+// UNIT_ROWS rows each; in each, this lane loads VEC elements of row `row` of the unit from column col (aligned loads,
+// masked at k and m).
+template <typename T, int VEC, int UNROLL, int UNIT_ROWS>
+__device__ __forceinline__ void load_unit_pieces(const T* __restrict__ x, i64 unit0, i64 step, int row, i64 col, i64 m,
+                                                 i64 ld, i64 k, RowPiece<T, VEC> (&piece)[UNROLL]) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+        load_row_piece<T, VEC, true>(x, (unit0 + u * step) * UNIT_ROWS + row, m, ld, col, k, piece[u]);
+}
+
 // Last-axis sums of rows of at most 16 elements, every row start aligned to 8 elements (the plan: k <= 16, no
 // splits). tc_rows' SHORT path (VEC = 4: Reduction16 with a row per mma row) with one load of 8 elements per lane
 // (16 bytes of fp16 or bf16, 8 of fp8) instead of two of 4: lane l loads the 8 elements at columns 8 (l & 1) .. +7 of
@@ -377,10 +388,7 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
     const i64 tile_step = (i64)gridDim.x * WARPS;
     for (i64 tile0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); tile0 < ntiles; tile0 += tile_step * UNROLL) {
         RowPiece<T, 8> piece[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-            load_row_piece<T, 8, true>(x, (tile0 + u * tile_step) * 16 + (lane >> 1), m, ld, 8 * (lane & 1), k,
-                                       piece[u]);
+        load_unit_pieces<T, 8, UNROLL, 16>(x, tile0, tile_step, lane >> 1, 8 * (lane & 1), m, ld, k, piece);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 tile = tile0 + u * tile_step;
@@ -437,9 +445,7 @@ __device__ __forceinline__ void rows16_whole_rows(const T* __restrict__ x, i64 m
     const i64 unit_step = (i64)gridDim.x * WARPS;
     for (i64 unit0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); unit0 < units; unit0 += unit_step * UNROLL) {
         RowPiece<T, 16> piece[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-            load_row_piece<T, 16, true>(x, (unit0 + u * unit_step) * 32 + lane, m, ld, 0, k, piece[u]);
+        load_unit_pieces<T, 16, UNROLL, 32>(x, unit0, unit_step, lane, 0, m, ld, k, piece);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 unit = unit0 + u * unit_step;
