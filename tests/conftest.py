@@ -32,13 +32,10 @@ def pytest_addoption(parser):
 
 def parse_shard(text: str) -> tuple[int, int]:
     """``"K/N"`` -> (K, N), with a ValueError that says what is accepted."""
-    try:
-        k, n = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard takes K/N with integers 1 <= K <= N, not {text!r}") from None
-    if not 1 <= k <= n:
+    parts = text.split("/")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts) or not 1 <= int(parts[0]) <= int(parts[1]):
         raise ValueError(f"--shard takes K/N with integers 1 <= K <= N, not {text!r}")
-    return k, n
+    return int(parts[0]), int(parts[1])
 
 
 def in_shard(nodeid: str, k: int, n: int) -> bool:
@@ -50,8 +47,10 @@ def pytest_collection_modifyitems(config, items):
     shard = config.getoption("--shard")
     if shard:
         k, n = parse_shard(shard)
-        keep = [item for item in items if in_shard(item.nodeid, k, n)]
-        config.hook.pytest_deselected(items=[item for item in items if not in_shard(item.nodeid, k, n)])
+        keep, drop = [], []
+        for item in items:
+            (keep if in_shard(item.nodeid, k, n) else drop).append(item)
+        config.hook.pytest_deselected(items=drop)
         items[:] = keep
     gpu = _gpu()
     skip = pytest.mark.skip(reason="no CUDA GPU visible to CuPy")
