@@ -556,6 +556,13 @@ SWEEPS["float8_e4m3fn_rows16_whole"] = (
     + [dict(ROWS16_WHOLE_ROWS={1: True}, ROWS_UNROLL_SHORT={4: u, 8: 2}, ROWS16_ONE_PASS=o)
        for u, o in ((4, True), (2, True), (4, False), (2, False))],
     "float8_e4m3fn", (1 << 25, 16), -1, [(4099, 16), (70001, 16), (17, 16), (333, 8)])
+# fp8 rows of 17-32 through tc_rows32 (ROWS32_HALF_ROW_LOADS: half a row per lane, one 16-byte load where tc_rows
+# takes two 8-byte loads; the same sums) at tc_rows' tiles in flight (fp8: twice ROWS_UNROLL_SHORT[8], so 4) and 2,
+# against the committed tc_rows (0.84x `shuffle` in the 9dcc468 segment study)
+SWEEPS["float8_e4m3fn_rows32_half"] = (
+    tc_plan, [committed(tc_plan, "ROWS32_HALF_ROW_LOADS", "ROWS_UNROLL_SHORT")]
+    + [dict(ROWS32_HALF_ROW_LOADS={1: True}, ROWS_UNROLL_SHORT={4: 4, 8: u}) for u in (2, 1)],
+    "float8_e4m3fn", (1 << 24, 32), -1, [(4099, 32), (70001, 32), (17, 32), (4099, 20), (333, 32)])
 # first-axis sums of 16 rows (tc_cols' short path: one 16-row chunk per 64-column strip, 4 blocks per SM): strips in
 # flight per warp and a grid of one pass against the resident grid (the same sums)
 for _dt in ("float16", "bfloat16"):

@@ -345,15 +345,37 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 }
 
 // -------------------------------------------------------------------------------------------------- tc_rows16
-// tc_rows16's loads for one step of a warp's walk: the units (row tiles) unit0, unit0 + step, ... (UNROLL of them) of
-// UNIT_ROWS rows each; in each, this lane loads VEC elements of row `row` of the unit from column col (aligned loads,
-// masked at k and m).
-template <typename T, int VEC, int UNROLL, int UNIT_ROWS>
-__device__ __forceinline__ void load_unit_pieces(const T* __restrict__ x, i64 unit0, i64 step, int row, i64 col, i64 m,
-                                                 i64 ld, i64 k, RowPiece<T, VEC> (&piece)[UNROLL]) {
+// One mma of two words of 4 fp8 values each (converted to fp16 exactly): `even` as A row g (a[0]: values 0-1, a[2]:
+// 2-3), `odd` as A row g + 8 (a[1], a[3]), where tc_rows16 puts a lane's 4 values of rows 2g and 2g + 1.
+template <typename T, int CHAIN>
+__device__ __forceinline__ void mma_fp8_words(RowAccumulator<T, CHAIN>& acc, unsigned even, unsigned odd) {
+    acc.mma(fp8x2_to_half2<T>(even), fp8x2_to_half2<T>(odd), fp8x2_to_half2<T>(even >> 16),
+            fp8x2_to_half2<T>(odd >> 16));
+}
+
+// The walk of tc_rows16 and tc_rows32: units of UNIT_ROWS rows go to warps (unit = blockIdx.x*WARPS + warp, UNROLL
+// units gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on); in each unit this lane
+// loads VEC elements of row `row` from column col (aligned loads, masked at k and m), all UNROLL loads before the
+// first body(unit, piece) call.
+template <typename T, int BLOCK, int VEC, int UNROLL, int UNIT_ROWS, typename Body>
+__device__ __forceinline__ void walk_row_units(const T* __restrict__ x, i64 m, i64 k, i64 ld, int row, i64 col,
+                                               Body&& body) {
+    static_assert(UNIT_ROWS == 16 || UNIT_ROWS == 32, "units of 16 or 32 rows");
+    constexpr int WARPS = BLOCK / 32, SHIFT = UNIT_ROWS == 16 ? 4 : 5;
+    const i64 units = (m + UNIT_ROWS - 1) >> SHIFT;
+    const i64 step = (i64)gridDim.x * WARPS;
+    for (i64 unit0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); unit0 < units; unit0 += step * UNROLL) {
+        RowPiece<T, VEC> piece[UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-        load_row_piece<T, VEC, true>(x, (unit0 + u * step) * UNIT_ROWS + row, m, ld, col, k, piece[u]);
+        for (int u = 0; u < UNROLL; ++u)
+            load_row_piece<T, VEC, true>(x, (unit0 + u * step) * UNIT_ROWS + row, m, ld, col, k, piece[u]);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 unit = unit0 + u * step;
+            if (unit >= units) break;  // warp-uniform
+            body(unit, piece[u]);
+        }
+    }
 }
 
 // Last-axis sums of rows of at most 16 elements, every row start aligned to 8 elements (the plan: k <= 16, no
@@ -386,9 +408,14 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
     const bool first_row = (lane & 2) == 0;  // t < 2: this lane loaded part of row 2g
     const i64 ntiles = (m + 15) >> 4;
     const i64 tile_step = (i64)gridDim.x * WARPS;
+    // the walk of walk_row_units (units of 16 rows, 8 elements per lane), written out: through the helper the
+    // masked loads' addresses compile to 32 more instructions for 16-bit rows (nvcc sm_90)
     for (i64 tile0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); tile0 < ntiles; tile0 += tile_step * UNROLL) {
         RowPiece<T, 8> piece[UNROLL];
-        load_unit_pieces<T, 8, UNROLL, 16>(x, tile0, tile_step, lane >> 1, 8 * (lane & 1), m, ld, k, piece);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            load_row_piece<T, 8, true>(x, (tile0 + u * tile_step) * 16 + (lane >> 1), m, ld, 8 * (lane & 1), k,
+                                       piece[u]);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const i64 tile = tile0 + u * tile_step;
@@ -439,45 +466,71 @@ template <typename T, int BLOCK, int UNROLL, typename OutT>
 __device__ __forceinline__ void rows16_whole_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld,
                                                   OutT* __restrict__ out) {
     static_assert(is_fp8<T>::value, "whole-row loads of 16 elements are 16 bytes for fp8 only");
-    constexpr int WARPS = BLOCK / 32;
     const int lane = threadIdx.x & 31, t = lane & 3;
-    const i64 units = (m + 31) >> 5;
-    const i64 unit_step = (i64)gridDim.x * WARPS;
-    for (i64 unit0 = (i64)blockIdx.x * WARPS + (threadIdx.x >> 5); unit0 < units; unit0 += unit_step * UNROLL) {
-        RowPiece<T, 16> piece[UNROLL];
-        load_unit_pieces<T, 16, UNROLL, 32>(x, unit0, unit_step, lane, 0, m, ld, k, piece);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const i64 unit = unit0 + u * unit_step;
-            if (unit >= units) break;  // warp-uniform
-            const unsigned* w = piece[u].w;
-            // xor 2: keep words 2 (t >> 1), +1 of this row, give the other two; then this lane holds those two words
-            // of rows t (a) and t ^ 2 (b)
-            const bool upper = t & 2;
-            const unsigned a0 = upper ? w[2] : w[0], a1 = upper ? w[3] : w[1];
-            const unsigned b0 = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
-            const unsigned b1 = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
-            // xor 1: keep word t of rows t and t ^ 2, give the other; receive word t of rows t ^ 1 and t ^ 3
-            const bool odd = t & 1;
-            const unsigned mine = odd ? a1 : a0, mine2 = odd ? b1 : b0;
-            const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 1);
-            const unsigned got2 = __shfl_xor_sync(0xffffffffu, odd ? b0 : b1, 1);
-            // word t of quad row r sits in slot r ^ t: rows t (mine), t ^ 1 (got), t ^ 2 (mine2), t ^ 3 (got2)
-            const unsigned s0 = odd ? got : mine, s1 = odd ? mine : got;      // rows t & 2, (t & 2) + 1
-            const unsigned s2 = odd ? got2 : mine2, s3 = odd ? mine2 : got2;  // rows (t & 2) ^ 2, ((t & 2) ^ 2) + 1
-            const unsigned r0 = upper ? s2 : s0, r1 = upper ? s3 : s1, r2 = upper ? s0 : s2, r3 = upper ? s1 : s3;
-            RowAccumulator<T, 1> first, second;
-            first.mma(fp8x2_to_half2<T>(r0), fp8x2_to_half2<T>(r1), fp8x2_to_half2<T>(r0 >> 16),
-                      fp8x2_to_half2<T>(r1 >> 16));
-            second.mma(fp8x2_to_half2<T>(r2), fp8x2_to_half2<T>(r3), fp8x2_to_half2<T>(r2 >> 16),
-                       fp8x2_to_half2<T>(r3 >> 16));
-            first.finish();
-            second.finish();
-            const float own = upper ? (odd ? second.hi : second.lo) : (odd ? first.hi : first.lo);
-            const i64 row = unit * 32 + lane;
-            if (row < m) out[row] = from_float<OutT>(own);
-        }
-    }
+    const auto unit_sums = [&](i64 unit, const RowPiece<T, 16>& piece) {
+        const unsigned* w = piece.w;
+        // xor 2: keep words 2 (t >> 1), +1 of this row, give the other two; then this lane holds those two words
+        // of rows t (a) and t ^ 2 (b)
+        const bool upper = t & 2;
+        const unsigned a0 = upper ? w[2] : w[0], a1 = upper ? w[3] : w[1];
+        const unsigned b0 = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
+        const unsigned b1 = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
+        // xor 1: keep word t of rows t and t ^ 2, give the other; receive word t of rows t ^ 1 and t ^ 3
+        const bool odd = t & 1;
+        const unsigned mine = odd ? a1 : a0, mine2 = odd ? b1 : b0;
+        const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 1);
+        const unsigned got2 = __shfl_xor_sync(0xffffffffu, odd ? b0 : b1, 1);
+        // word t of quad row r sits in slot r ^ t: rows t (mine), t ^ 1 (got), t ^ 2 (mine2), t ^ 3 (got2)
+        const unsigned s0 = odd ? got : mine, s1 = odd ? mine : got;      // rows t & 2, (t & 2) + 1
+        const unsigned s2 = odd ? got2 : mine2, s3 = odd ? mine2 : got2;  // rows (t & 2) ^ 2, ((t & 2) ^ 2) + 1
+        const unsigned r0 = upper ? s2 : s0, r1 = upper ? s3 : s1, r2 = upper ? s0 : s2, r3 = upper ? s1 : s3;
+        RowAccumulator<T, 1> first, second;
+        mma_fp8_words(first, r0, r1);
+        mma_fp8_words(second, r2, r3);
+        first.finish();
+        second.finish();
+        const float own = upper ? (odd ? second.hi : second.lo) : (odd ? first.hi : first.lo);
+        const i64 row = unit * 32 + lane;
+        if (row < m) out[row] = from_float<OutT>(own);
+    };
+    walk_row_units<T, BLOCK, 16, UNROLL, 32>(x, m, k, ld, lane, 0, unit_sums);
+}
+
+// -------------------------------------------------------------------------------------------------- tc_rows32
+// fp8 rows of 17-32 elements, every row start 16-byte aligned (the plan: where tc_rows takes them in its SHORT = 1
+// path with VEC = 8, one chunk per tile, no splits). tc_rows' lane (g, t) loads elements 8t .. 8t + 7 of rows g and
+// g + 8 (two 8-byte loads), and its two mmas per tile sum each row's 16-term blocks B1 = elements {0-3, 8-11, 16-19,
+// 24-27}, then B2 = {4-7, 12-15, 20-23, 28-31}, through the flush rule of CHAIN. Here lane (g, t) loads half t & 1
+// (elements 16 (t & 1) .. +15) of row 2g + (t >> 1) of the tile with one 16-byte load (zero past k or m), so a warp
+// reads the tile's 16 rows as 512 contiguous bytes when ld = 32. A half's words 0 and 2 are B1's, words 1 and 3 B2's;
+// lanes t and t ^ 2 (the same half of the quad's two rows) swap their words 2 and 3, after which every lane holds one
+// B1 word and one B2 word of each of the quad's rows. The first mma takes the B1 words (row 2g as A row g, row 2g + 1
+// as A row g + 8; fp8 converted to fp16 exactly, each word as tc_rows16's), the second the B2 words, into one
+// RowAccumulator<CHAIN>: the same blocks (where a value sits in a block does not change its sum:
+// tcreduce/emulate/mma_model.py) in the same order, so the same sums, and emulator twin, as tc_rows. Lanes t = 0 and
+// 2 hold rows 2g and 2g + 1 and write them, without a shuffle. Row tiles go to warps as in tc_rows16; UNROLL in
+// flight. This repository's variant, not in the paper. ws, counters and splits: tc_rows' argument list, unused.
+template <typename T, int BLOCK, int UNROLL, int CHAIN, typename OutT>
+__global__ void __launch_bounds__(BLOCK, 4)
+tc_rows32(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, float* __restrict__ ws,
+          unsigned* counters, i64 splits) {
+    static_assert(is_fp8<T>::value, "half-row loads of 16 elements are 16 bytes for fp8 only");
+    const int lane = threadIdx.x & 31;
+    const bool first_row = (lane & 2) == 0;  // t < 2: this lane loaded half of row 2g
+    const auto tile_sums = [&](i64 tile, const RowPiece<T, 16>& piece) {
+        const unsigned* w = piece.w;
+        const unsigned got1 = __shfl_xor_sync(0xffffffffu, w[2], 2);  // the other row's B1 word
+        const unsigned got2 = __shfl_xor_sync(0xffffffffu, w[3], 2);  // ... and its B2 word
+        const unsigned e1 = first_row ? w[0] : got1, o1 = first_row ? got1 : w[0];  // B1: rows 2g, 2g + 1
+        const unsigned e2 = first_row ? w[1] : got2, o2 = first_row ? got2 : w[1];  // B2
+        RowAccumulator<T, CHAIN> acc;
+        mma_fp8_words(acc, e1, o1);
+        mma_fp8_words(acc, e2, o2);
+        acc.finish();
+        const i64 row = tile * 16 + (lane >> 1);
+        if ((lane & 1) == 0 && row < m) out[row] = from_float<OutT>(first_row ? acc.lo : acc.hi);
+    };
+    walk_row_units<T, BLOCK, 16, UNROLL, 16>(x, m, k, ld, lane >> 1, 16 * (lane & 1), tile_sums);
 }
 
 // -------------------------------------------------------------------------------------------------- tc_rows_stream

@@ -100,8 +100,14 @@ ROWS16 = ([f"tc_rows16<{t}, 256, {u}, {o}>" for t in ("__half", "__nv_bfloat16")
              for o in ("float", "__half")])
 
 
-@pytest.mark.parametrize("kernel", ROWS16)
-def test_tc_rows16_compiles_clean(kernel):
+# tc_rows32 (fp8 rows of 17-32, half a row per lane; ROWS32_HALF_ROW_LOADS) at tc_rows' fp8 tiles in flight (4) and 2
+# (8 spill 8 bytes), for tensorcore and tensorcore_chained
+ROWS32 = [f"tc_rows32<{t}, 256, {u}, {chain}, {o}>" for t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2") for u in (2, 4)
+          for chain in (1, 1 << 30) for o in ("float", "__half")]
+
+
+@pytest.mark.parametrize("kernel", ROWS16 + ROWS32)
+def test_tc_rows16_and_rows32_compile_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
                           use_cache=False)
 

@@ -465,6 +465,57 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, whole, 
                     check_sum(got, xv, 1, method="tensorcore")
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("method,unroll", [("tensorcore", 4), ("tensorcore", 2), ("tensorcore_chained", 4)])
+def test_gpu_rows32_half_row_loads_equal_emulator(dtype, method, unroll, rng):
+    """tc_rows32 (fp8 rows of 17-32 elements starting 16-byte aligned: half a row per lane, a swap of two words
+    between lanes t and t ^ 2, tc_rows' two blocks per row; ROWS32_HALF_ROW_LOADS patched on for every family, at
+    ``unroll`` tiles in flight): GPU == twin bit for bit and within the bound of the float64 sum, into a NaN-poisoned
+    output, called twice, on whole and partial row tiles (70001, 3 and 17 rows), rows of 32, of 20 in a row stride of
+    32 (masked loads), a view 1 row in, a view 16 elements into rows of 48 and a float16 result; views 8 elements in,
+    row strides of 24 and 17 (not 16-byte aligned) keep tc_rows."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import plan_layout
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans
+
+    tuning = dict(ROWS32_HALF_ROW_LOADS={1: True}, ROWS_UNROLL_SHORT={4: 4, 8: unroll // 2})  # fp8: twice 8's
+    with patched_plans(tensorcore, tuning):
+        device = current_device()[1]
+        cases = [((70001, 32), None, True), ((3, 32), None, True), ((17, 32), None, True),
+                 ((4099, 32), (slice(None), slice(0, 20)), True), ((5000, 32), (slice(1, None),), True),
+                 ((4099, 48), (slice(None), slice(16, None)), True),
+                 ((4099, 32), (slice(None), slice(8, None)), False),  # rows start 8 bytes in: tc_rows
+                 ((333, 24), None, False), ((4099, 17), None, False)]
+        for shape, view, half in cases:
+            xh = random_input(rng, shape, dtype)
+            xv = xh[view] if view else xh
+            offset = xv.__array_interface__["data"][0] - xh.__array_interface__["data"][0]
+            problem = plan_layout(xv.shape, list(xv.strides), (1,), 1, offset % 16).problem
+            plan = get_plan(method, problem, dtype, "float32", device)
+            p = param_dict(plan)
+            assert p.get("half_rows", False) == half and p["vec"] == 8, (shape, view, p)
+            if not half:
+                assert plan.launches[0].kernel.startswith("tc_rows<"), (shape, view, plan.launches[0].kernel)
+                continue
+            assert p["unroll"] == unroll and plan.launches[0].kernel.startswith("tc_rows32<"), (shape, p)
+            xd, kw = to_device(xh)
+            xdv = xd[view] if view else xd
+            for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):
+                want = tcreduce.emulate.sum(xv, axis=1, method=method, gpu=device, dtype=out_dtype)
+                for _ in range(2):
+                    out = cupy.full(want.shape, np.nan, dtype=out_dtype)
+                    got = to_numpy(tcreduce.sum(xdv, axis=1, method=method, dtype=out_dtype, out=out, **kw))
+                    assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
+                        (shape, view, out_dtype)
+                if out_dtype == "float32":
+                    check_sum(got, xv, 1, method=method)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2)])
 def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):

@@ -203,6 +203,37 @@ def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole,
     assert plans[1].launches[0].kernel == f"tc_rows16<{tensorcore.ctype(dtype)}, 256, 4, float, true>"
 
 
+@pytest.mark.parametrize("dtype,k,ld,align,chain,half", [
+    ("float8_e4m3fn", 32, 32, 0, 1, True), ("float8_e5m2", 17, 32, 0, 1, True), ("float8_e4m3fn", 20, 48, 16, 1, True),
+    ("float8_e4m3fn", 32, 32, 0, 1 << 30, True), ("float8_e4m3fn", 32, 32, 8, 1, False),
+    ("float8_e4m3fn", 24, 24, 0, 1, False), ("float8_e4m3fn", 33, 48, 0, 1, False), ("float16", 32, 32, 0, 1, False)])
+def test_fp8_rows32_take_half_row_loads_where_tuned(dtype, k, ld, align, chain, half, monkeypatch):
+    """ROWS32_HALF_ROW_LOADS (fp8): tc_rows32 for the rows of 17-32 elements that tc_rows takes as one 32-element
+    chunk per tile, where every row start is 16-byte aligned, with tc_rows' tiles in flight, grid and chain; rows
+    8-byte aligned, longer rows and 16-bit rows plan as before. Every parameter but the flag stays (the twin reads vec,
+    splits, wpt and chain: the same sums). Empty, the plans are as before."""
+    from tcreduce._device import named_device
+    from tcreduce._layout import Rows
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+
+    problem = Rows(70001, k, ld, align)
+    plans = []
+    for on in (False, True):
+        monkeypatch.setattr(tensorcore, "ROWS32_HALF_ROW_LOADS", {1: on})
+        plans.append(tensorcore.plan_tensorcore(problem, dtype, "float32", named_device("H200"), chain=chain))
+    before, after = (param_dict(plan) for plan in plans)
+    assert "half_rows" not in before and not plans[0].launches[0].kernel.startswith("tc_rows32<")
+    if not half:
+        assert plans[1] == plans[0]
+        return
+    assert plans[0].launches[0].kernel.startswith("tc_rows<") and before["vec"] == 8
+    assert after.pop("half_rows") and after == before
+    assert plans[1].launches[0].grid == plans[0].launches[0].grid
+    assert plans[1].launches[0].kernel == \
+        f"tc_rows32<{tensorcore.ctype(dtype)}, 256, {before['unroll']}, {chain}, float>"
+
+
 @pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [
     ("float16", 1 << 30, 8, 32), ("bfloat16", 1 << 28, 8, 32), ("float16", 1 << 27, 8, 0),
     ("float16", (1 << 26) + 17, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 0), ("float8_e4m3fn", 1 << 28, 0, 0)])

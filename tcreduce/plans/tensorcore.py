@@ -1,7 +1,7 @@
 """Method "tensorcore" (and "tensorcore_chained"): fp16, bf16 and fp8 sums on tensor cores with mma.sync.m16n8k16
 against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registers, exactly). Kernels:
-``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows16, tc_rows_stream, tc_cols, whose comments pin the order of
-additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
+``kernels/tensorcore.cu`` (tc_flat, tc_rows, tc_rows16, tc_rows32, tc_rows_stream, tc_cols, whose comments pin the
+order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose last
 block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid of
@@ -9,7 +9,8 @@ blocks of a fixed number of rounds, their partials combined in two levels (float
 Last-axis sums: row tiles of 16 rows per warp group, columns split across warps and, for few long rows, across blocks
 (the last block of a tile combines; rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane,
 where ROWS16_PAIRED_LOADS has their format, and fp8 rows starting 16-byte aligned a whole row per lane where
-ROWS16_WHOLE_ROWS has it); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
+ROWS16_WHOLE_ROWS has it; fp8 rows of 17-32 elements so aligned half a row per lane in tc_rows32 where
+ROWS32_HALF_ROW_LOADS has it); rows of at least STREAM_MIN_K aligned columns are streamed one row per warp
 group instead (tc_flat's inner loop), split the same way; short rows back to back, 2-8 to a warp's 512-byte load, go
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
@@ -128,6 +129,13 @@ ROWS16_ONE_PASS = True
 # same bytes. Hypothesis (session 36, not yet run on a GPU): fp8 rows of 16 read 0.76x `shuffle` on tc_rows16 in the
 # 9dcc468 segment study (3,289 against 4,343 GB/s), its warps loading 8 bytes per lane and shuffling outputs
 ROWS16_WHOLE_ROWS: dict[int, bool] = {}
+# tc_rows SHORT rows of one 32-element chunk (17-32 elements) by element size (fp8 only: 1): tc_rows32 where every row
+# start is 16-byte aligned (a lane loads half a row with one 16-byte load where tc_rows takes two 8-byte loads of two
+# rows; a swap of two words between lanes t and t ^ 2; the same two blocks per row in the same order, so the same
+# sums), as many row tiles in flight. Hypothesis (session 36, not yet run on a GPU): fp8 rows of 32 read 0.84x
+# `shuffle` on tc_rows in the 9dcc468 segment study (3,647 against 4,342 GB/s); nvcc sm_90: 720 SASS instructions
+# per 4 tiles against tc_rows' 1,008, 52 registers against 64
+ROWS32_HALF_ROW_LOADS: dict[int, bool] = {}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
@@ -407,6 +415,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                   and is_aligned(problem.align, (problem.ld * isz,), 8 * isz))
         whole_rows = (paired and tuned(_THIS, "ROWS16_WHOLE_ROWS", device).get(isz, False)
                       and is_aligned(problem.align, (problem.ld * isz,), 16))
+        half_rows = (short == 1 and vec == 8 and tuned(_THIS, "ROWS32_HALF_ROW_LOADS", device).get(isz, False)
+                     and is_aligned(problem.align, (problem.ld * isz,), 16))
         if whole_rows:
             unroll = max(1, unroll // 2)  # units of 32 rows of 16 bytes: the bytes of twice as many 8-byte tiles
         if not short:
@@ -417,7 +427,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             in_one_pass = tuned(_THIS, "ONE_PASS_SHORT_TILES", device)[vec]
         if in_one_pass:
             work = one_pass(work, cdiv(problem.m, 32) if whole_rows else tiles, BLOCK // 32, unroll if short else 1)
-        if whole_rows:
+        if half_rows:
+            name = f"tc_rows32<{in_t}, {BLOCK}, {unroll}, {chain}, {out_t}>"
+        elif whole_rows:
             name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}, true>"
         elif paired:
             name = f"tc_rows16<{in_t}, {BLOCK}, {unroll}, {out_t}>"
@@ -426,7 +438,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                     f"{chain}, {out_t}, {short}>")
         return _split_plan(common, name, work, (problem.m, problem.k, problem.ld), tiles, 16,
                            dict(vec=vec, aligned=aligned, unroll=unroll, chain=chain, wpt=work.warps_per_tile,
-                                paired_loads=paired, **(dict(whole_rows=True) if whole_rows else {})))
+                                paired_loads=paired, **(dict(whole_rows=True) if whole_rows else {}),
+                                **(dict(half_rows=True) if half_rows else {})))
     if isinstance(problem, Cols):
         wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
