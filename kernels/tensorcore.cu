@@ -353,7 +353,8 @@ __device__ __forceinline__ void mma_fp8_words(RowAccumulator<T, CHAIN>& acc, uns
             fp8x2_to_half2<T>(odd >> 16));
 }
 
-// The walk of tc_rows16 and tc_rows32: units of UNIT_ROWS rows go to warps (unit = blockIdx.x*WARPS + warp, UNROLL
+// The walk of tc_rows16's whole-row path and of tc_rows32 (tc_rows16's 8-element path writes the same walk out for
+// 16-bit rows' SASS, below): units of UNIT_ROWS rows go to warps (unit = blockIdx.x*WARPS + warp, UNROLL
 // units gridDim.x*WARPS apart in flight per warp, the next round gridDim.x*WARPS*UNROLL on); in each unit this lane
 // loads VEC elements of row `row` from column col (aligned loads, masked at k and m), all UNROLL loads before the
 // first body(unit, piece) call.
@@ -426,21 +427,13 @@ tc_rows16(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out,
             unsigned got[HALF];
 #pragma unroll
             for (int i = 0; i < HALF; ++i) got[i] = __shfl_xor_sync(0xffffffffu, first_row ? w[HALF + i] : w[i], 2);
-            unsigned even[2], odd[2];  // the A fragment's registers of rows 2g and 2g + 1 (fp16 pairs)
+            RowAccumulator<T, 1> acc;  // A rows g and g + 8: rows 2g and 2g + 1
             if constexpr (is_fp8<T>::value) {
-                const unsigned e = first_row ? w[0] : got[0], o = first_row ? got[0] : w[1];
-                even[0] = fp8x2_to_half2<T>(e);
-                even[1] = fp8x2_to_half2<T>(e >> 16);
-                odd[0] = fp8x2_to_half2<T>(o);
-                odd[1] = fp8x2_to_half2<T>(o >> 16);
-            } else {
-                even[0] = first_row ? w[0] : got[0];
-                odd[0] = first_row ? got[0] : w[2];
-                even[1] = first_row ? w[1] : got[1];
-                odd[1] = first_row ? got[1] : w[3];
+                mma_fp8_words(acc, first_row ? w[0] : got[0], first_row ? got[0] : w[1]);
+            } else {  // fp16 pairs
+                acc.mma(first_row ? w[0] : got[0], first_row ? got[0] : w[2], first_row ? w[1] : got[1],
+                        first_row ? got[1] : w[3]);
             }
-            RowAccumulator<T, 1> acc;
-            acc.mma(even[0], odd[0], even[1], odd[1]);
             acc.finish();
             // rows 2g and 2g + 1 sit in lane 4g (acc.lo, acc.hi): lane j < 16 writes row tile*16 + j
             const int src = ((lane >> 1) & 7) * 4;
