@@ -406,6 +406,25 @@ def test_gpu_equals_emulator_with_inf_and_nan(dtype, rng):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
 
 
+def _last_axis_sums_equal_twin(xv, xdv, kw, method: str, device, out_dtypes, where) -> None:
+    """Sums over the last axis of ``xv`` (host) and ``xdv`` (its device copy) by ``method``, for each output type:
+    GPU == twin bit for bit into a NaN-poisoned output, called twice; the float32 result within the bound of the
+    float64 sum. ``where`` names the case in failures."""
+    import cupy
+
+    from tcreduce.testing import check_sum
+
+    for out_dtype in out_dtypes:
+        want = tcreduce.emulate.sum(xv, axis=1, method=method, gpu=device, dtype=out_dtype)
+        for _ in range(2):
+            out = cupy.full(want.shape, np.nan, dtype=out_dtype)
+            got = to_numpy(tcreduce.sum(xdv, axis=1, method=method, dtype=out_dtype, out=out, **kw))
+            assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
+                (where, out_dtype)
+        if out_dtype == "float32":
+            check_sum(got, xv, 1, method=method)
+
+
 @pytest.mark.parametrize("dtype,unroll,one_pass,whole", [
     *((dt, u, p, False) for dt in ("float16", "bfloat16") for u, p in ((4, True), (4, False), (8, False))),
     *((dt, u, p, w) for dt in ("float8_e4m3fn", "float8_e5m2") for u, p in ((4, True), (2, False))
@@ -419,14 +438,12 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, whole, 
     whole-row loads (ROWS16_WHOLE_ROWS: 32 rows per warp, a word transpose per quad, half the units in flight) where
     rows start 16-byte aligned, among them 70001 and 17 rows (partial units of 32), rows of 12 in a row stride of 16
     and views 1 and 2 rows in; rows of 8 and a view 8 elements in (8-byte aligned) keep the 8-element loads."""
-    import cupy
-
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
     from tcreduce._layout import plan_layout
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans
+    from tcreduce.testing import patched_plans
 
     tuning = dict(ROWS16_PAIRED_LOADS={2: True, 1: True}, ROWS_UNROLL_SHORT={4: unroll, 8: 2}, ROWS16_ONE_PASS=one_pass,
                   ROWS16_WHOLE_ROWS={1: whole})
@@ -453,16 +470,8 @@ def test_gpu_rows16_paired_loads_equal_emulator(dtype, unroll, one_pass, whole, 
                 continue
             assert p["unroll"] == (unroll if whole_rows else unroll * (2 if isz == 1 else 1)), (shape, p)
             xd, kw = to_device(xh)
-            xdv = xd[view] if view else xd
-            for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):
-                want = tcreduce.emulate.sum(xv, axis=1, method="tensorcore", gpu=device, dtype=out_dtype)
-                for _ in range(2):
-                    out = cupy.full(want.shape, np.nan, dtype=out_dtype)
-                    got = to_numpy(tcreduce.sum(xdv, axis=1, method="tensorcore", dtype=out_dtype, out=out, **kw))
-                    assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
-                        (shape, view, out_dtype)
-                if out_dtype == "float32":
-                    check_sum(got, xv, 1, method="tensorcore")
+            _last_axis_sums_equal_twin(xv, xd[view] if view else xd, kw, "tensorcore", device,
+                                       ("float32", "float16") if shape[0] == 4099 else ("float32",), (shape, view))
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
@@ -474,14 +483,12 @@ def test_gpu_rows32_half_row_loads_equal_emulator(dtype, method, unroll, rng):
     output, called twice, on whole and partial row tiles (70001, 3 and 17 rows), rows of 32, of 20 in a row stride of
     32 (masked loads), a view 1 row in, a view 16 elements into rows of 48 and a float16 result; views 8 elements in,
     row strides of 24 and 17 (not 16-byte aligned) keep tc_rows."""
-    import cupy
-
     from tcreduce._api import get_plan
     from tcreduce._device import current_device
     from tcreduce._layout import plan_layout
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans
+    from tcreduce.testing import patched_plans
 
     tuning = dict(ROWS32_HALF_ROW_LOADS={1: True}, ROWS_UNROLL_SHORT={4: 4, 8: unroll // 2})  # fp8: twice 8's
     with patched_plans(tensorcore, tuning):
@@ -504,16 +511,8 @@ def test_gpu_rows32_half_row_loads_equal_emulator(dtype, method, unroll, rng):
                 continue
             assert p["unroll"] == unroll and plan.launches[0].kernel.startswith("tc_rows32<"), (shape, p)
             xd, kw = to_device(xh)
-            xdv = xd[view] if view else xd
-            for out_dtype in ("float32", "float16") if shape[0] == 4099 else ("float32",):
-                want = tcreduce.emulate.sum(xv, axis=1, method=method, gpu=device, dtype=out_dtype)
-                for _ in range(2):
-                    out = cupy.full(want.shape, np.nan, dtype=out_dtype)
-                    got = to_numpy(tcreduce.sum(xdv, axis=1, method=method, dtype=out_dtype, out=out, **kw))
-                    assert np.array_equal(got.view(UINT[out_dtype]), np.asarray(want).view(UINT[out_dtype])), \
-                        (shape, view, out_dtype)
-                if out_dtype == "float32":
-                    check_sum(got, xv, 1, method=method)
+            _last_axis_sums_equal_twin(xv, xd[view] if view else xd, kw, method, device,
+                                       ("float32", "float16") if shape[0] == 4099 else ("float32",), (shape, view))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
