@@ -111,11 +111,11 @@ def test_an_h200_plans_with_its_own_tuning_and_an_h100_with_the_module_values(dt
 
 @pytest.mark.parametrize("dtype,k,h100_kernel,h200_kernel", [
     ("float8_e4m3fn", 16, "tc_rows16<", "tc_rows16<"), ("float16", 16, "tc_rows<", "tc_rows16<"),
-    ("float16", 32, "tc_rows<", "tc_rows<"), ("float8_e4m3fn", 32, "tc_rows<", "tc_rows<")])
+    ("float16", 32, "tc_rows<", "tc_rows<"), ("float8_e4m3fn", 32, "tc_rows<", "tc_rows32<")])
 def test_rows_of_16_through_tc_rows16_where_tuned_and_rows_of_32_through_tc_rows(dtype, k, h100_kernel, h200_kernel):
     """tc_rows SHORT: rows of up to 16 go through tc_rows16 (one 8-element load per lane) where the family tuned it on
-    (fp8 on both, 16-bit formats on an H200), rows of 17-32 (8-element loads) through tc_rows; all in one pass, on the
-    same grid on both families."""
+    (fp8 on both, 16-bit formats on an H200), rows of 17-32 (8-element loads) through tc_rows (fp8 on an H200:
+    tc_rows32's half-row loads); all in one pass, on the same grid on both families."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import plan_layout
@@ -169,7 +169,7 @@ def test_tc_rows16_takes_rows_of_at_most_16_aligned_to_8_elements_where_tuned(dt
     ("float8_e4m3fn", 16, 16, 0, True), ("float8_e5m2", 12, 16, 0, True), ("float8_e4m3fn", 1, 32, 0, True),
     ("float8_e4m3fn", 16, 16, 8, False), ("float8_e4m3fn", 8, 8, 0, False), ("float8_e4m3fn", 16, 24, 0, False),
     ("float16", 16, 16, 0, False)])
-def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole, monkeypatch):
+def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole):
     """ROWS16_WHOLE_ROWS (fp8): tc_rows16's whole-row walk (WHOLE_ROWS = true) for fp8 rows of at most 16 whose
     starts are 16-byte aligned, with half the units in flight (units of 32 rows, so the same bytes) and a one-pass
     grid over the units; rows 8-byte aligned only and 16-bit rows keep the 8-element loads. Every other parameter
@@ -179,17 +179,14 @@ def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole,
     from tcreduce._layout import Rows
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
+    from tcreduce.testing import patched_plans
 
     problem = Rows(70001, k, ld, align)
     h200 = named_device("H200")
     plans = []
-    try:
-        for on in (False, True):
-            monkeypatch.setattr(tensorcore, "ROWS16_WHOLE_ROWS", {1: on})
-            get_plan.cache_clear()
+    for on in (False, True):
+        with patched_plans(tensorcore, dict(ROWS16_WHOLE_ROWS={1: on})):
             plans.append(get_plan("tensorcore", problem, dtype, "float32", h200))
-    finally:
-        get_plan.cache_clear()
     before, after = (param_dict(plan) for plan in plans)
     assert before["paired_loads"] and "whole_rows" not in before
     assert plans[0].launches[0].kernel.startswith("tc_rows16<") and not plans[0].launches[0].kernel.endswith("true>")
@@ -207,7 +204,7 @@ def test_fp8_rows16_take_whole_row_loads_where_tuned(dtype, k, ld, align, whole,
     ("float8_e4m3fn", 32, 32, 0, 1, True), ("float8_e5m2", 17, 32, 0, 1, True), ("float8_e4m3fn", 20, 48, 16, 1, True),
     ("float8_e4m3fn", 32, 32, 0, 1 << 30, True), ("float8_e4m3fn", 32, 32, 8, 1, False),
     ("float8_e4m3fn", 24, 24, 0, 1, False), ("float8_e4m3fn", 33, 48, 0, 1, False), ("float16", 32, 32, 0, 1, False)])
-def test_fp8_rows32_take_half_row_loads_where_tuned(dtype, k, ld, align, chain, half, monkeypatch):
+def test_fp8_rows32_take_half_row_loads_where_tuned(dtype, k, ld, align, chain, half):
     """ROWS32_HALF_ROW_LOADS (fp8): tc_rows32 for the rows of 17-32 elements that tc_rows takes as one 32-element
     chunk per tile, where every row start is 16-byte aligned, with tc_rows' tiles in flight, grid and chain; rows
     8-byte aligned, longer rows and 16-bit rows plan as before. Every parameter but the flag stays (the twin reads vec,
@@ -216,12 +213,13 @@ def test_fp8_rows32_take_half_row_loads_where_tuned(dtype, k, ld, align, chain, 
     from tcreduce._layout import Rows
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
+    from tcreduce.testing import patched_plans
 
     problem = Rows(70001, k, ld, align)
     plans = []
     for on in (False, True):
-        monkeypatch.setattr(tensorcore, "ROWS32_HALF_ROW_LOADS", {1: on})
-        plans.append(tensorcore.plan_tensorcore(problem, dtype, "float32", named_device("H200"), chain=chain))
+        with patched_plans(tensorcore, dict(ROWS32_HALF_ROW_LOADS={1: on})):
+            plans.append(tensorcore.plan_tensorcore(problem, dtype, "float32", named_device("H200"), chain=chain))
     before, after = (param_dict(plan) for plan in plans)
     assert "half_rows" not in before and not plans[0].launches[0].kernel.startswith("tc_rows32<")
     if not half:
@@ -320,7 +318,8 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
                     (16384, "8, true, 1, float, 0, 2, 2, false>")):  # 256 blocks, 8 warps: the general kernel
         assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
     assert kernel(128, (1 << 21) + 8, align=2, device=h200)[0].endswith(", false, 1, float, 0, 2, 3, true>")
-    assert kernel(128, 1 << 22, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
+    # ... fp8 rows only 8-byte aligned (16-byte aligned ones take COLS_WIDE_STRIPS' 128-column strips)
+    assert kernel(128, (1 << 22) + 8, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})
     name, p, plan = kernel(128, 1 << 21)
     assert name == "tc_cols<__half, 256, 1, true, 1, float, 0, 1, 4, true>"
@@ -361,8 +360,10 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
                 "rows 8-byte aligned": Cols(1, 256, 1 << 20, 0, (1 << 20) + 8),
                 "short": Cols(1, 16, 1 << 24, 0, 1 << 24), "splits": Cols(1, 65536, 8192, 0, 8192),
                 "several warps": Cols(1, 4096, 1 << 17, 0, 1 << 17)}
-    before = {(k, dt, chain): tc.plan_tensorcore(prob, dt, "float32", h200, chain) for k, prob in problems.items()
-              for dt in ("float8_e4m3fn", "float8_e5m2", "float16") for chain in (1, tc.NO_FLUSH)}
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={})):
+        before = {(k, dt, chain): tc.plan_tensorcore(prob, dt, "float32", h200, chain)
+                  for k, prob in problems.items()
+                  for dt in ("float8_e4m3fn", "float8_e5m2", "float16") for chain in (1, tc.NO_FLUSH)}
     assert tc.COLS_WIDE_STRIPS == {} and all("strip" not in param_dict(p) for p in before.values())
     with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
         for (k, dt, chain), old in before.items():
@@ -378,12 +379,41 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
     rng = np.random.default_rng(5)
     for shape in ((300, 2000), (64, 8208)):  # part-filled last strips, 8 and 4 warps per strip
         xh = random_input(rng, shape, "float8_e4m3fn")
-        narrow = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
+        with patched_plans(tc, dict(COLS_WIDE_STRIPS={})):
+            narrow = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
         with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
             plan = tc.plan_tensorcore(Cols(1, *shape, 0, shape[1]), "float8_e4m3fn", "float32", h200)
             assert param_dict(plan)["strip"] == 128, plan
             wide = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
         assert wide.tobytes() == narrow.tobytes(), shape
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
+    """The H200's own fp8 choices (FAMILY_TUNING, tune_plans session 37): rows of 16 through tc_rows16's whole-row
+    walk, rows of 17-32 through tc_rows32, first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of
+    fewer than 4 chunks (COLS_WIDE_STRIPS' candidates skip more chunks in flight than a strip has); the H100 keeps
+    the module's plans (none of the three)."""
+    from tcreduce._device import named_device
+    from tcreduce._layout import Cols, Rows
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore as tc
+
+    h100, h200 = named_device("H100"), named_device("H200")
+    t = tc.ctype(dtype)
+
+    def kernel(problem, device):
+        return tc.plan_tensorcore(problem, dtype, "float32", device).launches[0].kernel
+
+    assert kernel(Rows(1 << 20, 16, 16), h200) == f"tc_rows16<{t}, 256, 4, float, true>"
+    assert kernel(Rows(1 << 20, 32, 32), h200).startswith(f"tc_rows32<{t}, 256, ")
+    for r, want in ((32, ", 1, 3, true, 0, 16>"), (48, ", 1, 3, true, 0, 16>"), (64, ", 4, 2, true, 0, 16>"),
+                    (1024, ", 4, 2, true, 0, 16>"), (16384, ", 4, 2, true, 0, 16>")):
+        b = (1 << 29) // r // 128 * 128
+        assert kernel(Cols(1, r, b, 0, b), h200).endswith(want), r
+        assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h100))
+    assert kernel(Rows(1 << 20, 16, 16), h100).startswith(f"tc_rows16<{t}, 256, 8, float")  # 8-element loads
+    assert kernel(Rows(1 << 20, 32, 32), h100).startswith("tc_rows<")
 
 
 @pytest.mark.parametrize("family", ["H100", "H200"])

@@ -15,7 +15,7 @@ group instead (tc_flat's inner loop), split the same way; short rows back to bac
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way; fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
-COLS_WIDE_STRIPS (none yet).
+COLS_WIDE_STRIPS (an H200).
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -126,15 +126,18 @@ ROWS16_ONE_PASS = True
 # ... and, by element size (fp8 only: 1), whole-row loads where every row start is 16-byte aligned: tc_rows16's
 # WHOLE_ROWS walk (a lane loads a whole row of 16 fp8 values with one 16-byte load, a warp 32 rows; a word transpose
 # within each quad, two mmas; the same 16 values per mma row, so the same sums) with half the units in flight, the
-# same bytes. Hypothesis (session 36, not yet run on a GPU): fp8 rows of 16 read 0.76x `shuffle` on tc_rows16 in the
-# 9dcc468 segment study (3,289 against 4,343 GB/s), its warps loading 8 bytes per lane and shuffling outputs
+# same bytes. Session 36 (fp8 rows of 16 read 0.76x `shuffle` on tc_rows16 in the 9dcc468 segment study, 3,289
+# against 4,343 GB/s, its warps loading 8 bytes per lane and shuffling outputs); tune_plans float8_e4m3fn_rows16_whole
+# (H200, session 37, [2^25, 16]): 2,639 -> 3,349 GB/s, 0.768 -> 0.974x shuffle, GPU == emulator (at 2 units in flight
+# 3,196; tc_rows16 resident 3,240). FAMILY_TUNING: an H200; an H100 is not measured
 ROWS16_WHOLE_ROWS: dict[int, bool] = {}
 # tc_rows SHORT rows of one 32-element chunk (17-32 elements) by element size (fp8 only: 1): tc_rows32 where every row
 # start is 16-byte aligned (a lane loads half a row with one 16-byte load where tc_rows takes two 8-byte loads of two
 # rows; a swap of two words between lanes t and t ^ 2; the same two blocks per row in the same order, so the same
-# sums), as many row tiles in flight. Hypothesis (session 36, not yet run on a GPU): fp8 rows of 32 read 0.84x
-# `shuffle` on tc_rows in the 9dcc468 segment study (3,647 against 4,342 GB/s); nvcc sm_90: 720 SASS instructions
-# per 4 tiles against tc_rows' 1,008, 52 registers against 64
+# sums), as many row tiles in flight. Session 36: fp8 rows of 32 read 0.84x `shuffle` on tc_rows in the 9dcc468
+# segment study (3,647 against 4,342 GB/s); nvcc sm_90: 720 SASS instructions per 4 tiles against tc_rows' 1,008, 52
+# registers against 64. Tune_plans float8_e4m3fn_rows32_half (H200, session 37, [2^24, 32]): 3,273 -> 3,741 GB/s,
+# 0.854 -> 0.976x shuffle, GPU == emulator (2 tiles in flight: 3,538). FAMILY_TUNING: an H200; an H100 not measured
 ROWS32_HALF_ROW_LOADS: dict[int, bool] = {}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
@@ -189,8 +192,13 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 # in flight, blocks per SM) candidates as COLS_ONE_ITEM_TUNING's, keyed by bytes per element (fp8 only); used where
 # the 128-column plan is a one-item plan and the rows are 16-byte aligned, else the 64-column plan. The same additions
 # per column: the same sums. A size absent: never. NVRTC sm_90 (session 35): (1, 3) 80 registers, (2, 2) 104, (4, 2)
-# 123 without spills; 4 blocks per SM spill. Prepared in session 35 (fp8 first-axis sums read 0.62-0.89x `shuffle`
-# in 64-column strips of 8-byte loads), not yet measured: tune_plans `float8_e4m3fn_cols*_wide`
+# 123 without spills; 4 blocks per SM spill. Tune_plans float8_e4m3fn_cols*_wide (H200, session 37, GB/s, 64-column
+# strips -> (4, 2) -> (1, 3) -> (2, 2); x shuffle of the same run after): 32 rows 2,247 -> 3,179 -> 3,423 (0.93) ->
+# 3,180; 64 2,585 -> 3,815 (0.99) -> 3,759 -> 3,577; 128 3,079 -> 3,943 (0.95) -> 3,841 -> 3,795; 256 3,249 -> 4,032
+# (0.95) -> 4,028 -> 3,956; 1024 3,697 -> 4,188 (0.98) -> 4,196 -> 4,176; 4096 3,219 -> 4,086 (0.94) -> 3,242 ->
+# 4,128; 8192 3,180 -> 4,063 (0.93) -> 3,195 -> 4,127; 16384 3,449 -> 4,196 (0.99) -> 3,455 -> 4,230, GPU == emulator
+# at every one. FAMILY_TUNING: an H200 takes (4, 2), then (1, 3) for strips of fewer than 4 chunks; an H100 is not
+# measured
 COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
@@ -237,7 +245,8 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
                  FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
-                 COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)}),
+                 COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)},
+                 ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}),
 }
 _THIS = sys.modules[__name__]
 
@@ -297,6 +306,10 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
     if one_item:
         fill = wave_efficiency(work.grid_x, device.sm_count * minb)
         for one_unroll, one_minb in candidates:
+            # more chunks in flight than a strip has, at no more blocks per SM than the general kernel: nothing
+            # gained, the next candidate (fp8's wide strips of 32 rows, 2 chunks: (4, 2) 0.87x shuffle, (1, 3) 0.93x)
+            if one_unroll > chunks and one_minb <= minb:
+                continue
             if wave_efficiency(work.grid_x, device.sm_count * one_minb) >= (1.0 - SPLIT_TOLERANCE) * fill:
                 unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
                 minb = one_minb
