@@ -535,7 +535,7 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):
 
     unroll, minb = tuning
     with patched_plans(tensorcore, dict(COLS_ONE_ITEM_TUNING={1: ((2 * unroll, minb),), 2: ((unroll, minb),)},
-                                        COLS_ONE_PASS_MIN_CHUNKS=0)):
+                                        COLS_ONE_PASS_MIN_CHUNKS=0, COLS_WIDE_STRIPS={})):  # 64-column strips
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
         strips = device.sm_count * 2 * 8 + 64  # 272 blocks of 8 strips: as full on 2, 3 or 4 blocks per SM
