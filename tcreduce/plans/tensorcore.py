@@ -305,10 +305,11 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
                 and work.grid_x == cdiv(strips, BLOCK // 32 // work.warps_per_tile))  # one pass
     if one_item:
         fill = wave_efficiency(work.grid_x, device.sm_count * minb)
-        for one_unroll, one_minb in candidates:
+        for i, (one_unroll, one_minb) in enumerate(candidates):
             # more chunks in flight than a strip has, at no more blocks per SM than the general kernel: nothing
-            # gained, the next candidate (fp8's wide strips of 32 rows, 2 chunks: (4, 2) 0.87x shuffle, (1, 3) 0.93x)
-            if one_unroll > chunks and one_minb <= minb:
+            # gained, so the next candidate, if any (fp8's wide strips of 32 rows, 2 chunks: (4, 2) 0.87x shuffle,
+            # (1, 3) 0.93x)
+            if one_unroll > chunks and one_minb <= minb and i + 1 < len(candidates):
                 continue
             if wave_efficiency(work.grid_x, device.sm_count * one_minb) >= (1.0 - SPLIT_TOLERANCE) * fill:
                 unroll = min(one_unroll, chunks) if aligned else min(one_unroll, unroll_max, chunks)
