@@ -7,8 +7,9 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit eaa22ef, 2026-11-30T09:09:55+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 9dcc468, 2026-11-30T11:27:02+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit db78f48, 2026-11-30T13:23:59+00:00
   segments_runs/1245da0.csv: NVIDIA H200 (132 SMs), commit 1245da0, 2026-11-30T06:19:11+00:00
+  segments_runs/9dcc468.csv: NVIDIA H200 (132 SMs), commit 9dcc468, 2026-11-30T11:27:02+00:00
   segments_runs/d6709fe.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
   segments_runs/eaa22ef.csv: NVIDIA H200 (132 SMs), commit eaa22ef, 2026-11-30T09:05:19+00:00
 Measure: median time per call of back-to-back calls (time_us). A method within 1% of the fastest in
@@ -143,7 +144,7 @@ DEVICE_TABLES = {
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
+            12: 'tensorcore', 13: 'shuffle', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -186,8 +187,8 @@ DEVICE_TABLES = {
         },
         ('float8_e4m3fn', 'cols'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'shuffle', 11: 'shuffle',
-            12: 'shuffle', 13: 'shuffle', 14: 'shuffle', 15: 'shuffle',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
+            12: 'shuffle', 13: 'shuffle', 14: 'tensorcore', 15: 'shuffle',
             16: 'shuffle', 17: 'shuffle', 18: 'shuffle', 19: 'shuffle',
             20: 'shuffle',
         },
@@ -201,7 +202,7 @@ DEVICE_TABLES = {
         },
         ('float8_e4m3fn', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
-            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
+            8: 'tensorcore', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
