@@ -343,6 +343,15 @@ for _r in (32, 64, 128, 256, 1024, 4096, 8192, 16384):  # 16 rows or fewer: the 
     # than a one-item grid takes fall back to 64-column strips (the committed plan: a ratio of 1.0)
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide"] = (tc_plan, TC_WIDE, "float8_e4m3fn", (_r, (1 << 29) // _r), 0,
                                                [(300, 2000), (64, 8208), (33, 30000), (40, 405504), (17, 1 << 20)])
+# ... and their general walk (COLS_WIDE_GENERAL: chunks in flight where the 128-column plan splits the rows; the
+# twin follows the plan's splits, the bits checked) against the committed plans (64-column strips there: 0.81-0.90x
+# `shuffle` in the db78f48 segment study); the candidates patched too, so any GPU plans the wide strips
+TC_WIDE_GENERAL = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_GENERAL")] + [
+    dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={1: u}) for u in (2, 1)]
+for _r in (32768, 131072, 1 << 20):
+    SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
+                                                       (_r, (1 << 29) // _r), 0,
+                                                       [(40001, 2000), (32771, 4112), (70001, 208), (2049, 8208)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
 # enough for that path on an H100 (2 x 132 x 128)

@@ -681,10 +681,11 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
 // at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
 // path, 16-bit data): tcr::load16's mode for its whole chunks (0: __ldg; 3: evict-first in L1 and L2): the same values.
-// LE (one-item path, fp8 only): elements each lane loads per row, 8 (64-column strips) or 16 (strips of SW = 128
-// columns: lane (g, t) loads columns l0 + 16g .. l0 + 16g + 15 with one 16-byte load per row, so a load instruction
-// reads 4 rows x 128 bytes as fp16's does, and runs 8 mmas per chunk, mma w taking columns 16g + 2w and 16g + 2w + 1);
-// every column's additions are the same as in a 64-column strip, so the same sums.
+// LE (fp8 only, the one-item and general paths): elements each lane loads per row, 8 (64-column strips) or 16 (strips
+// of SW = 128 columns: lane (g, t) loads columns l0 + 16g .. l0 + 16g + 15 with one 16-byte load per row, so a load
+// instruction reads 4 rows x 128 bytes as fp16's does, and runs 8 mmas per chunk, mma w taking columns 16g + 2w and
+// 16g + 2w + 1; in the general path each mma from a zero C for CHAIN = 1); every column's additions are the same as
+// in a 64-column strip with the same splits and warps per strip, so the same sums.
 namespace {
 // The 4 rows lane (g, t) loads for a 16-row chunk starting at j0 (masked at j_end and at column bend); LE elements of
 // each row (8, or 16 in fp8's wide strips).
@@ -893,8 +894,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         float* __restrict__ ws, unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 8 * LE;  // SW: columns per warp strip
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
-    static_assert(LE == 8 || (LE == 16 && ONE_ITEM && is_fp8<T>::value),
-                  "LE: 8 elements per lane and row, or 16 (128-column strips) for fp8's one-item walk");
+    static_assert(LE == 8 || (LE == 16 && SHORT_UNROLL == 0 && is_fp8<T>::value),
+                  "LE: 8 elements per lane and row, or 16 (128-column strips) for fp8's walks of 16-row chunks");
     __shared__ float red[WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int group = warp / WPS, q = warp % WPS;
@@ -946,6 +947,9 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         }
         return;
     } else {
+    // LE = 16 (fp8's 128-column strips): 8 mmas per chunk and, for CHAIN = 1, each from a zero C (the same bits as a
+    // zeroed c: the flush after every mma), so no C fragment is held across the walk
+    constexpr bool FROM_ZERO = LE != 8 && CHAIN == 1;
     for (i64 strip_base = (i64)blockIdx.x * GROUPS; strip_base < nstrips; strip_base += (i64)gridDim.x * GROUPS) {
         const i64 strip = strip_base + group;
         const bool strip_ok = strip < nstrips;
@@ -953,54 +957,69 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         const i64 l0 = strip_ok ? (strip % strips_per_i) * SW : 0;
         const i64 bend = strip_ok ? b : 0;  // masks every load of a strip past the end
         const T* __restrict__ xs = x + i * sa;
-        float c[4][4] = {};
-        float acc[8] = {};
+        float c[LE / 2][4] = {};
+        float acc[LE] = {};
         int pending = 0;
         for (i64 ch = q; ch < nchunks; ch += (i64)WPS * UNROLL) {
-            RowPiece<T, 8> v[UNROLL][4];
+            RowPiece<T, LE> v[UNROLL][4];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 // rows past j_end load zeros (no memory access): chunks past the end cost no traffic
-                load_col_chunk<T, ALIGNED>(xs, j_begin + (ch + (i64)u * WPS) * 16, j_end, sr, l0 + 8 * g, bend, t,
-                                           v[u]);
+                load_col_chunk<T, ALIGNED, LE>(xs, j_begin + (ch + (i64)u * WPS) * 16, j_end, sr, l0 + LE * g, bend, t,
+                                               v[u]);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 if (ch + (i64)u * WPS >= nchunks) break;  // warp-uniform
-                col_chunk_step<T, CHAIN>(c, acc, pending, v[u]);
+                col_chunk_step<T, CHAIN, FROM_ZERO, LE>(c, acc, pending, v[u]);
             }
         }
         if (pending) {
 #pragma unroll
-            for (int w = 0; w < 4; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
+            for (int w = 0; w < LE / 2; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
         }
-        // lane (g, t) holds columns l0 + 8g + 0..7; it answers for columns l0 + 8g + 2t, + 1
-        float v0, v1;
-        pick_pair(acc, t, v0, v1);
-        const int c0 = 8 * g + 2 * t;  // this lane's first column in the strip
-        float tot0 = v0, tot1 = v1;
+        // lane (g, t) holds columns l0 + LE g + 0 .. LE - 1; it answers for columns l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
+        float tot[LE / 4];
+        pick_pairs<LE>(acc, t, tot);
+        const int c0 = LE * g + 2 * t;  // this lane's first column in the strip
         if (WPS > 1) {
             __syncthreads();
-            red[warp][c0] = v0;
-            red[warp][c0 + 1] = v1;
+#pragma unroll
+            for (int k = 0; k < LE / 8; ++k) {
+                red[warp][c0 + 8 * k] = tot[2 * k];
+                red[warp][c0 + 8 * k + 1] = tot[2 * k + 1];
+            }
             __syncthreads();
-            tot0 = tot1 = 0.0f;
+#pragma unroll
+            for (int k = 0; k < LE / 4; ++k) tot[k] = 0.0f;
             if (q == 0) {
 #pragma unroll
-                for (int w = 0; w < WPS; ++w) { tot0 += red[group * WPS + w][c0]; tot1 += red[group * WPS + w][c0 + 1]; }
+                for (int w = 0; w < WPS; ++w) {
+#pragma unroll
+                    for (int k = 0; k < LE / 8; ++k) {
+                        tot[2 * k] += red[group * WPS + w][c0 + 8 * k];
+                        tot[2 * k + 1] += red[group * WPS + w][c0 + 8 * k + 1];
+                    }
+                }
             }
         }
         const i64 col = l0 + c0;
         if (splits == 1) {
             if (q == 0 && strip_ok) {
-                if (col < b) out[i * b + col] = from_float<OutT>(tot0);
-                if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(tot1);
+#pragma unroll
+                for (int k = 0; k < LE / 8; ++k) {
+                    if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(tot[2 * k]);
+                    if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(tot[2 * k + 1]);
+                }
             }
             continue;
         }
         if (q == 0 && strip_ok) {
-            ws[(strip * SW + c0) * splits + split] = tot0;
-            ws[(strip * SW + c0 + 1) * splits + split] = tot1;
+#pragma unroll
+            for (int k = 0; k < LE / 8; ++k) {
+                ws[(strip * SW + c0 + 8 * k) * splits + split] = tot[2 * k];
+                ws[(strip * SW + c0 + 8 * k + 1) * splits + split] = tot[2 * k + 1];
+            }
         }
         if (arrive_last(counters + strip, (unsigned)splits)) {
             if (threadIdx.x < SW && l0 + threadIdx.x < b) {

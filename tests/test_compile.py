@@ -142,6 +142,13 @@ WIDE_COLS = [f"tc_cols<{t}, 256, {wps}, true, 1, {o}, 0, {u}, {m}, true, 0, 16>"
              for wps in (1, 4) for u, m in ((1, 3), (1, 2), (2, 2), (3, 2), (4, 2))]
 
 
+# ... and their general walk (COLS_WIDE_GENERAL, empty by default: splits of the rows, 8 warps per strip as planned,
+# and one; 4 chunks in flight spill, so the sweep stops at 2)
+WIDE_COLS += [f"tc_cols<{t}, 256, {wps}, true, 1, {o}, 0, {u}, 2, false, 0, 16>"
+              for t, o in (("__nv_fp8_e4m3", "float"), ("__nv_fp8_e5m2", "float"), ("__nv_fp8_e4m3", "__half"))
+              for wps in (1, 8) for u in (1, 2)]
+
+
 @pytest.mark.parametrize("kernel", WIDE_COLS)
 def test_the_wide_fp8_column_strips_compile_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],

@@ -310,6 +310,42 @@ def test_gpu_wide_fp8_column_strips_equal_emulator(dtype, rng):
     assert {w for w, _, _ in wide} >= {1, 4, 8} and (1, 1, 3) in wide, wide
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("unroll", [1, 2])
+def test_gpu_wide_fp8_column_strips_general_walk_equals_emulator(dtype, unroll, rng):
+    """tc_cols' general walk in fp8's 128-column strips (COLS_WIDE_GENERAL patched on at 1 and 2 chunks in flight,
+    COLS_WIDE_STRIPS at (4, 2) then (1, 3)): splits of the rows combined by the strip's last block, 8 warps per strip,
+    part-filled last strips and chunks, a strip of 16 columns, two leading items; GPU == twin bit for bit, called
+    twice, every output written (a poisoned out), within the bound."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={1: unroll})):
+        for shape in ((40001, 2000), (32771, 4112), (70001, 208), ((1 << 20) + 3, 16), (2049, 8208),
+                      (2, 20001, 2000)):
+            axis = len(shape) - 2
+            a, r, b = (1, *shape) if len(shape) == 2 else shape
+            p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+            assert p.get("strip") == 128 and not p["one_item"] and p["splits"] > 1, (shape, p)
+            xh = random_input(rng, shape, dtype)
+            xd, kw = to_device(xh)
+            want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
+            for _ in range(2):
+                out = poisoned(want.shape, "float32")
+                tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
+                cupy.cuda.Device().synchronize()
+                got = to_numpy(out)
+                assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
+            check_sum(got, xh, axis, method="tensorcore")
+
+
 ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [
     ("tensorcore", "float32"), ("tensorcore_tf32", "float32")]
 

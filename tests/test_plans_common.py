@@ -388,6 +388,46 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
         assert wide.tobytes() == narrow.tobytes(), shape
 
 
+@pytest.mark.parametrize("family", ["H100", "H200"])
+def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
+    """COLS_WIDE_GENERAL (empty by default): where the 128-column fp8 plan is no one-item walk (splits of the rows),
+    it launches tc_cols' general walk in those strips (LE = 16, ONE_ITEM false) at the knob's chunks in flight, on
+    the same split rule as ever (half the strips, so the workspace holds the same floats per column and split);
+    without the knob, and for rows of at most 16, rows aligned to 8 bytes only, chained sums and 16-bit data, the
+    64-column plans stay. The twin reads splits, warps per strip and chain: the same walk per column."""
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce._device import named_device
+    from tcreduce.plans import tensorcore as tc
+    from tcreduce.testing import patched_plans
+
+    device = named_device(family)
+    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
+    problems = [Cols(1, 40001, 2000, 0, 2000), Cols(1, 1 << 20, 512, 0, 512), Cols(2, 20001, 2000, 20001 * 2000, 2000),
+                Cols(1, (1 << 20) + 3, 16, 0, 16)]
+    keep = [Cols(1, 16, 1 << 24, 0, 1 << 24), Cols(1, 40001, 2000, 0, 2008), Cols(1, 300, 400000, 0, 400000)]
+    for prob in problems + keep:
+        for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
+            with patched_plans(tc, wide):
+                before = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+            for unroll in (1, 2):
+                with patched_plans(tc, dict(wide, COLS_WIDE_GENERAL={1: unroll})):
+                    plan = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+                if prob in keep or dt == "float16" or chain != 1:
+                    assert plan == before, (prob, dt, chain)
+                    continue
+                p, old = param_dict(plan), param_dict(before)
+                assert "strip" not in old and old["splits"] > 1 and not old["one_item"], old
+                assert p["strip"] == 128 and p["splits"] > 1 and not p["one_item"] and p["unroll"] == unroll, p
+                assert plan.launches[0].kernel == (f"tc_cols<{tc.ctype(dt)}, 256, {p['wps']}, true, 1, float, 0, "
+                                                   f"{unroll}, 2, false, 0, 16>")
+                strips = prob.a * -(-prob.b // 128)
+                assert plan.launches[0].grid == (-(-strips // (8 // p["wps"])), p["splits"], 1)
+                assert (plan.workspace_floats, plan.counters) == (strips * 128 * p["splits"], strips)
+    with patched_plans(tc, dict(wide, COLS_WIDE_GENERAL={1: 2})):  # the one-item walks are as before
+        assert param_dict(tc.plan_tensorcore(keep[2], "float8_e4m3fn", "float32", device))["one_item"]
+
+
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
     """The H200's own fp8 choices (FAMILY_TUNING, tune_plans session 37): rows of 16 through tc_rows16's whole-row

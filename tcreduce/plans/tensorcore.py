@@ -200,6 +200,14 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 # at every one. FAMILY_TUNING: an H200 takes (4, 2), then (1, 3) for strips of fewer than 4 chunks; an H100 is not
 # measured
 COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
+# ... and, by element size (fp8 only), the chunks in flight per warp of the general walk in those strips (tc_cols' LE
+# = 16 without ONE_ITEM: splits of the rows, or strips of several warps that no candidate above fills), the mmas from a
+# zero C; a size absent: those plans keep 64-column strips. The same additions per column: the same sums (the twin
+# reads splits, warps per strip and chain). NVCC sm_90 (session 37): 2 chunks 114 registers without spills, 4 spill
+# 384 bytes. Prepared in session 37 (fp8 first-axis sums of 32768 rows and more read 3,252-3,549 GB/s, 0.81-0.90x
+# `shuffle`, in 64-column strips, where fp16's general walk of the same bytes per load reads 4,230-4,341), not yet
+# measured: tune_plans `float8_e4m3fn_cols*_wide_general`
+COLS_WIDE_GENERAL: dict[int, int] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
 # per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way. An H100 reads
@@ -283,7 +291,9 @@ def _packs(problem: Rows, itemsize: int) -> bool:
 def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: DeviceSpec, strip_cols: int,
                candidates: tuple[tuple[int, int], ...] | None) -> Plan:
     """tc_cols' plan in strips of ``strip_cols`` columns (64, or 128 for fp8's wide strips: tc_cols' LE =
-    strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS')."""
+    strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS'); the
+    wide strips' general walk (splits, or strips of several warps the one-item walk leaves) takes COLS_WIDE_GENERAL's
+    chunks in flight (16-byte loads: COLS_UNROLL_LONG where it is absent, so the caller drops the plan)."""
     out_t, in_t = ctype(common["out_dtype"]), ctype(common["in_dtype"])
     aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
     strips = problem.a * cdiv(problem.b, strip_cols)
@@ -317,6 +327,9 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
                 break
         else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
             one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
+    if strip_cols != COLS_STRIP and not one_item and not short:  # the wide strips' general walk (16-byte loads)
+        unroll = min(tuned(_THIS, "COLS_WIDE_GENERAL", device).get(isz, COLS_UNROLL_LONG),
+                     cdiv(chunks, work.warps_per_tile * work.splits))
     evict_first = (one_item and aligned and isz == 2
                    and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     lane_elements = strip_cols // 8
@@ -458,7 +471,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
             plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
-            if param_dict(plan)["one_item"]:
+            p = param_dict(plan)
+            if p["one_item"] or (not p["short_unroll"] and isz in tuned(_THIS, "COLS_WIDE_GENERAL", device)):
                 return plan
         return _plan_cols(common, problem, isz, chain, device, COLS_STRIP,
                           tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz))
