@@ -352,6 +352,13 @@ for _r in (32768, 131072, 1 << 20):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
                                                        (_r, (1 << 29) // _r), 0,
                                                        [(40001, 2000), (32771, 4112), (70001, 208), (2049, 8208)])
+# ... and their short path (COLS_WIDE_SHORT: at most 16 rows, one chunk per strip; (strips in flight per warp, blocks
+# per SM), the spill-free settings) against the committed 64-column short path (0.822x `shuffle` at db78f48)
+SWEEPS["float8_e4m3fn_cols16_wide_short"] = (
+    tc_plan, [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_SHORT")] + [
+        dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: s}) for s in ((1, 4), (1, 3), (2, 3), (2, 2),
+                                                                                      (4, 2))],
+    "float8_e4m3fn", (16, 1 << 25), 0, [(16, 1 << 20), (9, 100000), (16, 128 * 4099 + 48)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
 # enough for that path on an H100 (2 x 132 x 128)

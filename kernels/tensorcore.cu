@@ -674,9 +674,9 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // 0.0f; with splits > 1 the split values go to ws[col_global * splits + s] and the last block of the strip adds them in
 // s order from 0.0f.
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
-// strips before computing them, same arithmetic per strip. Otherwise a warp loads UNROLL of its chunks (q, q + WPS,
-// ...) before computing them in that order: more bytes in flight, the same additions in the same order as one chunk
-// at a time. ONE_ITEM (plan: no splits, a strip per warp group in one pass): col_strip_one_item, the same chunks in
+// strips before computing them, same arithmetic per strip (LE = 16: the mmas from a zero C into zero sums, the same
+// flush). Otherwise a warp loads UNROLL of its chunks (q, q + WPS, ...) before computing them in that order: more
+// bytes in flight, the same additions in the same order as one chunk at a time. ONE_ITEM (plan: no splits, a strip per warp group in one pass): col_strip_one_item, the same chunks in
 // the same order and the same combination of a group's warps with nothing else compiled (no grid stride, no
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
 // at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
@@ -894,8 +894,8 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         float* __restrict__ ws, unsigned* counters, i64 splits) {
     constexpr int WARPS = BLOCK / 32, GROUPS = WARPS / WPS, SW = 8 * LE;  // SW: columns per warp strip
     static_assert(WARPS % WPS == 0, "WPS must divide the warps of a block");
-    static_assert(LE == 8 || (LE == 16 && SHORT_UNROLL == 0 && is_fp8<T>::value),
-                  "LE: 8 elements per lane and row, or 16 (128-column strips) for fp8's walks of 16-row chunks");
+    static_assert(LE == 8 || (LE == 16 && is_fp8<T>::value),
+                  "LE: 8 elements per lane and row, or 16 (128-column strips) for fp8");
     __shared__ float red[WARPS][SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int group = warp / WPS, q = warp % WPS;
@@ -915,34 +915,43 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         static_assert(WPS == 1, "the short-column path has one warp per strip");
         const i64 step = (i64)gridDim.x * GROUPS;
         // a warp takes SHORT_UNROLL adjacent strips at a time: each row it reads is one contiguous run of
-        // SHORT_UNROLL * 64 elements
+        // SHORT_UNROLL * SW elements
         for (i64 s0 = ((i64)blockIdx.x * GROUPS + group) * SHORT_UNROLL; s0 < nstrips; s0 += step * SHORT_UNROLL) {
-            RowPiece<T, 8> v[SHORT_UNROLL][4];
+            RowPiece<T, LE> v[SHORT_UNROLL][4];
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
                 const i64 strip = s0 + u;
                 const bool ok = strip < nstrips;
                 const i64 i = ok ? strip / strips_per_i : 0, l0 = ok ? (strip % strips_per_i) * SW : 0;
-                load_col_chunk<T, ALIGNED>(x + i * sa, 0, r, sr, l0 + 8 * g, ok ? b : 0, t, v[u]);
+                load_col_chunk<T, ALIGNED, LE>(x + i * sa, 0, r, sr, l0 + LE * g, ok ? b : 0, t, v[u]);
             }
 #pragma unroll
             for (int u = 0; u < SHORT_UNROLL; ++u) {
                 const i64 strip = s0 + u;
                 if (strip >= nstrips) break;  // warp-uniform
                 const i64 i = strip / strips_per_i, l0 = (strip % strips_per_i) * SW;
-                float c[4][4] = {};
-                float acc[8];
-                mma_col_chunk<T>(c, v[u], acc);
+                float c[LE / 2][4] = {};
+                float acc[LE];
+                if constexpr (LE == 8) {
+                    mma_col_chunk<T>(c, v[u], acc);
 #pragma unroll
-                for (int w = 0; w < 4; ++w) {
-                    acc[2 * w] = 0.0f + c[w][0];  // the flush of the general path: acc (0) += c
-                    acc[2 * w + 1] = 0.0f + c[w][2];
+                    for (int w = 0; w < 4; ++w) {
+                        acc[2 * w] = 0.0f + c[w][0];  // the flush of the general path: acc (0) += c
+                        acc[2 * w + 1] = 0.0f + c[w][2];
+                    }
+                } else {  // fp8's 128-column strips: the mmas from a zero C into acc (0): the same flush
+#pragma unroll
+                    for (int e = 0; e < LE; ++e) acc[e] = 0.0f;
+                    mma_col_chunk<T, true, LE>(c, v[u], acc);
                 }
-                float v0, v1;
-                pick_pair(acc, t, v0, v1);
-                const i64 col = l0 + 8 * g + 2 * t;
-                if (col < b) out[i * b + col] = from_float<OutT>(v0);
-                if (col + 1 < b) out[i * b + col + 1] = from_float<OutT>(v1);
+                float tot[LE / 4];  // columns l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
+                pick_pairs<LE>(acc, t, tot);
+                const i64 col = l0 + LE * g + 2 * t;
+#pragma unroll
+                for (int k = 0; k < LE / 8; ++k) {
+                    if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(tot[2 * k]);
+                    if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(tot[2 * k + 1]);
+                }
             }
         }
         return;

@@ -346,6 +346,41 @@ def test_gpu_wide_fp8_column_strips_general_walk_equals_emulator(dtype, unroll, 
             check_sum(got, xh, axis, method="tensorcore")
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("short,minb", [(1, 4), (2, 3), (4, 2)])
+def test_gpu_wide_fp8_column_strips_short_path_equals_emulator(dtype, short, minb, rng):
+    """tc_cols' short path in fp8's 128-column strips (COLS_WIDE_SHORT patched on; at most 16 rows, one chunk per
+    strip): 16 rows and fewer (masked rows), a part-filled last strip, strips not a multiple of the strips per warp,
+    three leading items; GPU == twin bit for bit, called twice, every output written (a poisoned out), within the
+    bound."""
+    import cupy
+
+    from tcreduce._api import get_plan
+    from tcreduce._device import current_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore
+    from tcreduce.testing import check_sum, patched_plans, poisoned
+
+    device = current_device()[1]
+    with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: (short, minb)})):
+        for shape in ((16, 1 << 20), (9, 100000), (1, 2000), (16, 128 * 4099 + 48), (3, 16, 5008)):
+            axis = len(shape) - 2
+            a, r, b = (1, *shape) if len(shape) == 2 else shape
+            p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+            assert (p.get("strip"), p["short_unroll"], p["blocks_per_sm"]) == (128, short, minb), (shape, p)
+            xh = random_input(rng, shape, dtype)
+            xd, kw = to_device(xh)
+            want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
+            for _ in range(2):
+                out = poisoned(want.shape, "float32")
+                tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
+                cupy.cuda.Device().synchronize()
+                got = to_numpy(out)
+                assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
+            check_sum(got, xh, axis, method="tensorcore")
+
+
 ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [
     ("tensorcore", "float32"), ("tensorcore_tf32", "float32")]
 

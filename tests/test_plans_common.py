@@ -428,6 +428,42 @@ def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
         assert param_dict(tc.plan_tensorcore(keep[2], "float8_e4m3fn", "float32", device))["one_item"]
 
 
+@pytest.mark.parametrize("family", ["H100", "H200"])
+def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
+    """COLS_WIDE_SHORT (empty by default): fp8 first-axis sums of at most 16 rows (one chunk per strip) in 128-column
+    strips launch tc_cols' short path with LE = 16 at the knob's strips in flight and blocks per SM, a grid of one
+    pass over the warps' groups of strips; without the knob, and for 17 rows, rows aligned to 8 bytes only, chained
+    sums and 16-bit data, the plans stay. The twin reads splits (1), warps per strip (1) and chain: the same sums."""
+    from tcreduce._device import named_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore as tc
+    from tcreduce.testing import patched_plans
+
+    device = named_device(family)
+    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
+    problems = [Cols(1, 16, 1 << 25, 0, 1 << 25), Cols(1, 9, 100000, 0, 100000), Cols(3, 16, 5008, 16 * 5008, 5008)]
+    keep = [Cols(1, 17, 1 << 20, 0, 1 << 20), Cols(1, 16, 100000, 0, 100008)]
+    for prob in problems + keep:
+        for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
+            with patched_plans(tc, wide):
+                before = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+            for short, minb in ((1, 4), (2, 3), (4, 2)):
+                with patched_plans(tc, dict(wide, COLS_WIDE_SHORT={1: (short, minb)})):
+                    plan = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+                if prob in keep or dt == "float16" or chain != 1:
+                    assert plan == before, (prob, dt, chain)
+                    continue
+                p = param_dict(plan)
+                assert "strip" not in param_dict(before) and param_dict(before)["short_unroll"] == 1
+                assert (p["strip"], p["short_unroll"], p["blocks_per_sm"], p["splits"], p["wps"]) == \
+                    (128, short, minb, 1, 1), p
+                assert plan.launches[0].kernel == f"tc_cols<{tc.ctype(dt)}, 256, 1, true, 1, float, {short}, 1, " \
+                                                  f"{minb}, false, 0, 16>"
+                groups = -(-prob.a * -(-prob.b // 128) // short)  # warps' groups of `short` strips
+                assert p["grid"] == -(-groups // 8) and (plan.workspace_floats, plan.counters) == (0, 0), p
+
+
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
     """The H200's own fp8 choices (FAMILY_TUNING, tune_plans session 37): rows of 16 through tc_rows16's whole-row

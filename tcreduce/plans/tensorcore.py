@@ -208,6 +208,13 @@ COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
 # `shuffle`, in 64-column strips, where fp16's general walk of the same bytes per load reads 4,230-4,341), not yet
 # measured: tune_plans `float8_e4m3fn_cols*_wide_general`
 COLS_WIDE_GENERAL: dict[int, int] = {}
+# ... and, by element size (fp8 only), (strips in flight per warp, blocks per SM) of their short path (at most 16 rows:
+# one chunk per strip, each mma from a zero C into a zero sum, the same flush as the 64-column short path's, so the
+# same sums); a size absent: 64-column strips. NVRTC sm_90 (session 37): (1, 2-4) 60-63 registers, (2, 2-3) 72, (4, 2)
+# 108, none spills; (2, 4), (4, 3) and (4, 4) spill. Prepared in session 37 (fp8 first-axis sums of 16 rows read
+# 0.822x `shuffle` in the db78f48 segment study on 8-byte loads, where fp16's 16-byte ones read 1.004x), not yet
+# measured: tune_plans `float8_e4m3fn_cols16_wide_short`
+COLS_WIDE_SHORT: dict[int, tuple[int, int]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
 # per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way. An H100 reads
@@ -293,7 +300,8 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
     """tc_cols' plan in strips of ``strip_cols`` columns (64, or 128 for fp8's wide strips: tc_cols' LE =
     strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS'); the
     wide strips' general walk (splits, or strips of several warps the one-item walk leaves) takes COLS_WIDE_GENERAL's
-    chunks in flight (16-byte loads: COLS_UNROLL_LONG where it is absent, so the caller drops the plan)."""
+    chunks in flight and their short path (one chunk per strip) COLS_WIDE_SHORT's strips in flight and blocks per SM
+    (where absent, the 64-column values, and the caller drops the plan)."""
     out_t, in_t = ctype(common["out_dtype"]), ctype(common["in_dtype"])
     aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
     strips = problem.a * cdiv(problem.b, strip_cols)
@@ -301,16 +309,20 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
     work = split_work(strips, chunks, BLOCK // 32, device, BLOCKS_PER_SM_TILED)
     work = rebalance_splits(work, chunks, device.sm_count * BLOCKS_PER_SM_TILED)
     short = 0
+    short_minb = 4
     if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
-        work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, 4)  # a warp takes `short` adjacent strips
+        if strip_cols != COLS_STRIP:
+            short, short_minb = tuned(_THIS, "COLS_WIDE_SHORT", device).get(isz, (short, short_minb))
+        # a warp takes `short` adjacent strips
+        work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, short_minb)
         if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
             work = one_pass(work, cdiv(strips, short), BLOCK // 32)
     if ONE_PASS_TILES and not short and chunks >= tuned(_THIS, "COLS_ONE_PASS_MIN_CHUNKS", device):
         work = one_pass(work, strips, BLOCK // 32)
     unroll_max = COLS_UNROLL_LONG * FP8_IN_FLIGHT.get(isz, 1) if aligned else 2  # (scalar loads: 4 spill)
     unroll = 1 if short else min(unroll_max, cdiv(chunks, work.warps_per_tile * work.splits))
-    minb = 4 if short else BLOCKS_PER_SM_TILED
+    minb = short_minb if short else BLOCKS_PER_SM_TILED
     one_item = (candidates is not None and chain == 1 and not short and work.splits == 1
                 and work.grid_x == cdiv(strips, BLOCK // 32 // work.warps_per_tile))  # one pass
     if one_item:
@@ -472,7 +484,8 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
             plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
             p = param_dict(plan)
-            if p["one_item"] or (not p["short_unroll"] and isz in tuned(_THIS, "COLS_WIDE_GENERAL", device)):
+            if p["one_item"] or isz in tuned(_THIS, "COLS_WIDE_SHORT" if p["short_unroll"] else "COLS_WIDE_GENERAL",
+                                             device):
                 return plan
         return _plan_cols(common, problem, isz, chain, device, COLS_STRIP,
                           tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz))
