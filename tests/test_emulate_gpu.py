@@ -271,42 +271,57 @@ def test_gpu_packed_rows_equal_emulator(method, dtype, rng):
                 check_sum(got, xh, -1, method=method)
 
 
+def _wide_strip_params(shape: tuple[int, ...], dtype: str, device) -> dict:
+    """The tensor-core plan's parameters for the sum of a C-contiguous ``shape`` (2-D or 3-D) over its second-to-last
+    axis, as planned under the caller's patched constants."""
+    from tcreduce._api import get_plan
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+
+    a, r, b = (1, *shape) if len(shape) == 2 else shape
+    return param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+
+
+def _first_axis_sums_equal_twin(xh: np.ndarray, device, where) -> None:
+    """Tensor-core sums of ``xh`` (host, 2-D or 3-D) over its second-to-last axis: GPU == twin bit for bit into a
+    NaN-poisoned float32 output (every element written), called twice; within the bound of the float64 sum.
+    ``where`` names the case in failures."""
+    import cupy
+
+    from tcreduce.testing import check_sum, poisoned
+
+    axis = xh.ndim - 2
+    xd, kw = to_device(xh)
+    want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
+    for _ in range(2):
+        out = poisoned(want.shape, "float32")
+        tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
+        cupy.cuda.Device().synchronize()
+        got = to_numpy(out)
+        assert got.tobytes() == want.tobytes(), (where, got.ravel()[:4], want.ravel()[:4])
+    check_sum(got, xh, axis, method="tensorcore")
+
+
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 def test_gpu_wide_fp8_column_strips_equal_emulator(dtype, rng):
     """tc_cols' 128-column strips for fp8 (COLS_WIDE_STRIPS patched on, at (1, 3) and at (2, 2); the general kernel's
     chunks in flight at 2 blocks per SM where 3 would not fill the GPU): one, four and eight warps per strip,
     part-filled last strips and chunks, two leading items; GPU == twin bit for bit, called twice, every output written
     (a poisoned out), within the bound. (132-SM GPUs plan every listed width; the assertion below says so.)"""
-    import cupy
-
-    from tcreduce._api import get_plan
     from tcreduce._device import current_device
-    from tcreduce._layout import Cols
-    from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans, poisoned
+    from tcreduce.testing import patched_plans
 
     device = current_device()[1]
     wide = set()
     for candidates in (((1, 3),), ((2, 2),)):
-        with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: candidates})):
+        with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: candidates}, COLS_WIDE_GENERAL={})):
             for shape in ((300, 2000), (64, 8208), (33, 30000), (40, 1 << 20), (2, 50, 4096), (17, 1 << 20),
                           (40, 405504)):  # 396 blocks: 3 per SM fill 132 SMs
-                axis = len(shape) - 2
-                a, r, b = (1, *shape) if len(shape) == 2 else shape
-                p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+                p = _wide_strip_params(shape, dtype, device)
                 if p.get("strip") == 128:
                     wide.add((p["wps"], p["unroll"], p["blocks_per_sm"]))
-                xh = random_input(rng, shape, dtype)
-                xd, kw = to_device(xh)
-                want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
-                for _ in range(2):
-                    out = poisoned(want.shape, "float32")
-                    tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
-                    cupy.cuda.Device().synchronize()
-                    got = to_numpy(out)
-                    assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
-                check_sum(got, xh, axis, method="tensorcore")
+                _first_axis_sums_equal_twin(random_input(rng, shape, dtype), device, (shape, p))
     assert {w for w, _, _ in wide} >= {1, 4, 8} and (1, 1, 3) in wide, wide
 
 
@@ -317,33 +332,17 @@ def test_gpu_wide_fp8_column_strips_general_walk_equals_emulator(dtype, unroll, 
     COLS_WIDE_STRIPS at (4, 2) then (1, 3)): splits of the rows combined by the strip's last block, 8 warps per strip,
     part-filled last strips and chunks, a strip of 16 columns, two leading items; GPU == twin bit for bit, called
     twice, every output written (a poisoned out), within the bound."""
-    import cupy
-
-    from tcreduce._api import get_plan
     from tcreduce._device import current_device
-    from tcreduce._layout import Cols
-    from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans, poisoned
+    from tcreduce.testing import patched_plans
 
     device = current_device()[1]
     with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={1: unroll})):
         for shape in ((40001, 2000), (32771, 4112), (70001, 208), ((1 << 20) + 3, 16), (2049, 8208),
                       (2, 20001, 2000)):
-            axis = len(shape) - 2
-            a, r, b = (1, *shape) if len(shape) == 2 else shape
-            p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+            p = _wide_strip_params(shape, dtype, device)
             assert p.get("strip") == 128 and not p["one_item"] and p["splits"] > 1, (shape, p)
-            xh = random_input(rng, shape, dtype)
-            xd, kw = to_device(xh)
-            want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
-            for _ in range(2):
-                out = poisoned(want.shape, "float32")
-                tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
-                cupy.cuda.Device().synchronize()
-                got = to_numpy(out)
-                assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
-            check_sum(got, xh, axis, method="tensorcore")
+            _first_axis_sums_equal_twin(random_input(rng, shape, dtype), device, (shape, p))
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
@@ -353,32 +352,16 @@ def test_gpu_wide_fp8_column_strips_short_path_equals_emulator(dtype, short, min
     strip): 16 rows and fewer (masked rows), a part-filled last strip, strips not a multiple of the strips per warp,
     three leading items; GPU == twin bit for bit, called twice, every output written (a poisoned out), within the
     bound."""
-    import cupy
-
-    from tcreduce._api import get_plan
     from tcreduce._device import current_device
-    from tcreduce._layout import Cols
-    from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore
-    from tcreduce.testing import check_sum, patched_plans, poisoned
+    from tcreduce.testing import patched_plans
 
     device = current_device()[1]
     with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: (short, minb)})):
         for shape in ((16, 1 << 20), (9, 100000), (1, 2000), (16, 128 * 4099 + 48), (3, 16, 5008)):
-            axis = len(shape) - 2
-            a, r, b = (1, *shape) if len(shape) == 2 else shape
-            p = param_dict(get_plan("tensorcore", Cols(a, r, b, r * b, b), dtype, "float32", device))
+            p = _wide_strip_params(shape, dtype, device)
             assert (p.get("strip"), p["short_unroll"], p["blocks_per_sm"]) == (128, short, minb), (shape, p)
-            xh = random_input(rng, shape, dtype)
-            xd, kw = to_device(xh)
-            want = np.asarray(tcreduce.emulate.sum(xh, axis=axis, method="tensorcore", gpu=device))
-            for _ in range(2):
-                out = poisoned(want.shape, "float32")
-                tcreduce.sum(xd, axis=axis, method="tensorcore", out=out, **kw)
-                cupy.cuda.Device().synchronize()
-                got = to_numpy(out)
-                assert got.tobytes() == want.tobytes(), (shape, p, got.ravel()[:4], want.ravel()[:4])
-            check_sum(got, xh, axis, method="tensorcore")
+            _first_axis_sums_equal_twin(random_input(rng, shape, dtype), device, (shape, p))
 
 
 ONE_BLOCK_CASES = [("tensorcore", dt) for dt in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")] + [
