@@ -676,7 +676,8 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // SHORT_UNROLL > 0 (plan: r <= 16, so one chunk per strip, WPS = 1, no splits): each warp loads SHORT_UNROLL adjacent
 // strips before computing them, same arithmetic per strip (LE = 16: the mmas from a zero C into zero sums, the same
 // flush). Otherwise a warp loads UNROLL of its chunks (q, q + WPS, ...) before computing them in that order: more
-// bytes in flight, the same additions in the same order as one chunk at a time. ONE_ITEM (plan: no splits, a strip per warp group in one pass): col_strip_one_item, the same chunks in
+// bytes in flight, the same additions in the same order as one chunk at a time. ONE_ITEM (plan: no splits, a strip
+// per warp group in one pass): col_strip_one_item, the same chunks in
 // the same order and the same combination of a group's warps with nothing else compiled (no grid stride, no
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
 // at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
@@ -987,7 +988,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
 #pragma unroll
             for (int w = 0; w < LE / 2; ++w) { acc[2 * w] += c[w][0]; acc[2 * w + 1] += c[w][2]; }
         }
-        // lane (g, t) holds columns l0 + LE g + 0 .. LE - 1; it answers for columns l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
+        // lane (g, t) holds columns l0 + LE g + 0 .. LE - 1; it answers for l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
         float tot[LE / 4];
         pick_pairs<LE>(acc, t, tot);
         const int c0 = LE * g + 2 * t;  // this lane's first column in the strip

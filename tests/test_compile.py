@@ -147,7 +147,7 @@ WIDE_COLS = [f"tc_cols<{t}, 256, {wps}, true, 1, {o}, 0, {u}, {m}, true, 0, 16>"
 WIDE_COLS += [f"tc_cols<{t}, 256, {wps}, true, 1, {o}, 0, {u}, 2, false, 0, 16>"
               for t, o in (("__nv_fp8_e4m3", "float"), ("__nv_fp8_e5m2", "float"), ("__nv_fp8_e4m3", "__half"))
               for wps in (1, 8) for u in (1, 2)]
-# ... and their short path (COLS_WIDE_SHORT, empty by default) at the (strips in flight, blocks per SM) tune_plans sweeps
+# ... and their short path (COLS_WIDE_SHORT, empty by default) at the (strips in flight, blocks per SM) swept
 WIDE_COLS += [f"tc_cols<{t}, 256, 1, true, 1, {o}, {s}, 1, {m}, false, 0, 16>"
               for t, o in (("__nv_fp8_e4m3", "float"), ("__nv_fp8_e5m2", "float"), ("__nv_fp8_e4m3", "__half"))
               for s, m in ((1, 4), (1, 3), (2, 3), (2, 2), (4, 2))]
