@@ -296,12 +296,12 @@ def _packs(problem: Rows, itemsize: int) -> bool:
 
 
 def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: DeviceSpec, strip_cols: int,
-               candidates: tuple[tuple[int, int], ...] | None) -> Plan:
+               candidates: tuple[tuple[int, int], ...] | None) -> Plan | None:
     """tc_cols' plan in strips of ``strip_cols`` columns (64, or 128 for fp8's wide strips: tc_cols' LE =
-    strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS'); the
-    wide strips' general walk (splits, or strips of several warps the one-item walk leaves) takes COLS_WIDE_GENERAL's
-    chunks in flight and their short path (one chunk per strip) COLS_WIDE_SHORT's strips in flight and blocks per SM
-    (where absent, the 64-column values, and the caller drops the plan)."""
+    strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS'). The
+    wide strips' short path (one chunk per strip) takes COLS_WIDE_SHORT's strips in flight and blocks per SM, their
+    general walk (splits, or strips of several warps the one-item walk leaves) COLS_WIDE_GENERAL's chunks in flight;
+    None where that knob lacks the element size (the caller plans 64-column strips)."""
     out_t, in_t = ctype(common["out_dtype"]), ctype(common["in_dtype"])
     aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
     strips = problem.a * cdiv(problem.b, strip_cols)
@@ -310,10 +310,13 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
     work = rebalance_splits(work, chunks, device.sm_count * BLOCKS_PER_SM_TILED)
     short = 0
     short_minb = 4
+    wide = strip_cols != COLS_STRIP
     if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
-        if strip_cols != COLS_STRIP:
-            short, short_minb = tuned(_THIS, "COLS_WIDE_SHORT", device).get(isz, (short, short_minb))
+        if wide:
+            if isz not in tuned(_THIS, "COLS_WIDE_SHORT", device):
+                return None
+            short, short_minb = tuned(_THIS, "COLS_WIDE_SHORT", device)[isz]
         # a warp takes `short` adjacent strips
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, short_minb)
         if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
@@ -339,9 +342,10 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
                 break
         else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
             one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
-    if strip_cols != COLS_STRIP and not one_item and not short:  # the wide strips' general walk (16-byte loads)
-        unroll = min(tuned(_THIS, "COLS_WIDE_GENERAL", device).get(isz, COLS_UNROLL_LONG),
-                     cdiv(chunks, work.warps_per_tile * work.splits))
+    if wide and not one_item and not short:  # the wide strips' general walk (16-byte loads)
+        if isz not in tuned(_THIS, "COLS_WIDE_GENERAL", device):
+            return None
+        unroll = min(tuned(_THIS, "COLS_WIDE_GENERAL", device)[isz], cdiv(chunks, work.warps_per_tile * work.splits))
     evict_first = (one_item and aligned and isz == 2
                    and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     lane_elements = strip_cols // 8
@@ -352,7 +356,7 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
                        strip_cols,
                        dict(aligned=aligned, chain=chain, wps=work.warps_per_tile, short_unroll=short,
                             unroll=unroll, blocks_per_sm=minb, one_item=one_item,
-                            **({} if strip_cols == COLS_STRIP else dict(strip=strip_cols))))
+                            **(dict(strip=strip_cols) if wide else {})))
 
 
 def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: DeviceSpec, chain: int = 1) -> Plan:
@@ -452,10 +456,10 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
             unroll = ROWS_UNROLL_LONG
         paired = (short == 1 and vec == 4 and tuned(_THIS, "ROWS16_PAIRED_LOADS", device)[isz]
                   and is_aligned(problem.align, (problem.ld * isz,), 8 * isz))
-        whole_rows = (paired and tuned(_THIS, "ROWS16_WHOLE_ROWS", device).get(isz, False)
-                      and is_aligned(problem.align, (problem.ld * isz,), 16))
+        rows_16_byte_aligned = is_aligned(problem.align, (problem.ld * isz,), 16)
+        whole_rows = paired and tuned(_THIS, "ROWS16_WHOLE_ROWS", device).get(isz, False) and rows_16_byte_aligned
         half_rows = (short == 1 and vec == 8 and tuned(_THIS, "ROWS32_HALF_ROW_LOADS", device).get(isz, False)
-                     and is_aligned(problem.align, (problem.ld * isz,), 16))
+                     and rows_16_byte_aligned)
         if whole_rows:
             unroll = max(1, unroll // 2)  # units of 32 rows of 16 bytes: the bytes of twice as many 8-byte tiles
         if not short:
@@ -483,9 +487,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
             plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
-            p = param_dict(plan)
-            if p["one_item"] or isz in tuned(_THIS, "COLS_WIDE_SHORT" if p["short_unroll"] else "COLS_WIDE_GENERAL",
-                                             device):
+            if plan is not None:
                 return plan
         return _plan_cols(common, problem, isz, chain, device, COLS_STRIP,
                           tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz))
