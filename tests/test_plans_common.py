@@ -388,6 +388,31 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
         assert wide.tobytes() == narrow.tobytes(), shape
 
 
+def _plans_with_wide_knob(device, problems: list, keep: list, knob: str, values: tuple):
+    """Tensor-core plans of each Cols problem of ``problems`` and ``keep`` for e4m3, e5m2, chained e4m3 and fp16, with
+    COLS_WIDE_STRIPS set and ``knob`` ({1: value}) at each of ``values``. Asserts that ``keep``'s problems, chained
+    sums and fp16 plan as without the knob; yields (problem, dtype, value, plan, plan without the knob) for the
+    others."""
+    from tcreduce.plans import tensorcore as tc
+    from tcreduce.testing import patched_plans
+
+    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
+    yielded = 0
+    for prob in problems + keep:
+        for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
+            with patched_plans(tc, wide):
+                before = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+            for value in values:
+                with patched_plans(tc, dict(wide, **{knob: {1: value}})):
+                    plan = tc.plan_tensorcore(prob, dt, "float32", device, chain)
+                if prob in keep or dt == "float16" or chain != 1:
+                    assert plan == before, (prob, dt, chain)
+                else:
+                    yielded += 1
+                    yield prob, dt, value, plan, before
+    assert yielded == 2 * len(problems) * len(values), yielded
+
+
 @pytest.mark.parametrize("family", ["H100", "H200"])
 def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
     """COLS_WIDE_GENERAL (empty by default): where the 128-column fp8 plan is no one-item walk (splits of the rows),
@@ -395,37 +420,27 @@ def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
     the same split rule as ever (half the strips, so the workspace holds the same floats per column and split);
     without the knob, and for rows of at most 16, rows aligned to 8 bytes only, chained sums and 16-bit data, the
     64-column plans stay. The twin reads splits, warps per strip and chain: the same walk per column."""
+    from tcreduce._device import named_device
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
-    from tcreduce._device import named_device
     from tcreduce.plans import tensorcore as tc
     from tcreduce.testing import patched_plans
 
     device = named_device(family)
-    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
     problems = [Cols(1, 40001, 2000, 0, 2000), Cols(1, 1 << 20, 512, 0, 512), Cols(2, 20001, 2000, 20001 * 2000, 2000),
                 Cols(1, (1 << 20) + 3, 16, 0, 16)]
     keep = [Cols(1, 16, 1 << 24, 0, 1 << 24), Cols(1, 40001, 2000, 0, 2008), Cols(1, 300, 400000, 0, 400000)]
-    for prob in problems + keep:
-        for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
-            with patched_plans(tc, wide):
-                before = tc.plan_tensorcore(prob, dt, "float32", device, chain)
-            for unroll in (1, 2):
-                with patched_plans(tc, dict(wide, COLS_WIDE_GENERAL={1: unroll})):
-                    plan = tc.plan_tensorcore(prob, dt, "float32", device, chain)
-                if prob in keep or dt == "float16" or chain != 1:
-                    assert plan == before, (prob, dt, chain)
-                    continue
-                p, old = param_dict(plan), param_dict(before)
-                assert "strip" not in old and old["splits"] > 1 and not old["one_item"], old
-                assert p["strip"] == 128 and p["splits"] > 1 and not p["one_item"] and p["unroll"] == unroll, p
-                assert plan.launches[0].kernel == (f"tc_cols<{tc.ctype(dt)}, 256, {p['wps']}, true, 1, float, 0, "
-                                                   f"{unroll}, 2, false, 0, 16>")
-                strips = prob.a * -(-prob.b // 128)
-                assert plan.launches[0].grid == (-(-strips // (8 // p["wps"])), p["splits"], 1)
-                assert (plan.workspace_floats, plan.counters) == (strips * 128 * p["splits"], strips)
-    with patched_plans(tc, dict(wide, COLS_WIDE_GENERAL={1: 2})):  # the one-item walks are as before
-        assert param_dict(tc.plan_tensorcore(keep[2], "float8_e4m3fn", "float32", device))["one_item"]
+    for prob, dt, unroll, plan, before in _plans_with_wide_knob(device, problems, keep, "COLS_WIDE_GENERAL", (1, 2)):
+        p, old = param_dict(plan), param_dict(before)
+        assert "strip" not in old and old["splits"] > 1 and not old["one_item"], old
+        assert p["strip"] == 128 and p["splits"] > 1 and not p["one_item"] and p["unroll"] == unroll, p
+        assert plan.launches[0].kernel == (f"tc_cols<{tc.ctype(dt)}, 256, {p['wps']}, true, 1, float, 0, "
+                                           f"{unroll}, 2, false, 0, 16>")
+        strips = prob.a * -(-prob.b // 128)
+        assert plan.launches[0].grid == (-(-strips // (8 // p["wps"])), p["splits"], 1)
+        assert (plan.workspace_floats, plan.counters) == (strips * 128 * p["splits"], strips)
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={1: 2})):
+        assert param_dict(tc.plan_tensorcore(keep[2], "float8_e4m3fn", "float32", device))["one_item"]  # as before
 
 
 @pytest.mark.parametrize("family", ["H100", "H200"])
@@ -438,30 +453,19 @@ def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
     from tcreduce.plans import tensorcore as tc
-    from tcreduce.testing import patched_plans
 
     device = named_device(family)
-    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
     problems = [Cols(1, 16, 1 << 25, 0, 1 << 25), Cols(1, 9, 100000, 0, 100000), Cols(3, 16, 5008, 16 * 5008, 5008)]
     keep = [Cols(1, 17, 1 << 20, 0, 1 << 20), Cols(1, 16, 100000, 0, 100008)]
-    for prob in problems + keep:
-        for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
-            with patched_plans(tc, wide):
-                before = tc.plan_tensorcore(prob, dt, "float32", device, chain)
-            for short, minb in ((1, 4), (2, 3), (4, 2)):
-                with patched_plans(tc, dict(wide, COLS_WIDE_SHORT={1: (short, minb)})):
-                    plan = tc.plan_tensorcore(prob, dt, "float32", device, chain)
-                if prob in keep or dt == "float16" or chain != 1:
-                    assert plan == before, (prob, dt, chain)
-                    continue
-                p = param_dict(plan)
-                assert "strip" not in param_dict(before) and param_dict(before)["short_unroll"] == 1
-                assert (p["strip"], p["short_unroll"], p["blocks_per_sm"], p["splits"], p["wps"]) == \
-                    (128, short, minb, 1, 1), p
-                assert plan.launches[0].kernel == f"tc_cols<{tc.ctype(dt)}, 256, 1, true, 1, float, {short}, 1, " \
-                                                  f"{minb}, false, 0, 16>"
-                groups = -(-prob.a * -(-prob.b // 128) // short)  # warps' groups of `short` strips
-                assert p["grid"] == -(-groups // 8) and (plan.workspace_floats, plan.counters) == (0, 0), p
+    for prob, dt, (short, minb), plan, before in _plans_with_wide_knob(device, problems, keep, "COLS_WIDE_SHORT",
+                                                                       ((1, 4), (2, 3), (4, 2))):
+        p = param_dict(plan)
+        assert "strip" not in param_dict(before) and param_dict(before)["short_unroll"] == 1
+        assert (p["strip"], p["short_unroll"], p["blocks_per_sm"], p["splits"], p["wps"]) == (128, short, minb, 1, 1), p
+        assert plan.launches[0].kernel == f"tc_cols<{tc.ctype(dt)}, 256, 1, true, 1, float, {short}, 1, " \
+                                          f"{minb}, false, 0, 16>"
+        groups = -(-prob.a * -(-prob.b // 128) // short)  # warps' groups of `short` strips
+        assert p["grid"] == -(-groups // 8) and (plan.workspace_floats, plan.counters) == (0, 0), p
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
