@@ -750,6 +750,17 @@ __device__ __forceinline__ void pick_pairs(const float (&acc)[LE], int t, float 
     if constexpr (LE == 16) pick_pair<LE, 8>(acc, t, v[2], v[3]);
 }
 
+// Stores pick_pairs' v (columns col + 8k and col + 8k + 1 as v[2k] and v[2k + 1], k < LE / 8) into row i of out (b
+// columns), the columns at or past b dropped.
+template <int LE, typename OutT>
+__device__ __forceinline__ void store_pairs(OutT* __restrict__ out, i64 i, i64 b, i64 col, const float (&v)[LE / 4]) {
+#pragma unroll
+    for (int k = 0; k < LE / 8; ++k) {
+        if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(v[2 * k]);
+        if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(v[2 * k + 1]);
+    }
+}
+
 // The 4 rows lane (g, t) loads of a 16-row chunk of a strip of 8 LE whole columns, p pointing at its row 2t, column
 // l0 + LE g (one vector load per row): rows 2t, 2t + 1, 2t + 8, 2t + 9, those at or past `rows_left` rows from p as
 // zeros (a partial last chunk; whole chunks pass 16, which masks nothing).
@@ -880,11 +891,7 @@ __device__ __forceinline__ void col_strip_one_item(const T* __restrict__ x, i64 
     const i64 strip = strip_of(), i = strip / strips_per_i;
     const i64 col = (strip - i * strips_per_i) * SW + c0;
     if (WPS > 1 && strip >= nstrips) return;
-#pragma unroll
-    for (int k = 0; k < LE / 8; ++k) {
-        if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(v[2 * k]);
-        if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(v[2 * k + 1]);
-    }
+    store_pairs<LE>(out, i, b, col, v);
 }
 }  // namespace
 
@@ -947,12 +954,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
                 }
                 float tot[LE / 4];  // columns l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
                 pick_pairs<LE>(acc, t, tot);
-                const i64 col = l0 + LE * g + 2 * t;
-#pragma unroll
-                for (int k = 0; k < LE / 8; ++k) {
-                    if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(tot[2 * k]);
-                    if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(tot[2 * k + 1]);
-                }
+                store_pairs<LE>(out, i, b, l0 + LE * g + 2 * t, tot);
             }
         }
         return;
@@ -1015,13 +1017,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
         }
         const i64 col = l0 + c0;
         if (splits == 1) {
-            if (q == 0 && strip_ok) {
-#pragma unroll
-                for (int k = 0; k < LE / 8; ++k) {
-                    if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(tot[2 * k]);
-                    if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(tot[2 * k + 1]);
-                }
-            }
+            if (q == 0 && strip_ok) store_pairs<LE>(out, i, b, col, tot);
             continue;
         }
         if (q == 0 && strip_ok) {
