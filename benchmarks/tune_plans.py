@@ -345,9 +345,10 @@ for _r in (32, 64, 128, 256, 1024, 4096, 8192, 16384):  # 16 rows or fewer: the 
                                                [(300, 2000), (64, 8208), (33, 30000), (40, 405504), (17, 1 << 20)])
 # ... and their general walk (COLS_WIDE_GENERAL: chunks in flight where the 128-column plan splits the rows; the
 # twin follows the plan's splits, the bits checked) against the committed plans (64-column strips there: 0.81-0.90x
-# `shuffle` in the db78f48 segment study); the candidates patched too, so any GPU plans the wide strips
+# `shuffle` in the db78f48 segment study); the H200's candidates patched in too, so any GPU plans the wide strips
+H200_WIDE = dict(COLS_WIDE_STRIPS=tc_plan.FAMILY_TUNING["H200"]["COLS_WIDE_STRIPS"])
 TC_WIDE_GENERAL = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_GENERAL")] + [
-    dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={1: u}) for u in (2, 1)]
+    dict(H200_WIDE, COLS_WIDE_GENERAL={1: u}) for u in (2, 1)]
 for _r in (32768, 131072, 1 << 20):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
                                                        (_r, (1 << 29) // _r), 0,
@@ -356,8 +357,7 @@ for _r in (32768, 131072, 1 << 20):
 # per SM), the spill-free settings) against the committed 64-column short path (0.822x `shuffle` at db78f48)
 SWEEPS["float8_e4m3fn_cols16_wide_short"] = (
     tc_plan, [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_SHORT")] + [
-        dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: s}) for s in ((1, 4), (1, 3), (2, 3), (2, 2),
-                                                                                      (4, 2))],
+        dict(H200_WIDE, COLS_WIDE_SHORT={1: s}) for s in ((1, 4), (1, 3), (2, 3), (2, 2), (4, 2))],
     "float8_e4m3fn", (16, 1 << 25), 0, [(16, 1 << 20), (9, 100000), (16, 128 * 4099 + 48)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks
