@@ -360,12 +360,13 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
                 "rows 8-byte aligned": Cols(1, 256, 1 << 20, 0, (1 << 20) + 8),
                 "short": Cols(1, 16, 1 << 24, 0, 1 << 24), "splits": Cols(1, 65536, 8192, 0, 8192),
                 "several warps": Cols(1, 4096, 1 << 17, 0, 1 << 17)}
-    with patched_plans(tc, dict(COLS_WIDE_STRIPS={})):
+    others = dict(COLS_WIDE_GENERAL={}, COLS_WIDE_SHORT={})  # the strips' general walk and short path: not here
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={}, **others)):
         before = {(k, dt, chain): tc.plan_tensorcore(prob, dt, "float32", h200, chain)
                   for k, prob in problems.items()
                   for dt in ("float8_e4m3fn", "float8_e5m2", "float16") for chain in (1, tc.NO_FLUSH)}
     assert tc.COLS_WIDE_STRIPS == {} and all("strip" not in param_dict(p) for p in before.values())
-    with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))}, **others)):
         for (k, dt, chain), old in before.items():
             plan = tc.plan_tensorcore(problems[k], dt, "float32", h200, chain)
             if k in ("wide", "several warps") and dt != "float16" and chain == 1:
@@ -379,9 +380,9 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
     rng = np.random.default_rng(5)
     for shape in ((300, 2000), (64, 8208)):  # part-filled last strips, 8 and 4 warps per strip
         xh = random_input(rng, shape, "float8_e4m3fn")
-        with patched_plans(tc, dict(COLS_WIDE_STRIPS={})):
+        with patched_plans(tc, dict(COLS_WIDE_STRIPS={}, **others)):
             narrow = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
-        with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))})):
+        with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 3), (2, 2))}, **others)):
             plan = tc.plan_tensorcore(Cols(1, *shape, 0, shape[1]), "float8_e4m3fn", "float32", h200)
             assert param_dict(plan)["strip"] == 128, plan
             wide = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
@@ -396,7 +397,7 @@ def _plans_with_wide_knob(device, problems: list, keep: list, knob: str, values:
     from tcreduce.plans import tensorcore as tc
     from tcreduce.testing import patched_plans
 
-    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))})
+    wide = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_GENERAL={}, COLS_WIDE_SHORT={})
     yielded = 0
     for prob in problems + keep:
         for dt, chain in (("float8_e4m3fn", 1), ("float8_e5m2", 1), ("float8_e4m3fn", tc.NO_FLUSH), ("float16", 1)):
@@ -470,10 +471,12 @@ def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
-    """The H200's own fp8 choices (FAMILY_TUNING, tune_plans session 37): rows of 16 through tc_rows16's whole-row
-    walk, rows of 17-32 through tc_rows32, first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of
-    fewer than 4 chunks (COLS_WIDE_STRIPS' candidates skip more chunks in flight than a strip has); the H100 keeps
-    the module's plans (none of the three)."""
+    """The H200's own fp8 choices (FAMILY_TUNING, tune_plans sessions 37-38): rows of 16 through tc_rows16's whole-row
+    walk, rows of 17-32 through tc_rows32, rows of 257-512 streamed 4 in flight per warp on 6 blocks per SM,
+    first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
+    candidates skip more chunks in flight than a strip has), their splits through the strips' general walk at 2
+    chunks in flight and at most 16 rows through their short path at 2 strips in flight on 2 blocks per SM; the H100
+    keeps the module's plans (none of these)."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols, Rows
     from tcreduce._plan import param_dict
@@ -494,6 +497,15 @@ def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
         assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h100))
     assert kernel(Rows(1 << 20, 16, 16), h100).startswith(f"tc_rows16<{t}, 256, 8, float")  # 8-element loads
     assert kernel(Rows(1 << 20, 32, 32), h100).startswith("tc_rows<")
+    for k in (304, 512):  # one 512-byte chunk per row (16-byte aligned)
+        assert kernel(Rows(1 << 20, k, k), h200) == f"tc_rows_stream<{t}, 256, 1, 8, 1, float, 6, 1, 4>"
+        assert kernel(Rows(1 << 20, k, k), h100) == f"tc_rows_stream<{t}, 256, 1, 4, 1, float, 4, 1, 8>"
+    assert kernel(Rows(1 << 20, 1024, 1024), h200) == f"tc_rows_stream<{t}, 256, 1, 8, 1, float, 3, 2, 4>"
+    for r, b in ((1 << 20, 512), (32768, 16384)):  # splits of the rows
+        assert kernel(Cols(1, r, b, 0, b), h200).endswith(", float, 0, 2, 2, false, 0, 16>"), r
+        assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h100))
+    assert kernel(Cols(1, 16, 1 << 25, 0, 1 << 25), h200).endswith(", float, 2, 1, 2, false, 0, 16>")
+    assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, 16, 1 << 25, 0, 1 << 25), dtype, "float32", h100))
 
 
 @pytest.mark.parametrize("family", ["H100", "H200"])

@@ -165,6 +165,13 @@ SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
 # the registers: fp8 values are converted to fp16 pairs in registers, and fp8 rows of 4 chunks (1,537-2,048 values)
 # with 2 in flight at 4 blocks per SM (an H100's plan) spill 16 bytes on sm_90; with 1 they compile clean
 SHORT_ROWS_MAX_IN_FLIGHT = {(1, 4, 4): 1}
+# ... and, where a family has its (element size, chunks per row), (rows in flight, blocks per SM) in place of the two
+# above. The same sums: each row's chunks alone in the same order, the same fold. Tune_plans
+# float8_e4m3fn_rows512_stream (H200, session 38, [2^20, 512], GB/s, x shuffle of the same run; the H200's 8 rows on 3
+# blocks per SM 3,914, 0.930x): 8 on 4 4,284-4,288 (1.02), 4 on 3-5 4,176-4,185, 4 on 6 4,332 (1.029), GPU ==
+# emulator at every one; NVRTC sm_90 (session 37): 4 rows on 3-6 40-42 registers, no spills. FAMILY_TUNING: an H200
+# takes 4 on 6 for fp8 rows of one chunk (257-512 values); an H100 is not measured
+SHORT_ROWS_STREAM_TUNING: dict[tuple[int, int], tuple[int, int]] = {}
 # tc_rows SHORT (rows of one chunk): a grid of one pass, by the elements of a lane's load (rows of up to 16: 4, of
 # 17-32: 8)
 ONE_PASS_SHORT_TILES = {4: True, 8: True}
@@ -261,7 +268,8 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)},
-                 ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}),
+                 ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))},
+                 COLS_WIDE_GENERAL={1: 2}, COLS_WIDE_SHORT={1: (2, 2)}, SHORT_ROWS_STREAM_TUNING={(1, 1): (4, 6)}),
 }
 _THIS = sys.modules[__name__]
 
@@ -425,6 +433,11 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         cpr = chunks if work.warps_per_tile == 1 and work.splits == 1 and chunks <= unroll else 0
         rif = max(1, SHORT_ROWS_CHUNKS_IN_FLIGHT[isz] // cpr) if cpr else 1
         rif = min(rif, SHORT_ROWS_MAX_IN_FLIGHT.get((isz, blocks_per_sm, cpr), rif))
+        short_tuning = tuned(_THIS, "SHORT_ROWS_STREAM_TUNING", device).get((isz, cpr)) if cpr else None
+        if short_tuning:  # taken where its blocks per SM leave the rows whole, one warp each (as they do for one chunk)
+            tuned_work = stream_work(problem.m, chunks, BLOCK // 32, device, short_tuning[1], STREAM_SPLIT_FILL)
+            if tuned_work.warps_per_tile == 1 and tuned_work.splits == 1:
+                work, (rif, blocks_per_sm) = tuned_work, short_tuning
         if ONE_PASS_SHORT_ROWS if cpr else ONE_PASS_TILES:
             work = one_pass(work, problem.m, BLOCK // 32, rif)
             if not cpr:
