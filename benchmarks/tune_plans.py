@@ -650,13 +650,12 @@ for _k in (512, 1024, 2048):
         + [dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8}, SHORT_ROWS_MAX_IN_FLIGHT={}) for f in (8, 4, 2)],
         "float8_e4m3fn", ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k - 3), (5, _k)])
 # fp8 rows of one 512-byte chunk (512 elements; 0.914x `shuffle` in the db78f48 segment study, where 16-bit rows of
-# one chunk read level with it) through tc_rows_stream: (chunks in flight per warp, so rows in flight, blocks per SM),
-# the module's values first (an H200 plans (8, 3), timed unpatched before them); nvcc sm_90 (session 37): 8 on 3-4
-# 64-67 registers, 4 on 3-6 40-42, none spills (8 on 5 and 16 on 3 do). The same sums: each row's chunk alone, the
-# same fold
-E4M3_ROWS512 = [committed(tc_plan, "SHORT_ROWS_CHUNKS_IN_FLIGHT", "STREAM_BLOCKS_PER_SM")] + [
-    dict(SHORT_ROWS_CHUNKS_IN_FLIGHT={1: f, 2: 8}, STREAM_BLOCKS_PER_SM=b)
-    for f, b in ((8, 3), (8, 4), (4, 3), (4, 4), (4, 5), (4, 6))]
+# one chunk read level with it) through tc_rows_stream: SHORT_ROWS_STREAM_TUNING's (rows in flight per warp, blocks
+# per SM), the module's (none: the H100's 8 on 4) first (an H200 plans 4 on 6 since session 38, timed unpatched before
+# them); nvcc sm_90 (session 37): 8 on 3-4 64-67 registers, 4 on 3-6 40-42, none spills (8 on 5 and 16 on 3 do). The
+# same sums: each row's chunk alone, the same fold
+E4M3_ROWS512 = [committed(tc_plan, "SHORT_ROWS_STREAM_TUNING")] + [
+    dict(SHORT_ROWS_STREAM_TUNING={(1, 1): (f, b)}) for f, b in ((8, 3), (8, 4), (4, 3), (4, 4), (4, 5), (4, 6))]
 SWEEPS["float8_e4m3fn_rows512_stream"] = (tc_plan, E4M3_ROWS512, "float8_e4m3fn", (1 << 20, 512), -1,
                                           [(4099, 512), (333, 509), (5, 512)])
 # tc_flat over a one-pass grid of short blocks (FLAT_ROUNDS rounds of BLOCK x FLAT_UNROLL vectors each, their partials

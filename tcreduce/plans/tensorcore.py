@@ -15,7 +15,7 @@ group instead (tc_flat's inner loop), split the same way; short rows back to bac
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way; fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
-COLS_WIDE_STRIPS (an H200).
+COLS_WIDE_STRIPS (an H200), and their splits and short columns so where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -211,16 +211,18 @@ COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
 # = 16 without ONE_ITEM: splits of the rows, or strips of several warps that no candidate above fills), the mmas from a
 # zero C; a size absent: those plans keep 64-column strips. The same additions per column: the same sums (the twin
 # reads splits, warps per strip and chain). NVCC sm_90 (session 37): 2 chunks 114 registers without spills, 4 spill
-# 384 bytes. Prepared in session 37 (fp8 first-axis sums of 32768 rows and more read 3,252-3,549 GB/s, 0.81-0.90x
-# `shuffle`, in 64-column strips, where fp16's general walk of the same bytes per load reads 4,230-4,341), not yet
-# measured: tune_plans `float8_e4m3fn_cols*_wide_general`
+# 384 bytes. Tune_plans float8_e4m3fn_cols*_wide_general (H200, session 38, GB/s, 64-column strips -> 2 chunks -> 1
+# chunk; x shuffle of the same run at 2): 32768 rows 3,140 -> 4,045 (1.044) -> 3,618; 131072 3,288 -> 4,060 (1.051)
+# -> 3,617; 2^20 3,002 -> 3,902 (0.993) -> 3,478, GPU == emulator at every one. FAMILY_TUNING: an H200 takes 2; an
+# H100 is not measured
 COLS_WIDE_GENERAL: dict[int, int] = {}
 # ... and, by element size (fp8 only), (strips in flight per warp, blocks per SM) of their short path (at most 16 rows:
 # one chunk per strip, each mma from a zero C into a zero sum, the same flush as the 64-column short path's, so the
 # same sums); a size absent: 64-column strips. NVRTC sm_90 (session 37): (1, 2-4) 60-63 registers, (2, 2-3) 72, (4, 2)
-# 108, none spills; (2, 4), (4, 3) and (4, 4) spill. Prepared in session 37 (fp8 first-axis sums of 16 rows read
-# 0.822x `shuffle` in the db78f48 segment study on 8-byte loads, where fp16's 16-byte ones read 1.004x), not yet
-# measured: tune_plans `float8_e4m3fn_cols16_wide_short`
+# 108, none spills; (2, 4), (4, 3) and (4, 4) spill. Tune_plans float8_e4m3fn_cols16_wide_short (H200, session 38,
+# [16, 2^25], GB/s, x shuffle of the same run): 64-column strips 2,811 (0.840); (1, 4) 3,083, (1, 3) 3,080, (2, 3)
+# 3,112, (2, 2) 3,120 (0.932), (4, 2) 3,022, GPU == emulator at every one. FAMILY_TUNING: an H200 takes (2, 2); an
+# H100 is not measured
 COLS_WIDE_SHORT: dict[int, tuple[int, int]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
