@@ -193,6 +193,14 @@ for _dt, _isz, _ks in (("float16", 2, (32, 64, 128)), ("bfloat16", 2, (64, 128))
         SWEEPS[f"{_dt}_rows{_k}_packed"] = (
             tc_plan, [dict(ROWS_PACKED={})] + [dict(ROWS_PACKED={_isz: (0, *s)}) for s in ROWS_PACKED_SETTINGS], _dt,
             ((1 << 29) // _isz // _k, _k), -1, [(4099, _k), (333, _k), (3, _k)])
+# ... and fp8's on more blocks per SM (session 38: fp8 rows of one chunk read +10% at 4 rows in flight on 6 blocks per
+# SM, `shuffle`'s fp8 short rows +4-7% at 4 on 6 in session 36), the module's (tiles) first, then the H200's (4, 4);
+# NVRTC sm_90: 4 in flight on 5-6 38-40 registers, 2 on 5-6 26-28, no spills in either chain or format (8 on 5 spills)
+for _k in (64, 128, 256):
+    SWEEPS[f"float8_e4m3fn_rows{_k}_packed_more_blocks"] = (
+        tc_plan, [committed(tc_plan, "ROWS_PACKED")] + [dict(ROWS_PACKED={1: (64, *s)})
+                                                        for s in ((4, 4), (4, 5), (4, 6), (2, 6))], "float8_e4m3fn",
+        ((1 << 29) // _k, _k), -1, [(4099, _k), (333, _k), (3, _k)])
 for _r in (128, 256, 512):
     SWEEPS[f"cols{_r}"] = (tc_plan, [dict(COLS_UNROLL_LONG=u, ONE_PASS_TILES=p, COLS_ONE_PASS_MIN_CHUNKS=0)
                                      for u, p in ((2, True), (4, True), (1, True), (2, False), (4, False))],
