@@ -470,7 +470,7 @@ def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-def test_h200_plans_fp8_whole_rows_half_rows_and_wide_strips(dtype):
+def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     """The H200's own fp8 choices (FAMILY_TUNING, tune_plans sessions 37-38): rows of 16 through tc_rows16's whole-row
     walk, rows of 17-32 through tc_rows32, rows of 257-512 streamed 4 in flight per warp on 6 blocks per SM,
     first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
