@@ -27,7 +27,7 @@ import sys
 from typing import Any
 
 from .._layout import Cols, Flat, Problem, Rows
-from .._plan import Buf, DeviceSpec, KernelLaunch, Plan, param_dict
+from .._plan import Buf, DeviceSpec, KernelLaunch, Plan
 from ..registry import Method, register
 from ..formats import get_format
 from ._common import (SPLIT_TOLERANCE, WorkSplit, cdiv, ctype, flagged_counters, flat_cluster, flat_one_block,
@@ -165,12 +165,13 @@ SHORT_ROWS_CHUNKS_IN_FLIGHT = {1: 8, 2: 8}
 # the registers: fp8 values are converted to fp16 pairs in registers, and fp8 rows of 4 chunks (1,537-2,048 values)
 # with 2 in flight at 4 blocks per SM (an H100's plan) spill 16 bytes on sm_90; with 1 they compile clean
 SHORT_ROWS_MAX_IN_FLIGHT = {(1, 4, 4): 1}
-# ... and, where a family has its (element size, chunks per row), (rows in flight, blocks per SM) in place of the two
-# above. The same sums: each row's chunks alone in the same order, the same fold. Tune_plans
-# float8_e4m3fn_rows512_stream (H200, session 38, [2^20, 512], GB/s, x shuffle of the same run; the H200's 8 rows on 3
-# blocks per SM 3,914, 0.930x): 8 on 4 4,284-4,288 (1.02), 4 on 3-5 4,176-4,185, 4 on 6 4,332 (1.029), GPU ==
-# emulator at every one; NVRTC sm_90 (session 37): 4 rows on 3-6 40-42 registers, no spills. FAMILY_TUNING: an H200
-# takes 4 on 6 for fp8 rows of one chunk (257-512 values); an H100 is not measured
+# ... and, where a family has its (element size, chunks per row), (rows in flight, blocks per SM) of those short rows
+# in place of the rows in flight above and STREAM_BLOCKS_PER_SM. The same sums: each row's chunks alone in the same
+# order, the same fold. Tune_plans float8_e4m3fn_rows512_stream (H200, session 38, [2^20, 512], GB/s, x shuffle of
+# the same run; the H200's 8 rows on 3 blocks per SM 3,914, 0.930x): 8 on 4 4,284-4,288 (1.02), 4 on 3-5
+# 4,176-4,185, 4 on 6 4,332 (1.029), GPU == emulator at every one; NVRTC sm_90 (session 37): 4 rows on 3-6 40-42
+# registers, no spills. FAMILY_TUNING: an H200 takes 4 on 6 for fp8 rows of one chunk (257-512 values); an H100 is
+# not measured
 SHORT_ROWS_STREAM_TUNING: dict[tuple[int, int], tuple[int, int]] = {}
 # tc_rows SHORT (rows of one chunk): a grid of one pass, by the elements of a lane's load (rows of up to 16: 4, of
 # 17-32: 8)
@@ -324,9 +325,10 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
     if problem.r <= 16 and work.splits == 1 and work.warps_per_tile == 1:  # one chunk per strip
         short = COLS_UNROLL_SHORT
         if wide:
-            if isz not in tuned(_THIS, "COLS_WIDE_SHORT", device):
+            wide_short = tuned(_THIS, "COLS_WIDE_SHORT", device).get(isz)
+            if wide_short is None:
                 return None
-            short, short_minb = tuned(_THIS, "COLS_WIDE_SHORT", device)[isz]
+            short, short_minb = wide_short
         # a warp takes `short` adjacent strips
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, short_minb)
         if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
@@ -353,9 +355,10 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
         else:  # strips of several warps at 2 blocks per SM: the general kernel (run 52: the one-item one
             one_item = work.warps_per_tile == 1  # read 15% below it at 512 blocks, not understood)
     if wide and not one_item and not short:  # the wide strips' general walk (16-byte loads)
-        if isz not in tuned(_THIS, "COLS_WIDE_GENERAL", device):
+        wide_unroll = tuned(_THIS, "COLS_WIDE_GENERAL", device).get(isz)
+        if wide_unroll is None:
             return None
-        unroll = min(tuned(_THIS, "COLS_WIDE_GENERAL", device)[isz], cdiv(chunks, work.warps_per_tile * work.splits))
+        unroll = min(wide_unroll, cdiv(chunks, work.warps_per_tile * work.splits))
     evict_first = (one_item and aligned and isz == 2
                    and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     lane_elements = strip_cols // 8
