@@ -442,6 +442,31 @@ template <> __device__ __forceinline__ unsigned fp8x2_to_half2<__nv_fp8_e5m2>(un
     return __byte_perm(w, 0u, 0x1404);  // bytes (0, b0, 0, b1): each fp8 byte becomes the high byte of an fp16
 }
 
+// Four fp8 values (w: element 0 in bits 0..7) as two fp16x2 registers, lo = elements 0 and 1, hi = elements 2 and 3
+// (fp8x2_to_half2 of w and of w >> 16). e4m3 on sm_89+: one cvt.rn.f16x2.e4m3x2 per half of w read as a 16-bit
+// register, so the high half needs no shift.
+template <typename T>
+__device__ __forceinline__ void fp8x4_to_half2x2(unsigned w, unsigned& lo, unsigned& hi) {
+    lo = fp8x2_to_half2<T>(w);
+    hi = fp8x2_to_half2<T>(w >> 16);
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+template <>
+__device__ __forceinline__ void fp8x4_to_half2x2<__nv_fp8_e4m3>(unsigned w, unsigned& lo, unsigned& hi) {
+    lo = fp8x2_to_half2<__nv_fp8_e4m3>(w);
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, h;\n\t}" : "=r"(hi) : "r"(w));
+}
+#endif
+
+// Column pairs of two rows: row0 and row1 hold 4 fp8 values each (element e in bits 8e .. 8e + 7); a[e] is the
+// fp16x2 register (row0's element e, row1's element e), as __byte_perm(fp8x2_to_half2 of each row's pair, 0x5410 or
+// 0x7632) would give it. The rows' bytes are interleaved first (one byte permute per two registers), then converted.
+template <typename T>
+__device__ __forceinline__ void fp8_column_pairs(unsigned row0, unsigned row1, unsigned (&a)[4]) {
+    fp8x4_to_half2x2<T>(__byte_perm(row0, row1, 0x5140), a[0], a[1]);
+    fp8x4_to_half2x2<T>(__byte_perm(row0, row1, 0x7362), a[2], a[3]);
+}
+
 // 8 consecutive elements as raw bits: a uint4 for 16-bit formats, a uint2 for fp8 (kept raw while loads are in
 // flight, converted by raw8_pairs just before the mma, so fp8 needs no more registers in flight than its bytes).
 template <bool B, typename A, typename C> struct pick_type { typedef A type; };
@@ -470,8 +495,10 @@ __device__ __forceinline__ uint4 load16_raw_masked(const T* p, i64 valid) {
 template <typename T>
 __device__ __forceinline__ uint4 raw8_pairs(const raw8_t<T>& r) {
     if constexpr (is_fp8<T>::value) {
-        return make_uint4(fp8x2_to_half2<T>(r.x), fp8x2_to_half2<T>(r.x >> 16), fp8x2_to_half2<T>(r.y),
-                          fp8x2_to_half2<T>(r.y >> 16));
+        uint4 p;
+        fp8x4_to_half2x2<T>(r.x, p.x, p.y);
+        fp8x4_to_half2x2<T>(r.y, p.z, p.w);
+        return p;
     } else {
         return r;
     }

@@ -85,8 +85,7 @@ struct RowPiece {
 #pragma unroll
         for (int i = 0; i < WORDS; ++i) {
             if constexpr (is_fp8<T>::value) {
-                p[2 * i] = fp8x2_to_half2<T>(w[i]);
-                p[2 * i + 1] = fp8x2_to_half2<T>(w[i] >> 16);
+                fp8x4_to_half2x2<T>(w[i], p[2 * i], p[2 * i + 1]);
             } else {
                 p[i] = w[i];
             }
@@ -349,8 +348,10 @@ tc_rows(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__ out, f
 // 2-3), `odd` as A row g + 8 (a[1], a[3]), where tc_rows16 puts a lane's 4 values of rows 2g and 2g + 1.
 template <typename T, int CHAIN>
 __device__ __forceinline__ void mma_fp8_words(RowAccumulator<T, CHAIN>& acc, unsigned even, unsigned odd) {
-    acc.mma(fp8x2_to_half2<T>(even), fp8x2_to_half2<T>(odd), fp8x2_to_half2<T>(even >> 16),
-            fp8x2_to_half2<T>(odd >> 16));
+    unsigned e[2], o[2];
+    fp8x4_to_half2x2<T>(even, e[0], e[1]);
+    fp8x4_to_half2x2<T>(odd, o[0], o[1]);
+    acc.mma(e[0], o[0], e[1], o[1]);
 }
 
 // The walk of tc_rows16's whole-row path and of tc_rows32 (tc_rows16's 8-element path writes the same walk out for
@@ -707,18 +708,29 @@ template <typename T, bool FROM_ZERO = false, int LE = 8>
 __device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPiece<T, LE> (&raw)[4],
                                               float (&acc)[LE]) {
     unsigned v[4][LE / 2];
-    if constexpr (LE == 8) {
+    if constexpr (!is_fp8<T>::value) {
 #pragma unroll
         for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
     }
+    unsigned p01[4], p23[4];  // fp8: the column pairs of rows (0, 1) and (2, 3) of one word, elements 4k .. 4k + 3
 #pragma unroll
     for (int w = 0; w < LE / 2; ++w) {
-        if constexpr (LE != 8) {  // fp8's wide strips: each mma's pairs converted just before it (fewer registers)
-#pragma unroll
-            for (int row = 0; row < 4; ++row) v[row][w] = fp8x2_to_half2<T>(raw[row].w[w / 2] >> (16 * (w % 2)));
+        unsigned a[4];
+        if constexpr (is_fp8<T>::value) {  // each word's rows interleaved, then converted, just before its mmas
+            if (w % 2 == 0) {
+                fp8_column_pairs<T>(raw[0].w[w / 2], raw[1].w[w / 2], p01);
+                fp8_column_pairs<T>(raw[2].w[w / 2], raw[3].w[w / 2], p23);
+            }
+            a[0] = p01[2 * (w % 2)];
+            a[1] = p01[2 * (w % 2) + 1];
+            a[2] = p23[2 * (w % 2)];
+            a[3] = p23[2 * (w % 2) + 1];
+        } else {
+            a[0] = __byte_perm(v[0][w], v[1][w], 0x5410);
+            a[1] = __byte_perm(v[0][w], v[1][w], 0x7632);
+            a[2] = __byte_perm(v[2][w], v[3][w], 0x5410);
+            a[3] = __byte_perm(v[2][w], v[3][w], 0x7632);
         }
-        const unsigned a[4] = {__byte_perm(v[0][w], v[1][w], 0x5410), __byte_perm(v[0][w], v[1][w], 0x7632),
-                               __byte_perm(v[2][w], v[3][w], 0x5410), __byte_perm(v[2][w], v[3][w], 0x7632)};
         if constexpr (FROM_ZERO) {
             float d[4];
             mma_rowsum_from_zero<T>(d, a);
