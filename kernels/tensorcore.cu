@@ -703,12 +703,17 @@ __device__ __forceinline__ void load_col_chunk(const T* __restrict__ xs, i64 j0,
 // mma w (0 .. LE/2 - 1) of a loaded chunk: c[w] += the column sums of columns LE g + 2w (mma row g) and LE g + 2w + 1
 // (row g + 8); FROM_ZERO (the flush after every mma): the mmas start from +0.0f instead of c (the same bits as a
 // zeroed c) and their rows g and g + 8 go straight into acc[2w] and acc[2w + 1], so no C fragment is held across a
-// walk. LE: elements per lane and row (8; 16 in fp8's wide strips: 8 mmas per chunk).
-template <typename T, bool FROM_ZERO = false, int LE = 8>
+// walk. LE: elements per lane and row (8; 16 in fp8's wide strips: 8 mmas per chunk). fp8 A fragments: by default
+// each word's two row pairs are interleaved, then converted (fp8_column_pairs: 2 byte permutes and 4 conversions per 4
+// registers); CONVERT_FIRST (the short path's, whose 16-row strips load everything before the first mma: there the
+// interleaved form held 84 registers against 72, 2 blocks per SM instead of 3, and read 10% slower on an H200) converts
+// each row's pairs first, then permutes (4 and 4). The same A fragments either way.
+template <typename T, bool FROM_ZERO = false, int LE = 8, bool CONVERT_FIRST = false>
 __device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPiece<T, LE> (&raw)[4],
                                               float (&acc)[LE]) {
+    constexpr bool PAIRS_FIRST = is_fp8<T>::value && !CONVERT_FIRST;
     unsigned v[4][LE / 2];
-    if constexpr (!is_fp8<T>::value) {
+    if constexpr (!is_fp8<T>::value || (CONVERT_FIRST && LE == 8)) {
 #pragma unroll
         for (int row = 0; row < 4; ++row) raw[row].pairs(v[row]);
     }
@@ -716,7 +721,7 @@ __device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPi
 #pragma unroll
     for (int w = 0; w < LE / 2; ++w) {
         unsigned a[4];
-        if constexpr (is_fp8<T>::value) {  // each word's rows interleaved, then converted, just before its mmas
+        if constexpr (PAIRS_FIRST) {  // each word's rows interleaved, then converted, just before its mmas
             if (w % 2 == 0) {
                 fp8_column_pairs<T>(raw[0].w[w / 2], raw[1].w[w / 2], p01);
                 fp8_column_pairs<T>(raw[2].w[w / 2], raw[3].w[w / 2], p23);
@@ -726,6 +731,10 @@ __device__ __forceinline__ void mma_col_chunk(float (&c)[LE / 2][4], const RowPi
             a[2] = p23[2 * (w % 2)];
             a[3] = p23[2 * (w % 2) + 1];
         } else {
+            if constexpr (is_fp8<T>::value && LE != 8) {  // each mma's pairs converted just before it
+#pragma unroll
+                for (int row = 0; row < 4; ++row) v[row][w] = fp8x2_to_half2<T>(raw[row].w[w / 2] >> (16 * (w % 2)));
+            }
             a[0] = __byte_perm(v[0][w], v[1][w], 0x5410);
             a[1] = __byte_perm(v[0][w], v[1][w], 0x7632);
             a[2] = __byte_perm(v[2][w], v[3][w], 0x5410);
@@ -953,7 +962,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
                 float c[LE / 2][4] = {};
                 float acc[LE];
                 if constexpr (LE == 8) {
-                    mma_col_chunk<T>(c, v[u], acc);
+                    mma_col_chunk<T, false, 8, true>(c, v[u], acc);
 #pragma unroll
                     for (int w = 0; w < 4; ++w) {
                         acc[2 * w] = 0.0f + c[w][0];  // the flush of the general path: acc (0) += c
@@ -962,7 +971,7 @@ tc_cols(const T* __restrict__ x, i64 a, i64 r, i64 b, i64 sa, i64 sr, OutT* __re
                 } else {  // fp8's 128-column strips: the mmas from a zero C into acc (0): the same flush
 #pragma unroll
                     for (int e = 0; e < LE; ++e) acc[e] = 0.0f;
-                    mma_col_chunk<T, true, LE>(c, v[u], acc);
+                    mma_col_chunk<T, true, LE, true>(c, v[u], acc);
                 }
                 float tot[LE / 4];  // columns l0 + LE g + 8k + 2t, + 1 (k < LE / 8)
                 pick_pairs<LE>(acc, t, tot);
