@@ -682,7 +682,8 @@ tc_rows_stream(const T* __restrict__ x, i64 m, i64 k, i64 ld, OutT* __restrict__
 // the same order and the same combination of a group's warps with nothing else compiled (no grid stride, no
 // combination of splits) and, for CHAIN = 1, each mma from a zero C (the same bits as a zeroed c), so few registers
 // at MINB blocks per SM (__launch_bounds__(BLOCK, MINB)); this repository's variant, not in the paper. LOAD (one-item
-// path, 16-bit data): tcr::load16's mode for its whole chunks (0: __ldg; 3: evict-first in L1 and L2): the same values.
+// path, 16-byte loads: 16-bit data, or fp8 at LE = 16): tcr::load16's mode for its whole chunks (0: __ldg; 3:
+// evict-first in L1 and L2): the same values.
 // LE (fp8 only, the one-item and general paths): elements each lane loads per row, 8 (64-column strips) or 16 (strips
 // of SW = 128 columns: lane (g, t) loads columns l0 + 16g .. l0 + 16g + 15 with one 16-byte load per row, so a load
 // instruction reads 4 rows x 128 bytes as fp16's does, and runs 8 mmas per chunk, mma w taking columns 16g + 2w and

@@ -106,7 +106,14 @@ ROWS32 = [f"tc_rows32<{t}, 256, {u}, {chain}, {o}>" for t in ("__nv_fp8_e4m3", "
           for chain in (1, 1 << 30) for o in ("float", "__half")]
 
 
-@pytest.mark.parametrize("kernel", ROWS16 + ROWS32)
+# tc_cols' one-item walk of fp8's 128-column strips with evict-first loads (LOAD 3: tune_plans'
+# float8_e4m3fn_cols*_wide_load patches COLS_EVICT_FIRST_MIN_ROWS={1: 0} in; no GPU plans it yet) at the spill-free
+# (chunks in flight, blocks per SM) it patches with them ((4, 2) spills 136 bytes there, (1, 4) 40), 1-8 warps per strip
+WIDE_EVICT_FIRST = [f"tc_cols<{t}, 256, {w}, true, 1, float, 0, {u}, {m}, true, 3, 16>"
+                    for t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2") for w in (1, 4, 8) for u, m in ((2, 2), (1, 3))]
+
+
+@pytest.mark.parametrize("kernel", ROWS16 + ROWS32 + WIDE_EVICT_FIRST)
 def test_tc_rows16_and_rows32_compile_clean(kernel):
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
                           use_cache=False)

@@ -227,7 +227,8 @@ COLS_WIDE_GENERAL: dict[int, int] = {}
 COLS_WIDE_SHORT: dict[int, tuple[int, int]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
-# per element (2 only: fp8 rows are 8-byte loads), a size not listed: never. The same values either way. An H100 reads
+# per element (2; 1 for fp8's 128-column strips, whose lanes load 16 bytes per row: its 64-column strips load 8 and
+# never take the hint), a size not listed: never. The same values either way. An H100 reads
 # level with the hint (session 18, tune_plans_load_cdb34bd.log, GB/s, no hint -> hint: fp16 64 rows 2,828 -> 2,831, 128
 # 2,855 -> 2,853, 256 2,905 -> 2,907, 1024 3,005 -> 3,013; bf16 128 2,855 -> 2,858), so only an H200 has it (below)
 COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
@@ -359,9 +360,9 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
         if wide_unroll is None:
             return None
         unroll = min(wide_unroll, cdiv(chunks, work.warps_per_tile * work.splits))
-    evict_first = (one_item and aligned and isz == 2
-                   and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     lane_elements = strip_cols // 8
+    evict_first = (one_item and aligned and lane_elements * isz == 16  # 16-byte loads per lane and row
+                   and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     tail = f", {3 if evict_first else 0}, {lane_elements}" if lane_elements != 8 else ", 3" if evict_first else ""
     name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
             f"{unroll}, {minb}, {str(one_item).lower()}{tail}>")
