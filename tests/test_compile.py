@@ -114,7 +114,9 @@ WIDE_EVICT_FIRST = [f"tc_cols<{t}, 256, {w}, true, 1, float, 0, {u}, {m}, true, 
 
 
 @pytest.mark.parametrize("kernel", ROWS16 + ROWS32 + WIDE_EVICT_FIRST)
-def test_tc_rows16_and_rows32_compile_clean(kernel):
+def test_patched_in_tensorcore_kernels_compile_clean(kernel):
+    """The instantiations above: settings that tune_plans and the GPU tests patch in, beyond what test_compiles_clean
+    gets from the planners."""
     assert_compiles_clean("tensorcore.cu", kernel, "sm_90", needle=TENSOR_CORE_SOURCES["tensorcore.cu"],
                           use_cache=False)
 
