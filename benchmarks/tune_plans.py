@@ -635,13 +635,13 @@ for _dt, _rs in (("float16", (64, 128, 256, 1024, 4096)), ("bfloat16", (128, 102
         SWEEPS[f"{_dt}_cols{_r}_load"] = (tc_plan, TC_COLS_LOADS, _dt, (_r, (1 << 28) // _r), 0,
                                           [(_r + 3, 36000 * 8), (_r, 34000 * 8 + 3), (_r - 5, 1000)])
 # ... and in fp8's 128-column strips (lanes load 16 bytes per row there too; session 39), from the first row, at
-# spill-free candidates (NVRTC sm_90 with the hint: (2, 2) 112 registers, (1, 3) 74; the H200's (4, 2) spills 136
-# bytes, and so does the one-item walk's fallback where no candidate fills the GPU, so adopting the hint needs the
-# planner to keep it off that fallback), with the same candidates without the hint (session 37 read (2, 2) 1-2% over
-# (4, 2) at 4096-8192 rows), against the module values (64-column strips); the unpatched run first is the H200's plan
+# candidates that take the hint (NVRTC sm_90 with it: (2, 2) 112 registers, (1, 3) 74; the planner keeps it off 4
+# chunks in flight, which spill), with the same candidates without it (session 37 read (2, 2) 1-2% over (4, 2) at
+# 4096-8192 rows), against the module values (64-column strips); the unpatched run first is the H200's plan
 TC_COLS_LOADS_FP8 = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_EVICT_FIRST_MIN_ROWS"),
                      dict(COLS_WIDE_STRIPS={1: ((2, 2), (1, 3))}, COLS_EVICT_FIRST_MIN_ROWS={2: 64, 1: 0}),
-                     dict(COLS_WIDE_STRIPS={1: ((2, 2), (1, 3))}, COLS_EVICT_FIRST_MIN_ROWS={2: 64})]
+                     dict(COLS_WIDE_STRIPS={1: ((2, 2), (1, 3))}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
+                     dict(COLS_WIDE_STRIPS={1: ((1, 3),)}, COLS_EVICT_FIRST_MIN_ROWS={2: 64, 1: 0})]
 for _r in (64, 128, 256, 1024, 2048, 4096, 8192):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_load"] = (tc_plan, TC_COLS_LOADS_FP8, "float8_e4m3fn",
                                                    (_r, (1 << 29) // _r), 0, SWEEPS["float8_e4m3fn_cols64_wide"][5])

@@ -361,7 +361,9 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
             return None
         unroll = min(wide_unroll, cdiv(chunks, work.warps_per_tile * work.splits))
     lane_elements = strip_cols // 8
-    evict_first = (one_item and aligned and lane_elements * isz == 16  # 16-byte loads per lane and row
+    # the hint needs 16-byte loads per lane and row; fp8's 128-column strips hold 8 mmas' A fragments per chunk, and
+    # with it 4 chunks in flight spill at 2 blocks per SM (136 bytes, NVRTC sm_90), so they take it up to 2
+    evict_first = (one_item and aligned and lane_elements * isz == 16 and (lane_elements == 8 or unroll <= 2)
                    and reaches_floor(_THIS, "COLS_EVICT_FIRST_MIN_ROWS", device, isz, problem.r))
     tail = f", {3 if evict_first else 0}, {lane_elements}" if lane_elements != 8 else ", 3" if evict_first else ""
     name = (f"tc_cols<{in_t}, {BLOCK}, {work.warps_per_tile}, {str(aligned).lower()}, {chain}, {out_t}, {short}, "
