@@ -633,6 +633,10 @@ EVICT_FIRST = [
     ("tensorcore", "tensorcore", dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0}, COLS_ONE_ITEM_TUNING={2: ((2, 3),)},
                                       COLS_ONE_PASS_MIN_CHUNKS=0), dtype, shape, 0, ", 3>")
     for dtype in ("float16", "bfloat16") for shape in ((96, 64 * 2200), (35, 64 * 2200 + 40))
+] + [  # fp8's 128-column strips (16-byte loads per lane and row): a partial chunk and strip, 8 warps per strip
+    ("tensorcore", "tensorcore", dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0, 1: 0}, COLS_WIDE_STRIPS={1: ((2, 2),)},
+                                      COLS_ONE_PASS_MIN_CHUNKS=0), dtype, shape, 0, ", 3, 16>")
+    for dtype in ("float8_e4m3fn", "float8_e5m2") for shape in ((96, 128 * 2200), (35, 128 * 2200 + 80), (300, 4000))
 ] + [
     ("shuffle", "shuffle", dict(ROWS_EVICT_FIRST_MIN_CHUNKS={1: 0, 2: 0, 4: 0}), dtype, shape, -1, ", 1>")
     for dtype in ("float16", "float32") for shape in ((4000, 72), (3000, 1024), (600, 8200), (5, 1 << 20), (40, 16))
