@@ -345,7 +345,8 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048, 4096, 
 # the same sums, the bits checked): (chunks in flight, blocks per SM) candidates against the committed 64-column
 # plans (fp8 first-axis sums read 0.62-0.89x `shuffle` in the eaa22ef segment study); the check shapes have 1, 4 and 8
 # warps per strip, part-filled last strips and chunks
-TC_WIDE = [committed(tc_plan, "COLS_WIDE_STRIPS")] + [dict(COLS_WIDE_STRIPS={1: c}) for c in (
+TC_WIDE = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_LONG_STRIPS")] + [
+    dict(COLS_WIDE_STRIPS={1: c}, COLS_WIDE_LONG_STRIPS={}) for c in (
     ((1, 3),), ((2, 2),), ((4, 2),), ((1, 3), (2, 2)), ((1, 2),))]
 for _r in (32, 64, 128, 256, 1024, 4096, 8192, 16384):  # 16 rows or fewer: the short path, never wide; more rows
     # than a one-item grid takes fall back to 64-column strips (the committed plan: a ratio of 1.0)
@@ -354,8 +355,8 @@ for _r in (32, 64, 128, 256, 1024, 4096, 8192, 16384):  # 16 rows or fewer: the 
 # ... and their general walk (COLS_WIDE_GENERAL: chunks in flight where the 128-column plan splits the rows; the
 # twin follows the plan's splits, the bits checked) against the committed plans (64-column strips there: 0.81-0.90x
 # `shuffle` in the db78f48 segment study); the H200's candidates patched in too, so any GPU plans the wide strips
-H200_WIDE = dict(COLS_WIDE_STRIPS=tc_plan.FAMILY_TUNING["H200"]["COLS_WIDE_STRIPS"])
-TC_WIDE_GENERAL = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_GENERAL")] + [
+H200_WIDE = {k: tc_plan.FAMILY_TUNING["H200"][k] for k in ("COLS_WIDE_STRIPS", "COLS_WIDE_LONG_STRIPS")}
+TC_WIDE_GENERAL = [committed(tc_plan, *H200_WIDE, "COLS_WIDE_GENERAL")] + [
     dict(H200_WIDE, COLS_WIDE_GENERAL={1: u}) for u in (2, 1)]
 for _r in (32768, 131072, 1 << 20):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
@@ -364,7 +365,7 @@ for _r in (32768, 131072, 1 << 20):
 # ... and their short path (COLS_WIDE_SHORT: at most 16 rows, one chunk per strip; (strips in flight per warp, blocks
 # per SM), the spill-free settings) against the committed 64-column short path (0.822x `shuffle` at db78f48)
 SWEEPS["float8_e4m3fn_cols16_wide_short"] = (
-    tc_plan, [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_SHORT")] + [
+    tc_plan, [committed(tc_plan, *H200_WIDE, "COLS_WIDE_SHORT")] + [
         dict(H200_WIDE, COLS_WIDE_SHORT={1: s}) for s in ((1, 4), (1, 3), (2, 3), (2, 2), (4, 2))],
     "float8_e4m3fn", (16, 1 << 25), 0, [(16, 1 << 20), (9, 100000), (16, 128 * 4099 + 48)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
@@ -637,11 +638,12 @@ for _dt, _rs in (("float16", (64, 128, 256, 1024, 4096)), ("bfloat16", (128, 102
 # ... and in fp8's 128-column strips (lanes load 16 bytes per row there too; session 39), from the first row, at
 # candidates that take the hint (NVRTC sm_90 with it: (2, 2) 112 registers, (1, 3) 74; the planner keeps it off 4
 # chunks in flight, which spill), with the same candidates without it (session 37 read (2, 2) 1-2% over (4, 2) at
-# 4096-8192 rows), against the module values (64-column strips); the unpatched run first is the H200's plan
-TC_COLS_LOADS_FP8 = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_EVICT_FIRST_MIN_ROWS"),
-                     dict(COLS_WIDE_STRIPS={1: ((2, 2), (1, 3))}, COLS_EVICT_FIRST_MIN_ROWS={2: 64, 1: 0}),
-                     dict(COLS_WIDE_STRIPS={1: ((2, 2), (1, 3))}, COLS_EVICT_FIRST_MIN_ROWS={2: 64}),
-                     dict(COLS_WIDE_STRIPS={1: ((1, 3),)}, COLS_EVICT_FIRST_MIN_ROWS={2: 64, 1: 0})]
+# 4096-8192 rows), against the module values (64-column strips); the unpatched run first is the H200's plan. Session
+# 40 (H200, tune_fp8_wide.log): the hint read -1.5..+0.9% against the same candidates without it, so no fp8 hint; (2, 2)
+# without it read 2.2-3.6% over (4, 2) from 1024 rows and behind it at 64-256: COLS_WIDE_LONG_STRIPS
+TC_COLS_LOADS_FP8 = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_LONG_STRIPS", "COLS_EVICT_FIRST_MIN_ROWS")] + [
+    dict(COLS_WIDE_STRIPS={1: c}, COLS_WIDE_LONG_STRIPS={}, COLS_EVICT_FIRST_MIN_ROWS=h)
+    for c, h in ((((2, 2), (1, 3)), {2: 64, 1: 0}), (((2, 2), (1, 3)), {2: 64}), (((1, 3),), {2: 64, 1: 0}))]
 for _r in (64, 128, 256, 1024, 2048, 4096, 8192):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_load"] = (tc_plan, TC_COLS_LOADS_FP8, "float8_e4m3fn",
                                                    (_r, (1 << 29) // _r), 0, SWEEPS["float8_e4m3fn_cols64_wide"][5])

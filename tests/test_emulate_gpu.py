@@ -315,7 +315,8 @@ def test_gpu_wide_fp8_column_strips_equal_emulator(dtype, rng):
     device = current_device()[1]
     wide = set()
     for candidates in (((1, 3),), ((2, 2),)):
-        with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: candidates}, COLS_WIDE_GENERAL={})):
+        with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: candidates}, COLS_WIDE_LONG_STRIPS={},
+                                            COLS_WIDE_GENERAL={})):
             for shape in ((300, 2000), (64, 8208), (33, 30000), (40, 1 << 20), (2, 50, 4096), (17, 1 << 20),
                           (40, 405504)):  # 396 blocks: 3 per SM fill 132 SMs
                 p = _wide_strip_params(shape, dtype, device)

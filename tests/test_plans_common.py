@@ -474,7 +474,8 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     """The H200's own fp8 choices (FAMILY_TUNING, tune_plans sessions 37-38): rows of 16 through tc_rows16's whole-row
     walk, rows of 17-32 through tc_rows32, rows of 257-512 streamed 4 in flight per warp on 6 blocks per SM,
     first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
-    candidates skip more chunks in flight than a strip has), their splits through the strips' general walk at 2
+    candidates skip more chunks in flight than a strip has), at (2, 2) from 1024 rows (COLS_WIDE_LONG_STRIPS; session
+    40), their splits through the strips' general walk at 2
     chunks in flight and at most 16 rows through their short path at 2 strips in flight on 2 blocks per SM; the H100
     keeps the module's plans (none of these)."""
     from tcreduce._device import named_device
@@ -491,7 +492,7 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     assert kernel(Rows(1 << 20, 16, 16), h200) == f"tc_rows16<{t}, 256, 4, float, true>"
     assert kernel(Rows(1 << 20, 32, 32), h200).startswith(f"tc_rows32<{t}, 256, ")
     for r, want in ((32, ", 1, 3, true, 0, 16>"), (48, ", 1, 3, true, 0, 16>"), (64, ", 4, 2, true, 0, 16>"),
-                    (1024, ", 4, 2, true, 0, 16>"), (16384, ", 4, 2, true, 0, 16>")):
+                    (1023, ", 4, 2, true, 0, 16>"), (1024, ", 2, 2, true, 0, 16>"), (16384, ", 2, 2, true, 0, 16>")):
         b = (1 << 29) // r // 128 * 128
         assert kernel(Cols(1, r, b, 0, b), h200).endswith(want), r
         assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h100))

@@ -15,7 +15,8 @@ group instead (tc_flat's inner loop), split the same way; short rows back to bac
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way; fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
-COLS_WIDE_STRIPS (an H200), and their splits and short columns so where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
+COLS_WIDE_STRIPS (an H200; long strips at COLS_WIDE_LONG_STRIPS' candidates), and their splits and short columns so
+where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
@@ -208,6 +209,13 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 # at every one. FAMILY_TUNING: an H200 takes (4, 2), then (1, 3) for strips of fewer than 4 chunks; an H100 is not
 # measured
 COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
+# ... and, by element size (fp8 only), (rows, candidates): strips of at least that many rows take these candidates in
+# place of COLS_WIDE_STRIPS' (a size absent: those for every length). The same additions per column: the same sums.
+# Tune_plans float8_e4m3fn_cols*_wide_load (H200, session 40, GB/s, (4, 2) -> (2, 2); x shuffle of the same run at
+# (2, 2)): 64 rows 4,022 -> 3,798; 128 4,066 -> 3,941; 256 4,114 -> 4,090; 1024 4,232 -> 4,324 (0.992); 2048 4,171 ->
+# 4,315 (0.977); 4096 4,155 -> 4,306 (0.972); 8192 4,186 -> 4,283 (0.966), GPU == emulator at every one (session 37:
+# 16384 4,196 -> 4,230). FAMILY_TUNING: an H200 takes (2, 2) from 1024 rows; an H100 is not measured
+COLS_WIDE_LONG_STRIPS: dict[int, tuple[int, tuple[tuple[int, int], ...]]] = {}
 # ... and, by element size (fp8 only), the chunks in flight per warp of the general walk in those strips (tc_cols' LE
 # = 16 without ONE_ITEM: splits of the rows, or strips of several warps that no candidate above fills), the mmas from a
 # zero C; a size absent: those plans keep 64-column strips. The same additions per column: the same sums (the twin
@@ -273,7 +281,8 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)},
                  ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))},
-                 COLS_WIDE_GENERAL={1: 2}, COLS_WIDE_SHORT={1: (2, 2)}, SHORT_ROWS_STREAM_TUNING={(1, 1): (4, 6)}),
+                 COLS_WIDE_LONG_STRIPS={1: (1024, ((2, 2), (1, 3)))}, COLS_WIDE_GENERAL={1: 2},
+                 COLS_WIDE_SHORT={1: (2, 2)}, SHORT_ROWS_STREAM_TUNING={(1, 1): (4, 6)}),
 }
 _THIS = sys.modules[__name__]
 
@@ -506,6 +515,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                 **(dict(half_rows=True) if half_rows else {})))
     if isinstance(problem, Cols):
         wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
+        long = tuned(_THIS, "COLS_WIDE_LONG_STRIPS", device).get(isz)
+        if wide and long and problem.r >= long[0]:
+            wide = long[1]
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
             plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
             if plan is not None:
