@@ -644,7 +644,7 @@ for _dt, _rs in (("float16", (64, 128, 256, 1024, 4096)), ("bfloat16", (128, 102
 TC_COLS_LOADS_FP8 = [committed(tc_plan, "COLS_WIDE_STRIPS", "COLS_WIDE_LONG_STRIPS", "COLS_EVICT_FIRST_MIN_ROWS")] + [
     dict(COLS_WIDE_STRIPS={1: c}, COLS_WIDE_LONG_STRIPS={}, COLS_EVICT_FIRST_MIN_ROWS=h)
     for c, h in ((((2, 2), (1, 3)), {2: 64, 1: 0}), (((2, 2), (1, 3)), {2: 64}), (((1, 3),), {2: 64, 1: 0}))]
-for _r in (64, 128, 256, 1024, 2048, 4096, 8192):
+for _r in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_load"] = (tc_plan, TC_COLS_LOADS_FP8, "float8_e4m3fn",
                                                    (_r, (1 << 29) // _r), 0, SWEEPS["float8_e4m3fn_cols64_wide"][5])
 SHUFFLE_ROWS_LOADS = [committed(shuffle_plan, "ROWS_EVICT_FIRST_MIN_CHUNKS"),
