@@ -206,8 +206,8 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
 # 3,180; 64 2,585 -> 3,815 (0.99) -> 3,759 -> 3,577; 128 3,079 -> 3,943 (0.95) -> 3,841 -> 3,795; 256 3,249 -> 4,032
 # (0.95) -> 4,028 -> 3,956; 1024 3,697 -> 4,188 (0.98) -> 4,196 -> 4,176; 4096 3,219 -> 4,086 (0.94) -> 3,242 ->
 # 4,128; 8192 3,180 -> 4,063 (0.93) -> 3,195 -> 4,127; 16384 3,449 -> 4,196 (0.99) -> 3,455 -> 4,230, GPU == emulator
-# at every one. FAMILY_TUNING: an H200 takes (4, 2), then (1, 3) for strips of fewer than 4 chunks; an H100 is not
-# measured
+# at every one. FAMILY_TUNING: an H200 takes (4, 2), then (1, 3) for strips of fewer than 4 chunks (below 1024 rows:
+# COLS_WIDE_LONG_STRIPS); an H100 is not measured
 COLS_WIDE_STRIPS: dict[int, tuple[tuple[int, int], ...]] = {}
 # ... and, by element size (fp8 only), (rows, candidates): strips of at least that many rows take these candidates in
 # place of COLS_WIDE_STRIPS' (a size absent: those for every length). The same additions per column: the same sums.
