@@ -360,7 +360,8 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
                 "rows 8-byte aligned": Cols(1, 256, 1 << 20, 0, (1 << 20) + 8),
                 "short": Cols(1, 16, 1 << 24, 0, 1 << 24), "splits": Cols(1, 65536, 8192, 0, 8192),
                 "several warps": Cols(1, 4096, 1 << 17, 0, 1 << 17)}
-    others = dict(COLS_WIDE_GENERAL={}, COLS_WIDE_SHORT={})  # the strips' general walk and short path: not here
+    # the strips' general walk, short path and long-strip candidates: not here
+    others = dict(COLS_WIDE_GENERAL={}, COLS_WIDE_SHORT={}, COLS_WIDE_LONG_STRIPS={})
     with patched_plans(tc, dict(COLS_WIDE_STRIPS={}, **others)):
         before = {(k, dt, chain): tc.plan_tensorcore(prob, dt, "float32", h200, chain)
                   for k, prob in problems.items()
@@ -387,6 +388,43 @@ def test_tc_cols_takes_128_column_strips_for_fp8_where_tuned():
             assert param_dict(plan)["strip"] == 128, plan
             wide = np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200"))
         assert wide.tobytes() == narrow.tobytes(), shape
+
+
+def test_tc_cols_long_fp8_strips_take_their_own_candidates():
+    """COLS_WIDE_LONG_STRIPS (empty by default): fp8 strips of at least its rows take its candidates in place of
+    COLS_WIDE_STRIPS' (below: COLS_WIDE_STRIPS'); without COLS_WIDE_STRIPS it plans nothing wide; 16-bit data keeps
+    the 64-column plan; the emulator twin gives the same bits at either candidate (the same additions per column)."""
+    import numpy as np
+
+    import tcreduce
+    from tcreduce._device import named_device
+    from tcreduce._layout import Cols
+    from tcreduce._plan import param_dict
+    from tcreduce.plans import tensorcore as tc
+    from tcreduce.testing import patched_plans, random_input
+
+    h200 = named_device("H200")
+    others = dict(COLS_WIDE_GENERAL={}, COLS_WIDE_SHORT={})
+    long = dict(COLS_WIDE_LONG_STRIPS={1: (512, ((2, 2),))})
+
+    def kernel(r, dtype="float8_e4m3fn"):
+        b = 1 << 29 >> 9
+        return tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h200).launches[0].kernel
+
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 2),)}, **long, **others)):
+        assert kernel(511).endswith(", 1, 2, true, 0, 16>") and kernel(512).endswith(", 2, 2, true, 0, 16>")
+        assert kernel(4096).endswith(", 2, 2, true, 0, 16>") and not kernel(4096, "float16").endswith(", 16>")
+    with patched_plans(tc, dict(COLS_WIDE_STRIPS={}, **long, **others)):
+        assert not kernel(4096).endswith(", 16>")
+    xh = random_input(np.random.default_rng(11), (300, 2000), "float8_e5m2")
+    sums = []
+    for floor in (300, 301):  # (2, 2), then (1, 2): both 128-column one-item walks, 8 warps per strip
+        with patched_plans(tc, dict(COLS_WIDE_STRIPS={1: ((1, 2),)}, COLS_WIDE_LONG_STRIPS={1: (floor, ((2, 2),))},
+                                    **others)):
+            p = param_dict(tc.plan_tensorcore(Cols(1, 300, 2000, 0, 2000), "float8_e5m2", "float32", h200))
+            assert (p["strip"], p["unroll"]) == (128, 2 if floor == 300 else 1), p
+            sums.append(np.asarray(tcreduce.emulate.sum(xh, axis=0, method="tensorcore", gpu="H200")).tobytes())
+    assert sums[0] == sums[1]
 
 
 def _plans_with_wide_knob(device, problems: list, keep: list, knob: str, values: tuple):
