@@ -260,3 +260,32 @@ def test_segment_summary_rates_the_committed_tables_picks(segment_summary):
             ratios.append(p.gbs[pick] / mod.best_competitor(p)[0])
         lines = mod.pick_summary(points, gpu)
         assert f"pick/best competitor {min(ratios):.3f}-{max(ratios):.3f}," in lines[0], (path, lines[0])
+
+
+def test_retire_segment_run_keeps_the_header_and_the_other_formats(tmp_path):
+    """scripts/retire_segment_run.py: segments.csv becomes segments_runs/<commit>.csv, its header and the rows of the
+    formats kept byte for byte, the dropped formats' rows left out; a second call refuses to overwrite that run, and a
+    CSV of no clean commit (unknown, or a dirty tree) is refused."""
+    from experiments.records import read_csv, write_csv
+
+    retire = _load_script("retire_segment_run")
+    cols = ["dtype", "layout", "n", "method", "gbs", "note"]
+    rows = [dict(dtype=d, layout=lay, n=n, method=m, gbs=1000.5 + n, note="kept cols br=1, bc=1024" if m == "triton"
+                 else "") for d in ("float16", "float8_e4m3fn", "float8_e5m2", "float32") for lay in ("rows", "cols")
+            for n in (16, 1024) for m in ("shuffle", "triton")]
+    meta = dict(study="segments", git=dict(commit="1e1d5b40c7c1800e9764d2432f282051d6a83196"), quick=False)
+    write_csv(tmp_path / "segments.csv", rows, cols, meta)
+    assert retire.main([str(tmp_path), "--drop-dtypes", "float8_e4m3fn,float8_e5m2"]) == 0
+    got, got_meta = read_csv(tmp_path / "segments_runs" / "1e1d5b4.csv")
+    want, want_meta = read_csv(tmp_path / "segments.csv")
+    assert got_meta == want_meta and got_meta["commit"] == "1e1d5b40c7c1"
+    assert got == [r for r in want if not r["dtype"].startswith("float8")] and len(got) == 16
+    text = (tmp_path / "segments.csv").read_text()
+    kept = "".join(line for line in text.splitlines(keepends=True) if "float8" not in line)
+    assert (tmp_path / "segments_runs" / "1e1d5b4.csv").read_text() == kept  # the same bytes, quotes included
+    assert retire.main([str(tmp_path)]) == 1  # that run exists already
+    for commit, dirty in (("unknown", False), ("0123456789abcdef", True)):
+        other = tmp_path / commit
+        write_csv(other / "segments.csv", rows, cols, dict(meta, git=dict(commit=commit, dirty=dirty)))
+        with pytest.raises(ValueError, match="no clean commit"):
+            retire.retire(other)
