@@ -513,9 +513,8 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     walk, rows of 17-32 through tc_rows32, rows of 257-512 streamed 4 in flight per warp on 6 blocks per SM,
     first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
     candidates skip more chunks in flight than a strip has), at (2, 2) from 1024 rows (COLS_WIDE_LONG_STRIPS; session
-    40), their splits through the strips' general walk at 2
-    chunks in flight and at most 16 rows through their short path at 2 strips in flight on 2 blocks per SM; the H100
-    keeps the module's plans (none of these)."""
+    40), their splits through the strips' general walk at 2 chunks in flight and at most 16 rows through their short
+    path at 2 strips in flight on 2 blocks per SM; the H100 keeps the module's plans (none of these)."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols, Rows
     from tcreduce._plan import param_dict
