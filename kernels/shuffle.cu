@@ -64,13 +64,16 @@ __device__ __forceinline__ float chunk_elem(const uint4& v, int e) {
 }
 
 // Elements 2p and 2p + 1 of a chunk, converted to fp32 exactly (p a compile-time constant after unrolling). fp8
-// pairs take one cvt.rn.f16x2.e4m3x2 (tcr::fp8x2_to_half2) and two fp16 -> fp32 conversions: the same values as
-// chunk_elem's one conversion per element, in half the conversion instructions.
+// pairs take one cvt.rn.f16x2.e4m3x2 and two fp16 -> fp32 conversions: the same values as chunk_elem's one conversion
+// per element, in half the conversion instructions. The pair comes from tcr::fp8x4_to_half2x2, which reads an e4m3
+// word's high half as a 16-bit register, without a shift (the other half's conversion is dead code, removed).
 template <typename T>
 __device__ __forceinline__ float2 chunk_pair(const uint4& v, int p) {
     if constexpr (tcr::is_fp8<T>::value) {
         const unsigned w4[4] = {v.x, v.y, v.z, v.w};
-        const unsigned h2 = tcr::fp8x2_to_half2<T>(w4[p / 2] >> (16 * (p % 2)));
+        unsigned lo, hi;
+        tcr::fp8x4_to_half2x2<T>(w4[p / 2], lo, hi);
+        const unsigned h2 = p % 2 ? hi : lo;
         return make_float2(tcr::bits_to_float<__half>(h2), tcr::bits_to_float<__half>(h2 >> 16));
     } else {
         return make_float2(chunk_elem<T>(v, 2 * p), chunk_elem<T>(v, 2 * p + 1));
