@@ -126,42 +126,67 @@ __device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __
     }
 }
 
+// Bytes 16q .. 16q + 15 of the run of N outputs from_float<OutT>(v[0..N)) (N * sizeof(OutT) a multiple of 16).
+template <typename OutT, int N>
+__device__ __forceinline__ uint4 run_word(const float (&v)[N], int q) {
+    if constexpr (sizeof(OutT) == 4) {
+        return make_uint4(__float_as_uint(tcr::from_float<float>(v[4 * q])),
+                          __float_as_uint(tcr::from_float<float>(v[4 * q + 1])),
+                          __float_as_uint(tcr::from_float<float>(v[4 * q + 2])),
+                          __float_as_uint(tcr::from_float<float>(v[4 * q + 3])));
+    } else if constexpr (sizeof(OutT) == 8) {
+        const unsigned long long lo = __double_as_longlong(tcr::from_float<double>(v[2 * q]));
+        const unsigned long long hi = __double_as_longlong(tcr::from_float<double>(v[2 * q + 1]));
+        return make_uint4((unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
+    } else {
+        unsigned w[4];
+#pragma unroll
+        for (int h = 0; h < 4; ++h)
+            w[h] = tcr::pack_half2(tcr::from_float<__half>(v[8 * q + 2 * h]),
+                                   tcr::from_float<__half>(v[8 * q + 2 * h + 1]));
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
 // Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte
 // aligned, scalar stores otherwise. Rounding to OutT (tcr::from_float) is the same either way.
 template <typename OutT, int N>
 __device__ __forceinline__ void store_run(OutT* __restrict__ dst, const float (&v)[N], i64 valid) {
     constexpr int BYTES = N * (int)sizeof(OutT);
-    const bool vec_ok = valid >= N && BYTES % 16 == 0 && (((unsigned long long)dst) & 15ull) == 0ull;
-    if (vec_ok) {
-        if constexpr (BYTES % 16 == 0) {
-            if constexpr (sizeof(OutT) == 4) {
+    if constexpr (BYTES % 16 == 0) {
+        if (valid >= N && (((unsigned long long)dst) & 15ull) == 0ull) {
 #pragma unroll
-                for (int q = 0; q < N / 4; ++q)
-                    reinterpret_cast<float4*>(dst)[q] =
-                        make_float4(tcr::from_float<float>(v[4 * q]), tcr::from_float<float>(v[4 * q + 1]),
-                                    tcr::from_float<float>(v[4 * q + 2]), tcr::from_float<float>(v[4 * q + 3]));
-            } else if constexpr (sizeof(OutT) == 8) {
-#pragma unroll
-                for (int q = 0; q < N / 2; ++q)
-                    reinterpret_cast<double2*>(dst)[q] =
-                        make_double2(tcr::from_float<double>(v[2 * q]), tcr::from_float<double>(v[2 * q + 1]));
-            } else {
-#pragma unroll
-                for (int q = 0; q < N / 8; ++q) {
-                    unsigned w[4];
-#pragma unroll
-                    for (int h = 0; h < 4; ++h)
-                        w[h] = tcr::pack_half2(tcr::from_float<__half>(v[8 * q + 2 * h]),
-                                               tcr::from_float<__half>(v[8 * q + 2 * h + 1]));
-                    reinterpret_cast<uint4*>(dst)[q] = make_uint4(w[0], w[1], w[2], w[3]);
-                }
-            }
+            for (int q = 0; q < BYTES / 16; ++q) reinterpret_cast<uint4*>(dst)[q] = run_word<OutT, N>(v, q);
             return;
         }
     }
 #pragma unroll
     for (int e = 0; e < N; ++e)
         if (e < valid) dst[e] = tcr::from_float<OutT>(v[e]);
+}
+
+// A warp's 32 runs of N outputs, lane L's at dst + L * N (dst 16-byte aligned, every run whole), stored through
+// `stage` (32 * P 16-byte words of shared memory, P = N * sizeof(OutT) / 16) so that each of the P store
+// instructions writes 512 contiguous bytes (16 bytes per lane) instead of 32 pieces P * 16 bytes apart. Slot of lane
+// L's word q: L * P + (q ^ swz(L)), swz(L) = (L / (8 / P)) % P, so that the 8 lanes of each 128-bit shared-memory
+// phase hit 8 distinct 16-byte bank groups on the way in and on the way out. The same values and rounding as
+// store_run's.
+template <typename OutT, int N>
+__device__ __forceinline__ void store_warp_runs(OutT* __restrict__ dst, const float (&v)[N], uint4* __restrict__ stage,
+                                                int lane) {
+    constexpr int P = N * (int)sizeof(OutT) / 16;
+    static_assert(P >= 1 && P <= 8 && (P & (P - 1)) == 0, "runs of 16, 32, 64 or 128 bytes");
+    constexpr int GROUP = 8 / P;  // lanes per swizzle value
+#pragma unroll
+    for (int q = 0; q < P; ++q) stage[lane * P + (q ^ ((lane / GROUP) % P))] = run_word<OutT, N>(v, q);
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+        const int g = q * 32 + lane;  // the warp's 16-byte word g: lane g / P's word g % P
+        const int o = g / P;
+        reinterpret_cast<uint4*>(dst)[g] = stage[o * P + ((g % P) ^ ((o / GROUP) % P))];
+    }
+    __syncwarp();  // stage is reused by the next work item
 }
 
 }  // namespace shuffle_detail
@@ -482,6 +507,11 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
     constexpr int WARPS = BLOCK / 32;
     static_assert(NJ > 1 || CT == BLOCK, "a single j group per block only when CT == BLOCK");
     __shared__ float red[NJ > 1 ? NJ * NCOL : 1];
+    // CT == BLOCK with runs wider than 16 bytes (fp8 and fp16 chunks into float or double): each warp's 32 runs are
+    // stored through shared memory, every store instruction writing 512 contiguous bytes (store_warp_runs)
+    constexpr int RUN_WORDS = (int)(N * sizeof(OutT)) / 16;
+    constexpr bool WARP_STORES = NJ == 1 && (int)(N * sizeof(OutT)) % 16 == 0 && RUN_WORDS > 1;
+    __shared__ uint4 stage[WARP_STORES ? BLOCK * RUN_WORDS : 1];
 
     unsigned long long policy = 0ull;
     if constexpr (LOAD == 1) policy = tcr::evict_first_policy();
@@ -554,7 +584,19 @@ __global__ void __launch_bounds__(BLOCK, MINB) shuffle_cols(const T* __restrict_
             }
         } else {  // CT == BLOCK: one j lane, every thread holds its chunk's N column sums
             if (splits == 1) {
-                if (cv < ncv) store_run<OutT, N>(out + i * b + c * N, acc, valid);
+                OutT* const dst = out + i * b + c * N;
+                bool stored = false;
+                if constexpr (WARP_STORES) {  // the warp's runs back to back from a 16-byte aligned start
+                    const unsigned long long d0 = __shfl_sync(0xffffffffu, (unsigned long long)dst, 0);
+                    const bool run_ok = cv < ncv && valid >= N && (d0 & 15ull) == 0ull &&
+                                        (unsigned long long)dst == d0 + (unsigned long long)lane * N * sizeof(OutT);
+                    if (__all_sync(0xffffffffu, run_ok)) {
+                        store_warp_runs<OutT, N>(reinterpret_cast<OutT*>(d0), acc,
+                                                 stage + (threadIdx.x >> 5) * 32 * RUN_WORDS, lane);
+                        stored = true;
+                    }
+                }
+                if (!stored && cv < ncv) store_run<OutT, N>(dst, acc, valid);
             } else {
 #pragma unroll
                 for (int e = 0; e < N; ++e) ws[(strip * NCOL + e * CT + ct) * splits + s] = acc[e];

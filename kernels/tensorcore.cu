@@ -773,13 +773,28 @@ __device__ __forceinline__ void pick_pairs(const float (&acc)[LE], int t, float 
 }
 
 // Stores pick_pairs' v (columns col + 8k and col + 8k + 1 as v[2k] and v[2k + 1], k < LE / 8) into row i of out (b
-// columns), the columns at or past b dropped.
+// columns), the columns at or past b dropped. A pair that lies whole in the row at an address aligned to its size goes
+// in one store (float2, double2 or two halves in 32 bits: a warp's store then covers its 8 LE columns back to back,
+// where two stores of every other column each covered half of them); the same values either way.
 template <int LE, typename OutT>
 __device__ __forceinline__ void store_pairs(OutT* __restrict__ out, i64 i, i64 b, i64 col, const float (&v)[LE / 4]) {
+    OutT* const row = out + i * b;
 #pragma unroll
     for (int k = 0; k < LE / 8; ++k) {
-        if (col + 8 * k < b) out[i * b + col + 8 * k] = from_float<OutT>(v[2 * k]);
-        if (col + 8 * k + 1 < b) out[i * b + col + 8 * k + 1] = from_float<OutT>(v[2 * k + 1]);
+        OutT* const dst = row + col + 8 * k;
+        if (col + 8 * k + 1 < b && (reinterpret_cast<unsigned long long>(dst) & (2 * sizeof(OutT) - 1)) == 0) {
+            const float lo = v[2 * k], hi = v[2 * k + 1];
+            if constexpr (sizeof(OutT) == 4) {
+                *reinterpret_cast<float2*>(dst) = make_float2(from_float<float>(lo), from_float<float>(hi));
+            } else if constexpr (sizeof(OutT) == 8) {
+                *reinterpret_cast<double2*>(dst) = make_double2(from_float<double>(lo), from_float<double>(hi));
+            } else {
+                *reinterpret_cast<unsigned*>(dst) = pack_half2(from_float<__half>(lo), from_float<__half>(hi));
+            }
+        } else {
+            if (col + 8 * k < b) dst[0] = from_float<OutT>(v[2 * k]);
+            if (col + 8 * k + 1 < b) dst[1] = from_float<OutT>(v[2 * k + 1]);
+        }
     }
 }
 
