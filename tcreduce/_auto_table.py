@@ -6,9 +6,10 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit b7739b3, 2026-11-28T07:12:45+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit a7d231963cb8, 2026-11-30T19:08:21+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 1e1d5b40c7c1, 2026-11-30T19:28:42+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:26:26+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:21:59+00:00
   segments_runs/1245da0.csv: NVIDIA H200 (132 SMs), commit 1245da0, 2026-11-30T06:19:11+00:00
+  segments_runs/1e1d5b4.csv: NVIDIA H200 (132 SMs), commit 1e1d5b40c7c1, 2026-11-30T19:28:42+00:00
   segments_runs/9dcc468.csv: NVIDIA H200 (132 SMs), commit 9dcc468, 2026-11-30T11:27:02+00:00
   segments_runs/a0d2c8a.csv: NVIDIA H200 (132 SMs), commit a0d2c8a, 2026-11-30T15:44:11+00:00
   segments_runs/d6709fe.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
@@ -179,7 +180,7 @@ DEVICE_TABLES = {
             18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'shuffle',
             22: 'shuffle', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
-            30: 'shuffle',
+            30: 'tensorcore',
         },
         ('float32', 'rows'): {
             4: 'shuffle', 5: 'shuffle', 6: 'shuffle', 7: 'shuffle',
@@ -198,8 +199,8 @@ DEVICE_TABLES = {
         ('float8_e4m3fn', 'full'): {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-            18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
-            22: 'shuffle', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
+            18: 'shuffle', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -239,7 +240,6 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'float16 full n=4194304: tensorcore_chained 7.7 us, tensorcore 8.0 us (+2.9%)',
-        'float8_e5m2 full n=16777216: tensorcore_chained 9.4 us, tensorcore 9.7 us (+4.0%)',
+        'float16 full n=2097152: tensorcore_chained 8.5 us, tensorcore 8.7 us (+2.3%)',
     ),
 }
