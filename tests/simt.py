@@ -1,8 +1,9 @@
 """A small SIMT shim that compiles the real kernels (kernels/*.cu with common.cuh inlined) for the CPU with g++: one
-std::thread per CUDA thread, a std::barrier per block (__syncthreads) and per warp (__shfl_xor_sync, any 4- or 8-byte
-type), blocks run one after another over a 1-D or 2-D grid. Used by tests/test_shuffle.py and tests/test_simt.py to
-check, without a GPU, that kernel code does what its comments say, writes every output and leaves the counters at
-zero. The GPU tests remain the authority on the hardware; this catches logic errors early. Not a test module.
+std::thread per CUDA thread, a std::barrier per block (__syncthreads) and per warp (__shfl_xor_sync and __shfl_sync of
+any 4- or 8-byte type, __all_sync, __syncwarp: whole warps only), blocks run one after another over a 1-D or 2-D
+grid. Used by tests/test_shuffle.py and tests/test_simt.py to check, without a GPU, that kernel code does what its
+comments say, writes every output and leaves the counters at zero. The GPU tests remain the authority on the
+hardware; this catches logic errors early. Not a test module.
 """
 
 from __future__ import annotations
@@ -127,6 +128,27 @@ inline T __shfl_xor_sync(unsigned, T v, int off) {
     g_ctx->warp[w]->arrive_and_wait();
     return r;
 }
+template <class T>
+inline T __shfl_sync(unsigned, T v, int src) {
+    static_assert(sizeof(T) <= 8, "4- or 8-byte shuffles");
+    const int t = threadIdx.x, w = t >> 5, l = t & 31;
+    std::memcpy(&g_ctx->wbuf[w][l], &v, sizeof(T));
+    g_ctx->warp[w]->arrive_and_wait();
+    T r;
+    std::memcpy(&r, &g_ctx->wbuf[w][src & 31], sizeof(T));
+    g_ctx->warp[w]->arrive_and_wait();
+    return r;
+}
+inline int __all_sync(unsigned, int pred) {
+    const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+    g_ctx->wbuf[w][l] = pred != 0;
+    g_ctx->warp[w]->arrive_and_wait();
+    int all = 1;
+    for (int i = 0; i < 32; ++i) all &= (int)g_ctx->wbuf[w][i];
+    g_ctx->warp[w]->arrive_and_wait();
+    return all;
+}
+inline void __syncwarp(unsigned = 0xffffffffu) { g_ctx->warp[threadIdx.x >> 5]->arrive_and_wait(); }
 template <class F> void launch(F f, unsigned grid, unsigned block, unsigned grid_y = 1) {
     gridDim.x = grid; gridDim.y = grid_y; gridDim.z = 1; blockDim.x = block;
     for (unsigned by = 0; by < grid_y; ++by) {
