@@ -117,35 +117,25 @@ struct BlockCtx {
 };
 BlockCtx* g_ctx;
 inline void __syncthreads() { g_ctx->block->arrive_and_wait(); }
+// every lane of the warp puts v in, then reads lane src's (a whole warp only: the warp barrier)
 template <class T>
-inline T __shfl_xor_sync(unsigned, T v, int off) {
+inline T __simt_exchange(T v, int src) {
     static_assert(sizeof(T) <= 8, "4- or 8-byte shuffles");
-    const int t = threadIdx.x, w = t >> 5, l = t & 31;
-    std::memcpy(&g_ctx->wbuf[w][l], &v, sizeof(T));
-    g_ctx->warp[w]->arrive_and_wait();
-    T r;
-    std::memcpy(&r, &g_ctx->wbuf[w][l ^ off], sizeof(T));
-    g_ctx->warp[w]->arrive_and_wait();
-    return r;
-}
-template <class T>
-inline T __shfl_sync(unsigned, T v, int src) {
-    static_assert(sizeof(T) <= 8, "4- or 8-byte shuffles");
-    const int t = threadIdx.x, w = t >> 5, l = t & 31;
-    std::memcpy(&g_ctx->wbuf[w][l], &v, sizeof(T));
+    const int w = threadIdx.x >> 5;
+    std::memcpy(&g_ctx->wbuf[w][threadIdx.x & 31], &v, sizeof(T));
     g_ctx->warp[w]->arrive_and_wait();
     T r;
     std::memcpy(&r, &g_ctx->wbuf[w][src & 31], sizeof(T));
     g_ctx->warp[w]->arrive_and_wait();
     return r;
 }
+template <class T>
+inline T __shfl_xor_sync(unsigned, T v, int off) { return __simt_exchange(v, (int)(threadIdx.x & 31) ^ off); }
+template <class T>
+inline T __shfl_sync(unsigned, T v, int src) { return __simt_exchange(v, src); }
 inline int __all_sync(unsigned, int pred) {
-    const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
-    g_ctx->wbuf[w][l] = pred != 0;
-    g_ctx->warp[w]->arrive_and_wait();
     int all = 1;
-    for (int i = 0; i < 32; ++i) all &= (int)g_ctx->wbuf[w][i];
-    g_ctx->warp[w]->arrive_and_wait();
+    for (int l = 0; l < 32; ++l) all &= __shfl_sync(0xffffffffu, (int)(pred != 0), l);
     return all;
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { g_ctx->warp[threadIdx.x >> 5]->arrive_and_wait(); }
