@@ -70,6 +70,25 @@ def auto_vs_best(p: Point) -> tuple[float, str]:
     return p.gbs["auto"] / gbs, name
 
 
+# issue 10's two groups of points: the formats its goals were written for, and fp8 (swept since session 34)
+GROUPS = (("fp16/bf16/fp32", frozenset({"float16", "bfloat16", "float32"})),
+          ("fp8", frozenset({"float8_e4m3fn", "float8_e5m2"})))
+
+
+def group_lines(label: str, rated: list[tuple]) -> list[str]:
+    """One line per group of ``rated`` ((ratio, ..., point) sorted by ratio, the point last): its range of ``label``,
+    how many points below 1.0 and below 0.98, and its worst point."""
+    lines = []
+    for name, dtypes in GROUPS:
+        vs = [r for r in rated if r[-1].dtype in dtypes]
+        if vs:
+            worst = vs[0][-1]
+            lines.append(f"  {name}: {label} {vs[0][0]:.3f}-{vs[-1][0]:.3f}, {sum(r[0] < 1 for r in vs)} of {len(vs)} "
+                         f"below 1.0, {sum(r[0] < 0.98 for r in vs)} below 0.98 (worst {worst.dtype} {worst.layout} "
+                         f"n={worst.n})")
+    return lines
+
+
 def summary(points: list[Point]) -> list[str]:
     """The report's lines: one per (dtype, layout), then the sweep's worst points."""
     rated = sorted(((*auto_vs_best(p), p) for p in points), key=lambda vp: vp[0])  # (ratio, competitor, point)
@@ -91,6 +110,7 @@ def summary(points: list[Point]) -> list[str]:
             lines.append("; ".join(parts))
     lines.append(f"all: auto/best competitor {rated[0][0]:.3f}-{rated[-1][0]:.3f}, {sum(v < 1 for v, _, _ in rated)} "
                  f"of {len(rated)} below 1.0, {sum(v < 0.98 for v, _, _ in rated)} below 0.98")
+    lines += group_lines("auto/best competitor", rated)
     lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} against {name}" for v, name, p in rated if v < 0.98]
     fs = sorted(((p.gbs["auto"] / fastest_method(p)[0], p) for p in points), key=lambda vp: vp[0])
     lines += [f"auto/fastest tcreduce method min {v:.3f}: {p.dtype} {p.layout} n={p.n} ({fastest_method(p)[1]})"
@@ -122,6 +142,7 @@ def pick_summary(points: list[Point], gpu: str) -> list[str]:
     lines = [f"committed table's picks, each in its own column: pick/best competitor {rated[0][0]:.3f}-"
              f"{rated[-1][0]:.3f}, {sum(r[0] < 1 for r in rated)} of {len(rated)} below 1.0, "
              f"{sum(r[0] < 0.98 for r in rated)} below 0.98"]
+    lines += group_lines("pick/best competitor", rated)
     lines += [f"  {v:.3f} {p.dtype} {p.layout} n={p.n} ({pick}) against {name}"
               for v, name, _, _, pick, p in rated if v < 0.98]
     for label, i in (("pick/fastest tcreduce method", 2), ("pick/ceiling", 3)):

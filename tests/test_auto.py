@@ -239,6 +239,11 @@ def test_segment_summary_reads_the_committed_sweeps(segment_summary):
         ratio = worst.gbs["auto"] / mod.best_competitor(worst)[0]
         assert f"auto/best competitor {ratio:.3f}-" in "\n".join(lines), (path, ratio)
         assert all(0 < p.auto_ceiling < 1.2 for p in points), path
+        for name, dtypes in mod.GROUPS:  # issue 10's groups: each group line counts its own points
+            vs = [p.gbs["auto"] / mod.best_competitor(p)[0] for p in points if p.dtype in dtypes]
+            want = (f"  {name}: auto/best competitor {min(vs):.3f}-{max(vs):.3f}, {sum(v < 1 for v in vs)} of "
+                    f"{len(vs)} below 1.0, {sum(v < 0.98 for v in vs)} below 0.98" if vs else None)
+            assert want is None or any(ln.startswith(want) for ln in lines), (path, name, want)
 
 
 def test_segment_summary_rates_the_committed_tables_picks(segment_summary):
