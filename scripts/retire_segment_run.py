@@ -19,18 +19,20 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 
 def retire(csv_dir: Path, drop_dtypes: frozenset[str] = frozenset()) -> tuple[Path, int, int]:
     """Write ``csv_dir/segments_runs/<commit>.csv`` from ``csv_dir/segments.csv`` without the rows of
     ``drop_dtypes``; returns (path written, rows kept, rows read). ValueError if the header names no clean commit or the
     run exists already."""
+    from experiments.records import read_csv
+
     src = csv_dir / "segments.csv"
     lines = src.read_text().splitlines(keepends=True)
     header = [line for line in lines if line.startswith("#")]
     body = lines[len(header):]
-    meta = {k.strip(): v.strip() for k, _, v in (line[1:].partition(":") for line in header)}
-    commit = meta.get("commit", "")
+    commit = read_csv(src)[1].get("commit", "")
     if not re.fullmatch(r"[0-9a-f]{7,40}", commit):  # "unknown", or "<hash>+dirty": no commit's plans
         raise ValueError(f"{src}: its header names no clean commit ('# commit: {commit}')")
     commit = commit[:7]

@@ -117,25 +117,32 @@ struct BlockCtx {
 };
 BlockCtx* g_ctx;
 inline void __syncthreads() { g_ctx->block->arrive_and_wait(); }
-// every lane of the warp puts v in, then reads lane src's (a whole warp only: the warp barrier)
+// a warp's exchange (whole warps only): every lane puts v in its slot and waits for the others (__simt_put); lanes
+// then read any slots; __simt_done waits until every lane has read before the slots are reused
 template <class T>
-inline T __simt_exchange(T v, int src) {
+inline unsigned long long* __simt_put(T v) {
     static_assert(sizeof(T) <= 8, "4- or 8-byte shuffles");
     const int w = threadIdx.x >> 5;
     std::memcpy(&g_ctx->wbuf[w][threadIdx.x & 31], &v, sizeof(T));
     g_ctx->warp[w]->arrive_and_wait();
+    return g_ctx->wbuf[w];
+}
+inline void __simt_done() { g_ctx->warp[threadIdx.x >> 5]->arrive_and_wait(); }
+template <class T>
+inline T __shfl_sync(unsigned, T v, int src) {
+    const unsigned long long* slots = __simt_put(v);
     T r;
-    std::memcpy(&r, &g_ctx->wbuf[w][src & 31], sizeof(T));
-    g_ctx->warp[w]->arrive_and_wait();
+    std::memcpy(&r, &slots[src & 31], sizeof(T));
+    __simt_done();
     return r;
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned, T v, int off) { return __simt_exchange(v, (int)(threadIdx.x & 31) ^ off); }
-template <class T>
-inline T __shfl_sync(unsigned, T v, int src) { return __simt_exchange(v, src); }
+inline T __shfl_xor_sync(unsigned m, T v, int off) { return __shfl_sync(m, v, (int)(threadIdx.x & 31) ^ off); }
 inline int __all_sync(unsigned, int pred) {
+    const unsigned long long* slots = __simt_put((unsigned long long)(pred != 0));
     int all = 1;
-    for (int l = 0; l < 32; ++l) all &= __shfl_sync(0xffffffffu, (int)(pred != 0), l);
+    for (int l = 0; l < 32; ++l) all &= (int)slots[l];
+    __simt_done();
     return all;
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { g_ctx->warp[threadIdx.x >> 5]->arrive_and_wait(); }
