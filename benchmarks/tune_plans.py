@@ -362,15 +362,23 @@ for _r in (32768, 131072, 1 << 20):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
                                                        (_r, (1 << 29) // _r), 0,
                                                        [(40001, 2000), (32771, 4112), (70001, 208), (2049, 8208)])
+# ... and their walk on a resident grid (COLS_ONE_PASS_MIN_CHUNKS past the strip's chunks: the general walk's grid-stride
+# loop at COLS_WIDE_GENERAL's chunks in flight, no block turnover) where the H200 plans one pass of one-item strips
+# (the short path of 16 rows read 6% faster on a resident grid in session 42); the same sums, the bits checked
+for _r in (32, 64, 128, 256, 512):
+    SWEEPS[f"float8_e4m3fn_cols{_r}_wide_resident"] = (
+        tc_plan, [committed(tc_plan, *H200_WIDE, "COLS_WIDE_GENERAL", "COLS_ONE_PASS_MIN_CHUNKS")] + [
+            dict(H200_WIDE, COLS_WIDE_GENERAL={1: u}, COLS_ONE_PASS_MIN_CHUNKS=1 << 30) for u in (2, 1)],
+        "float8_e4m3fn", (_r, (1 << 29) // _r), 0, [(300, 2000), (64, 8208), (33, 30000), (40, 405504)])
 # ... and their short path (COLS_WIDE_SHORT: at most 16 rows, one chunk per strip; (strips in flight per warp, blocks
 # per SM), the spill-free settings) against the committed 64-column short path (0.822x `shuffle` at db78f48), in one
-# pass (COLS_SHORT_ONE_PASS: each warp loads its strips once, computes, stores and retires; at [16, 2^25] 16,384
-# blocks of 256 threads, 62 waves at 2 blocks per SM) and on a resident grid (the kernel's grid-stride loop: no block
-# turnover; 16-bit sums read 2-5% below one pass there in sessions 14-15, fp8 not measured)
+# pass (each warp loads its strips once, computes, stores and retires; at [16, 2^25] 16,384 blocks of 256 threads, 62
+# waves at 2 blocks per SM) and on a resident grid (the kernel's grid-stride loop: no block turnover; 16-bit sums read
+# 2-5% below one pass there in sessions 14-15, fp8 at (1, 4) 6% above it in session 42)
 SWEEPS["float8_e4m3fn_cols16_wide_short"] = (
-    tc_plan, [committed(tc_plan, *H200_WIDE, "COLS_WIDE_SHORT", "COLS_SHORT_ONE_PASS")] + [
-        dict(H200_WIDE, COLS_WIDE_SHORT={1: s}, COLS_SHORT_ONE_PASS=o)
-        for o in (True, False) for s in ((1, 4), (1, 3), (2, 3), (2, 2), (4, 2))],
+    tc_plan, [committed(tc_plan, *H200_WIDE, "COLS_WIDE_SHORT")] + [
+        dict(H200_WIDE, COLS_WIDE_SHORT={1: (*s, o)}) for o in (False, True)
+        for s in ((1, 4), (1, 3), (2, 3), (2, 2), (4, 2))],
     "float8_e4m3fn", (16, 1 << 25), 0, [(16, 1 << 20), (9, 100000), (16, 128 * 4099 + 48)])
 # shuffle_cols over short columns with many column chunks: narrower strips (several threads per column, more and
 # shorter blocks; another order of additions, the bits check follows the plan); the check shapes have column chunks

@@ -347,18 +347,19 @@ def test_gpu_wide_fp8_column_strips_general_walk_equals_emulator(dtype, unroll, 
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-@pytest.mark.parametrize("short,minb", [(1, 4), (2, 3), (4, 2)])
-def test_gpu_wide_fp8_column_strips_short_path_equals_emulator(dtype, short, minb, rng):
+@pytest.mark.parametrize("short,minb,once", [(1, 4, False), (1, 4, True), (2, 3, True), (4, 2, True)])
+def test_gpu_wide_fp8_column_strips_short_path_equals_emulator(dtype, short, minb, once, rng):
     """tc_cols' short path in fp8's 128-column strips (COLS_WIDE_SHORT patched on; at most 16 rows, one chunk per
-    strip): 16 rows and fewer (masked rows), a part-filled last strip, strips not a multiple of the strips per warp,
-    three leading items; GPU == twin bit for bit, called twice, every output written (a poisoned out), within the
-    bound."""
+    strip), in one pass and on a resident grid (whose warps stride over several groups of strips at [16, 2^20]): 16
+    rows and fewer (masked rows), a part-filled last strip, strips not a multiple of the strips per warp, three
+    leading items; GPU == twin bit for bit, called twice, every output written (a poisoned out), within the bound."""
     from tcreduce._device import current_device
     from tcreduce.plans import tensorcore
     from tcreduce.testing import patched_plans
 
     device = current_device()[1]
-    with patched_plans(tensorcore, dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: (short, minb)})):
+    knobs = dict(COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))}, COLS_WIDE_SHORT={1: (short, minb, once)})
+    with patched_plans(tensorcore, knobs):
         for shape in ((16, 1 << 20), (9, 100000), (1, 2000), (16, 128 * 4099 + 48), (3, 16, 5008)):
             p = _wide_strip_params(shape, dtype, device)
             assert (p.get("strip"), p["short_unroll"], p["blocks_per_sm"]) == (128, short, minb), (shape, p)

@@ -485,8 +485,8 @@ def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
 @pytest.mark.parametrize("family", ["H100", "H200"])
 def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
     """COLS_WIDE_SHORT (empty by default): fp8 first-axis sums of at most 16 rows (one chunk per strip) in 128-column
-    strips launch tc_cols' short path with LE = 16 at the knob's strips in flight and blocks per SM, a grid of one
-    pass over the warps' groups of strips; without the knob, and for 17 rows, rows aligned to 8 bytes only, chained
+    strips launch tc_cols' short path with LE = 16 at the knob's strips in flight and blocks per SM, on a grid of one
+    pass over the warps' groups of strips or a resident grid, as the knob says; without the knob, and for 17 rows, rows aligned to 8 bytes only, chained
     sums and 16-bit data, the plans stay. The twin reads splits (1), warps per strip (1) and chain: the same sums."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
@@ -496,15 +496,16 @@ def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
     device = named_device(family)
     problems = [Cols(1, 16, 1 << 25, 0, 1 << 25), Cols(1, 9, 100000, 0, 100000), Cols(3, 16, 5008, 16 * 5008, 5008)]
     keep = [Cols(1, 17, 1 << 20, 0, 1 << 20), Cols(1, 16, 100000, 0, 100008)]
-    for prob, dt, (short, minb), plan, before in _plans_with_wide_knob(device, problems, keep, "COLS_WIDE_SHORT",
-                                                                       ((1, 4), (2, 3), (4, 2))):
+    for prob, dt, (short, minb, once), plan, before in _plans_with_wide_knob(
+            device, problems, keep, "COLS_WIDE_SHORT", ((1, 4, True), (2, 3, True), (4, 2, True), (1, 4, False))):
         p = param_dict(plan)
         assert "strip" not in param_dict(before) and param_dict(before)["short_unroll"] == 1
         assert (p["strip"], p["short_unroll"], p["blocks_per_sm"], p["splits"], p["wps"]) == (128, short, minb, 1, 1), p
         assert plan.launches[0].kernel == f"tc_cols<{tc.ctype(dt)}, 256, 1, true, 1, float, {short}, 1, " \
                                           f"{minb}, false, 0, 16>"
         groups = -(-prob.a * -(-prob.b // 128) // short)  # warps' groups of `short` strips
-        assert p["grid"] == -(-groups // 8) and (plan.workspace_floats, plan.counters) == (0, 0), p
+        grid = -(-groups // 8) if once else min(-(-groups // 8), device.sm_count * minb)  # one pass, or resident
+        assert p["grid"] == grid and (plan.workspace_floats, plan.counters) == (0, 0), p
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
@@ -514,7 +515,7 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
     candidates skip more chunks in flight than a strip has), at (2, 2) from 1024 rows (COLS_WIDE_LONG_STRIPS; session
     40), their splits through the strips' general walk at 2 chunks in flight and at most 16 rows through their short
-    path at 2 strips in flight on 2 blocks per SM; the H100 keeps the module's plans (none of these)."""
+    path at 1 strip in flight on a resident grid of 4 blocks per SM (session 42); the H100 keeps the module's plans (none of these)."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols, Rows
     from tcreduce._plan import param_dict
@@ -542,7 +543,9 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     for r, b in ((1 << 20, 512), (32768, 16384)):  # splits of the rows
         assert kernel(Cols(1, r, b, 0, b), h200).endswith(", float, 0, 2, 2, false, 0, 16>"), r
         assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, r, b, 0, b), dtype, "float32", h100))
-    assert kernel(Cols(1, 16, 1 << 25, 0, 1 << 25), h200).endswith(", float, 2, 1, 2, false, 0, 16>")
+    short16 = tc.plan_tensorcore(Cols(1, 16, 1 << 25, 0, 1 << 25), dtype, "float32", h200)
+    assert short16.launches[0].kernel.endswith(", float, 1, 1, 4, false, 0, 16>")
+    assert param_dict(short16)["grid"] == h200.sm_count * 4  # a resident grid
     assert "strip" not in param_dict(tc.plan_tensorcore(Cols(1, 16, 1 << 25, 0, 1 << 25), dtype, "float32", h100))
 
 

@@ -181,10 +181,10 @@ ONE_PASS_TILES = True  # the other tc_rows, tc_rows_stream and tc_cols launches 
 COLS_ONE_PASS_MIN_CHUNKS = 0  # ... tc_cols from this many 16-row chunks per strip (fewer: a resident grid)
 COLS_STRIP = 64  # columns per warp strip in tc_cols (kernels/tensorcore.cu: SW)
 COLS_UNROLL_SHORT = 1  # 64-column strips in flight per warp in tc_cols when r <= 16 (4 blocks per SM) ...
-# ... on a grid of one pass (True) or a resident grid. Tune_plans run 58 (H100, session 15, [16, 2^24], GB/s): fp16
-# 2,566 -> 2,689 (1.006x shuffle), bf16 2,601 -> 2,656 (1.001x); 2 strips in flight 2,593-2,610 in one pass. An earlier
-# session read one pass 1% slower there. Run 56 (H200, session 14): fp16 3,690 -> 3,763 (0.983 -> 1.003x shuffle), bf16
-# 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass
+# ... on a grid of one pass (True) or a resident grid (fp8's 128-column strips: COLS_WIDE_SHORT). Tune_plans run 58
+# (H100, session 15, [16, 2^24], GB/s): fp16 2,566 -> 2,689 (1.006x shuffle), bf16 2,601 -> 2,656 (1.001x); 2 strips in
+# flight 2,593-2,610 in one pass. An earlier session read one pass 1% slower there. Run 56 (H200, session 14): fp16
+# 3,690 -> 3,763 (0.983 -> 1.003x shuffle), bf16 3,668 -> 3,733; 2 strips in flight 3,697-3,710 in one pass
 COLS_SHORT_ONE_PASS = True
 COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp in tc_cols otherwise (2 blocks per SM)
 # tc_cols plans in one pass without splits (a strip per group of warps) launch tc_cols<..., ONE_ITEM = true> where
@@ -225,14 +225,17 @@ COLS_WIDE_LONG_STRIPS: dict[int, tuple[int, tuple[tuple[int, int], ...]]] = {}
 # -> 3,617; 2^20 3,002 -> 3,902 (0.993) -> 3,478, GPU == emulator at every one. FAMILY_TUNING: an H200 takes 2; an
 # H100 is not measured
 COLS_WIDE_GENERAL: dict[int, int] = {}
-# ... and, by element size (fp8 only), (strips in flight per warp, blocks per SM) of their short path (at most 16 rows:
-# one chunk per strip, each mma from a zero C into a zero sum, the same flush as the 64-column short path's, so the
-# same sums); a size absent: 64-column strips. NVRTC sm_90 (session 37): (1, 2-4) 60-63 registers, (2, 2-3) 72, (4, 2)
-# 108, none spills; (2, 4), (4, 3) and (4, 4) spill. Tune_plans float8_e4m3fn_cols16_wide_short (H200, session 38,
-# [16, 2^25], GB/s, x shuffle of the same run): 64-column strips 2,811 (0.840); (1, 4) 3,083, (1, 3) 3,080, (2, 3)
-# 3,112, (2, 2) 3,120 (0.932), (4, 2) 3,022, GPU == emulator at every one. FAMILY_TUNING: an H200 takes (2, 2); an
-# H100 is not measured
-COLS_WIDE_SHORT: dict[int, tuple[int, int]] = {}
+# ... and, by element size (fp8 only), (strips in flight per warp, blocks per SM, one pass) of their short path (at
+# most 16 rows: one chunk per strip, each mma from a zero C into a zero sum, the same flush as the 64-column short
+# path's, so the same sums; one pass: a grid of one pass over the warps' groups of strips, else a resident grid whose
+# warps stride over them, as COLS_SHORT_ONE_PASS is for 64-column strips); a size absent: 64-column strips. NVRTC
+# sm_90 (session 37): (1, 2-4) 60-63 registers, (2, 2-3) 72, (4, 2) 108, none spills; (2, 4), (4, 3) and (4, 4) spill.
+# Tune_plans float8_e4m3fn_cols16_wide_short (H200, [16, 2^25], GB/s, x shuffle of the same run), in one pass: session
+# 38 64-column strips 2,811 (0.840); (1, 4) 3,083, (1, 3) 3,080, (2, 3) 3,112, (2, 2) 3,120 (0.932), (4, 2) 3,022;
+# session 42 (1, 4) 3,093, (1, 3) 3,094, (2, 3) 3,166, (2, 2) 3,152, (4, 2) 3,043; on a resident grid (session 42):
+# (1, 4) 3,294 (0.954), (1, 3) 3,183, (2, 3) 3,228, (2, 2) 2,984, (4, 2) 3,156; GPU == emulator at every one.
+# FAMILY_TUNING: an H200 takes (1, 4) on a resident grid; an H100 is not measured
+COLS_WIDE_SHORT: dict[int, tuple[int, int, bool]] = {}
 # ... and the one-item walks of 16-bit data over at least this many rows load their whole chunks evict-first in L1
 # and L2 (tcr::load16's MODE 3; shuffle's COLS_EVICT_FIRST_MIN_ROWS likewise), the others through __ldg; keyed by bytes
 # per element (2; 1 for fp8's 128-column strips, whose lanes load 16 bytes per row: its 64-column strips load 8 and
@@ -282,7 +285,7 @@ FAMILY_TUNING: dict[str, dict[str, Any]] = {
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)},
                  ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))},
                  COLS_WIDE_LONG_STRIPS={1: (1024, ((2, 2), (1, 3)))}, COLS_WIDE_GENERAL={1: 2},
-                 COLS_WIDE_SHORT={1: (2, 2)}, SHORT_ROWS_STREAM_TUNING={(1, 1): (4, 6)}),
+                 COLS_WIDE_SHORT={1: (1, 4, False)}, SHORT_ROWS_STREAM_TUNING={(1, 1): (4, 6)}),
 }
 _THIS = sys.modules[__name__]
 
@@ -320,9 +323,10 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
                candidates: tuple[tuple[int, int], ...] | None) -> Plan | None:
     """tc_cols' plan in strips of ``strip_cols`` columns (64, or 128 for fp8's wide strips: tc_cols' LE =
     strip_cols / 8), with ``candidates`` for its one-item walk (COLS_ONE_ITEM_TUNING's or COLS_WIDE_STRIPS'). The
-    wide strips' short path (one chunk per strip) takes COLS_WIDE_SHORT's strips in flight and blocks per SM, their
-    general walk (splits, or strips of several warps the one-item walk leaves) COLS_WIDE_GENERAL's chunks in flight;
-    None where that knob lacks the element size (the caller plans 64-column strips)."""
+    wide strips' short path (one chunk per strip) takes COLS_WIDE_SHORT's strips in flight, blocks per SM and grid
+    (one pass or resident), their general walk (splits, or strips of several warps the one-item walk leaves)
+    COLS_WIDE_GENERAL's chunks in flight; None where that knob lacks the element size (the caller plans 64-column
+    strips)."""
     out_t, in_t = ctype(common["out_dtype"]), ctype(common["in_dtype"])
     aligned = is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 8 * isz)
     strips = problem.a * cdiv(problem.b, strip_cols)
@@ -338,10 +342,12 @@ def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: Device
             wide_short = tuned(_THIS, "COLS_WIDE_SHORT", device).get(isz)
             if wide_short is None:
                 return None
-            short, short_minb = wide_short
+            short, short_minb, short_one_pass = wide_short
+        else:
+            short_one_pass = tuned(_THIS, "COLS_SHORT_ONE_PASS", device)
         # a warp takes `short` adjacent strips
         work = split_work(cdiv(strips, short), 1, BLOCK // 32, device, short_minb)
-        if tuned(_THIS, "COLS_SHORT_ONE_PASS", device):
+        if short_one_pass:
             work = one_pass(work, cdiv(strips, short), BLOCK // 32)
     if ONE_PASS_TILES and not short and chunks >= tuned(_THIS, "COLS_ONE_PASS_MIN_CHUNKS", device):
         work = one_pass(work, strips, BLOCK // 32)
