@@ -7,9 +7,10 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:26:26+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:21:59+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit b479fb650b0e, 2026-11-30T23:35:37+00:00
   segments_runs/1245da0.csv: NVIDIA H200 (132 SMs), commit 1245da0, 2026-11-30T06:19:11+00:00
   segments_runs/1e1d5b4.csv: NVIDIA H200 (132 SMs), commit 1e1d5b40c7c1, 2026-11-30T19:28:42+00:00
+  segments_runs/7ef120a.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:21:59+00:00
   segments_runs/9dcc468.csv: NVIDIA H200 (132 SMs), commit 9dcc468, 2026-11-30T11:27:02+00:00
   segments_runs/a0d2c8a.csv: NVIDIA H200 (132 SMs), commit a0d2c8a, 2026-11-30T15:44:11+00:00
   segments_runs/d6709fe.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
