@@ -22,6 +22,13 @@ regimes, GB/s = bytes read / median time:
   of k * (2 MiB + 4 KiB + 256) bytes, so at other addresses and other physical pages (does a method's speed depend on
   where its input lies?).
 
+With ``--turns N`` each case then also takes N turns of one call per method, each turn in a new random order
+(:func:`experiments.timing.interleaved_samples`, about N x 1 ms at 512 MiB): every method meets the GPU's states of
+those seconds alike. Per method it prints GB/s at p10 / p50 / p90, the share of samples more than 1.5% slower than
+its p10 (a slow state), and the correlation of its per-turn times with each other method's (1: they switch
+together, as a shared GPU state would make them; about 0: a state of that kernel alone); the samples, in the order
+taken, go to regimes_series.csv.
+
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
 (``dynamic=False``, as ``experiments.competitors`` compiles it) and, for first-axis cases, read_probe's ``col_walk`` in
 shuffle_cols' one-item shape (its reads alone). Writes regimes.csv (with the metadata line).
@@ -102,6 +109,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
     ap.add_argument("--placements", type=int, default=0)
+    ap.add_argument("--turns", type=int, default=0, help="interleaved turns of one call per method (0: none)")
     args = ap.parse_args()
     import cupy
     import torch
@@ -110,14 +118,14 @@ def main() -> None:
     from experiments.competitors import torch_stream_guard
     from experiments.env import command_line, device_info, git_info
     from experiments.inputs import case_seed, random_pool
-    from experiments.timing import TimingConfig, time_gpu
+    from experiments.timing import Timed, TimingConfig, interleaved_samples, time_gpu
     from perf_floor import make_input
     from tcreduce.formats import get_format
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = TimingConfig()
-    rows = []
+    rows, series_rows = [], []
     for case in args.cases.split(","):
         dtype, form, n_text = case.split(":")
         n = int(n_text)
@@ -166,10 +174,36 @@ def main() -> None:
                              "GBps": round(x.nbytes / sec / 1e9, 1)})
                 print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
+        if args.turns:
+            timed = {name: Timed(fn, [x], torch_stream_guard) for name, (fn, _) in methods.items()}
+            series = interleaved_samples(timed, args.turns)
+            _print_series(case, series, x.nbytes)
+            series_rows += [{"case": case, "turn": k, "method": name, "us": round(sec * 1e6, 2)}
+                            for name, times in series.items() for k, sec in enumerate(times)]
         del x, t, y, ty, twin, placed, gaps, study
         cupy.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
-    _write(out / "regimes.csv", rows, {**device_info(), **git_info(), "command": command_line()})
+    meta = {**device_info(), **git_info(), "command": command_line()}
+    _write(out / "regimes.csv", rows, meta)
+    if series_rows:
+        _write(out / "regimes_series.csv", series_rows, meta)
+
+
+def _print_series(case: str, series: dict, nbytes: int, slow: float = 1.015) -> None:
+    """Per method of one case's interleaved samples (label -> seconds per call, in the order taken): GB/s at p10 / p50
+    / p90, the share of samples more than ``slow`` times its fastest tenth (p10 time), and the correlation of its
+    per-turn times with each other method's."""
+    import numpy as np
+
+    names = list(series)
+    corr = np.corrcoef(np.array([series[n] for n in names]))
+    for i, name in enumerate(names):
+        times = series[name]
+        p10, p50, p90 = np.percentile(times, [10, 50, 90])
+        share = float(np.mean(times > slow * p10))
+        others = " ".join(f"{other[:10]} {corr[i, j]:+.2f}" for j, other in enumerate(names) if j != i)
+        gbs = " / ".join(f"{nbytes / sec / 1e9:7.1f}" for sec in (p10, p50, p90))
+        print(f"{case:20s} {name:17s} interleaved GB/s {gbs}  slow {share:4.0%}  r: {others}", flush=True)
 
 
 if __name__ == "__main__":

@@ -271,15 +271,30 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
     tcreduce's). Each label's time is the mean of its samples from the 10th to the 90th percentile (``median_s``; p10
     and p90 beside it): on a host that flips between two states the samples have two modes, whose median jumps between
     them for labels of the same cost, while their mean is the time per call of a long stream of calls."""
-    import cupy
-
     labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
     out = dict(first)
     if not labels:
         return out
+    batch = max(first[label].batch for label in labels)
+    series = interleaved_samples({label: timed[label] for label in labels}, samples, batch, seed)
+    for label in labels:
+        times = series[label]
+        p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
+        mid = times[(times >= p10) & (times <= p90)]
+        out[label] = Timing(float(mid.mean()), float(p10), float(p90), samples, batch,
+                            min(len(timed[label].inputs), samples * batch))
+    return out
+
+
+def interleaved_samples(timed: dict[str, Timed], samples: int, batch: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seconds per call of each label's ``samples`` samples, in the order taken: ``samples`` turns, each taking one
+    sample of every label of ``timed`` (``batch`` back-to-back calls between two CUDA events, the label's inputs in
+    turn) in a new random order (:func:`turn_order`), from one pinned CPU (:func:`pinned`)."""
+    import cupy
+
+    labels = list(timed)
     events: dict[str, list] = {label: [] for label in labels}
     k = dict.fromkeys(labels, 0)
-    batch = max(first[label].batch for label in labels)
     rng = np.random.default_rng(seed)
     with pinned():
         stream = cupy.cuda.get_current_stream()
@@ -295,13 +310,8 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
                     e.record(stream)
                 events[label].append((s, e))
         stream.synchronize()
-    for label in labels:
-        times = np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events[label]])
-        p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
-        mid = times[(times >= p10) & (times <= p90)]
-        out[label] = Timing(float(mid.mean()), float(p10), float(p90), samples, batch,
-                            min(len(timed[label].inputs), k[label]))
-    return out
+    return {label: np.array([cupy.cuda.get_elapsed_time(s, e) / 1e3 / batch for s, e in events[label]])
+            for label in labels}
 
 
 def turn_order(labels: list[str], rng: np.random.Generator) -> list[str]:
