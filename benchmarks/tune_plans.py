@@ -362,9 +362,10 @@ for _r in (32768, 131072, 1 << 20):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_general"] = (tc_plan, TC_WIDE_GENERAL, "float8_e4m3fn",
                                                        (_r, (1 << 29) // _r), 0,
                                                        [(40001, 2000), (32771, 4112), (70001, 208), (2049, 8208)])
-# ... and their walk on a resident grid (COLS_ONE_PASS_MIN_CHUNKS past the strip's chunks: the general walk's grid-stride
-# loop at COLS_WIDE_GENERAL's chunks in flight, no block turnover) where the H200 plans one pass of one-item strips
-# (the short path of 16 rows read 6% faster on a resident grid in session 42); the same sums, the bits checked
+# ... and their walk on a resident grid (COLS_ONE_PASS_MIN_CHUNKS past the strip's chunks: the general walk's
+# grid-stride loop at COLS_WIDE_GENERAL's chunks in flight, no block turnover) where the H200 plans one pass of
+# one-item strips (the short path of 16 rows read 4% above its one-pass plan on a resident grid in session 42); the
+# same sums, the bits checked
 for _r in (32, 64, 128, 256, 512):
     SWEEPS[f"float8_e4m3fn_cols{_r}_wide_resident"] = (
         tc_plan, [committed(tc_plan, *H200_WIDE, "COLS_WIDE_GENERAL", "COLS_ONE_PASS_MIN_CHUNKS")] + [

@@ -486,8 +486,9 @@ def test_tc_cols_wide_strips_take_the_general_walk_where_tuned(family):
 def test_tc_cols_wide_strips_take_the_short_path_where_tuned(family):
     """COLS_WIDE_SHORT (empty by default): fp8 first-axis sums of at most 16 rows (one chunk per strip) in 128-column
     strips launch tc_cols' short path with LE = 16 at the knob's strips in flight and blocks per SM, on a grid of one
-    pass over the warps' groups of strips or a resident grid, as the knob says; without the knob, and for 17 rows, rows aligned to 8 bytes only, chained
-    sums and 16-bit data, the plans stay. The twin reads splits (1), warps per strip (1) and chain: the same sums."""
+    pass over the warps' groups of strips or a resident grid, as the knob says; without the knob, and for 17 rows,
+    rows aligned to 8 bytes only, chained sums and 16-bit data, the plans stay. The twin reads splits (1), warps per
+    strip (1) and chain: the same sums."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
@@ -515,7 +516,8 @@ def test_h200_plans_its_own_fp8_tensorcore_paths(dtype):
     first-axis sums in 128-column strips at (4, 2), or (1, 3) for strips of fewer than 4 chunks (COLS_WIDE_STRIPS'
     candidates skip more chunks in flight than a strip has), at (2, 2) from 1024 rows (COLS_WIDE_LONG_STRIPS; session
     40), their splits through the strips' general walk at 2 chunks in flight and at most 16 rows through their short
-    path at 1 strip in flight on a resident grid of 4 blocks per SM (session 42); the H100 keeps the module's plans (none of these)."""
+    path at 1 strip in flight on a resident grid of 4 blocks per SM (session 42); the H100 keeps the module's plans
+    (none of these)."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols, Rows
     from tcreduce._plan import param_dict
