@@ -22,6 +22,10 @@ regimes, GB/s = bytes read / median time:
   of k * (2 MiB + 4 KiB + 256) bytes, so at other addresses and other physical pages (does a method's speed depend on
   where its input lies?).
 
+With ``--pad P`` every input is a view of the case's shape in rows of P more elements (a row pitch that is no power
+of two; 16-byte aligned where P x itemsize is a multiple of 16), without the study input and the walk: does the power
+of two pitch of 512 MiB first-axis cases (rows 1-4 MiB apart) decide how fast a kernel reads them?
+
 With ``--turns N`` each case then also takes N turns of one call per method, each turn in a new random order
 (:func:`experiments.timing.interleaved_samples`, about N x 1 ms at 512 MiB): every method meets the GPU's states of
 those seconds alike. Per method it prints GB/s at p10 / p50 / p90, the share of samples more than 1.5% slower than
@@ -110,6 +114,7 @@ def main() -> None:
     ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
     ap.add_argument("--placements", type=int, default=0)
     ap.add_argument("--turns", type=int, default=0, help="interleaved turns of one call per method (0: none)")
+    ap.add_argument("--pad", type=int, default=0, help="elements added to each row's pitch (the inputs become views)")
     args = ap.parse_args()
     import cupy
     import torch
@@ -131,17 +136,23 @@ def main() -> None:
         n = int(n_text)
         other = TOTAL_BYTES // get_format(dtype).itemsize // n
         shape, axis = ((n, other), 0) if form == "cols" else ((other, n), -1)
-        x, t, kw = make_input(cupy.random.default_rng(1), shape, dtype, torch)
-        y, ty, _ = make_input(cupy.random.default_rng(2), shape, dtype, torch)
+
+        def made(seed: int):
+            """make_input's (array, torch view, kwargs) of ``shape``, in rows of ``--pad`` more elements."""
+            a, ta, kwa = make_input(cupy.random.default_rng(seed), (shape[0], shape[1] + args.pad), dtype, torch)
+            return (a[:, :shape[1]], ta[:, :shape[1]], kwa) if args.pad else (a, ta, kwa)
+
+        x, t, kw = made(1)
+        y, ty, _ = made(2)
         twin = {id(x): t, id(y): ty}  # the torch view of each CuPy input
         placed, gaps = [], []
         for k in range(args.placements):
             gaps.append(cupy.empty((k + 1) * ((2 << 20) + 4096 + 256), dtype=cupy.uint8))
-            xk, tk, _ = make_input(cupy.random.default_rng(3 + k), shape, dtype, torch)
+            xk, tk, _ = made(3 + k)
             placed.append(xk)
             twin[id(xk)] = tk
         study = None
-        if dtype in ("float16", "float32"):
+        if dtype in ("float16", "float32") and not args.pad:
             study = random_pool(dtype, TOTAL_BYTES // get_format(dtype).itemsize, seed=case_seed("segments", dtype),
                                 low=-0.25, high=0.75).reshape(shape)
             twin[id(study)] = torch.from_dlpack(study)
@@ -151,7 +162,8 @@ def main() -> None:
         methods = {m: (lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, **kw),
                        lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, out=o, **kw))
                    for m in ("shuffle", "tensorcore", "auto")}
-        if form == "cols":  # shuffle_cols' walk alone (read_probe's col_walk: 4 rows in flight, 4 blocks per SM)
+        if form == "cols" and not args.pad:  # shuffle_cols' walk alone (read_probe's col_walk: 4 rows in flight,
+            # 4 blocks per SM)
             methods["walk (read_probe)"] = (_col_walk(n, x.nbytes // n // 16), None)
         methods["torch.sum"] = (lambda a, tw=twin: torch.sum(tw[id(a)], dim=axis, dtype=torch.float32), None)
         methods["torch.compile"] = (lambda a, tw=twin: compiled(tw[id(a)]), None)
