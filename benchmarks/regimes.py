@@ -34,8 +34,10 @@ together, as a shared GPU state would make them; about 0: a state of that kernel
 taken, go to regimes_series.csv.
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
-(``dynamic=False``, as ``experiments.competitors`` compiles it) and, for first-axis cases, read_probe's ``col_walk`` in
-shuffle_cols' one-item shape (its reads alone). Writes regimes.csv (with the metadata line).
+(``experiments.competitors.CompiledSum``, as the studies compile it; the configurations its autotuners kept in this
+process are printed and go to the CSV's note column: they differ from process to process) and, for first-axis cases,
+read_probe's ``col_walk`` in shuffle_cols' one-item shape (its reads alone). Writes regimes.csv (with the metadata
+line).
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def main() -> None:
     import torch
 
     import tcreduce
-    from experiments.competitors import torch_stream_guard
+    from experiments.competitors import CompiledSum, torch_stream_guard
     from experiments.env import command_line, device_info, git_info
     from experiments.inputs import case_seed, random_pool
     from experiments.timing import Timed, TimingConfig, interleaved_samples, time_gpu
@@ -156,7 +158,11 @@ def main() -> None:
             study = random_pool(dtype, TOTAL_BYTES // get_format(dtype).itemsize, seed=case_seed("segments", dtype),
                                 low=-0.25, high=0.75).reshape(shape)
             twin[id(study)] = torch.from_dlpack(study)
-        compiled = torch.compile(lambda a: torch.sum(a, dim=axis, dtype=torch.float32), dynamic=False)
+        compiled = CompiledSum(axis)  # the study's torch.compile'd sum: compiled, autotuned and checked per shape
+        with torch_stream_guard():
+            compiled.prepare(t)
+        picks = compiled.describe(t)  # the configurations inductor's autotuners kept in this process
+        print(f"{case:20s} torch.compile kept: {picks}", flush=True)
         res_shape = tcreduce.sum(x, axis=axis, method="shuffle", **kw).shape
         o = cupy.empty(res_shape, dtype=cupy.float32)
         methods = {m: (lambda a, m=m: tcreduce.sum(a, axis=axis, method=m, **kw),
@@ -183,7 +189,7 @@ def main() -> None:
                     regimes[f"placement {k + 1}"] = time_gpu(fn, [xk], cfg).median_s
             for regime, sec in regimes.items():
                 rows.append({"case": case, "method": name, "regime": regime, "us": round(sec * 1e6, 2),
-                             "GBps": round(x.nbytes / sec / 1e9, 1)})
+                             "GBps": round(x.nbytes / sec / 1e9, 1), "note": picks if name == "torch.compile" else ""})
                 print(f"{case:20s} {name:14s} {regime:26s} {sec * 1e6:9.2f} us {x.nbytes / sec / 1e9:8.1f} GB/s",
                       flush=True)
         if args.turns:
