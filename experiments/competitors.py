@@ -121,6 +121,18 @@ def torch_stream_guard():
     return torch.cuda.stream(torch.cuda.ExternalStream(ptr))
 
 
+def competitor_context(call: Any) -> Callable[[], Any]:
+    """The context a competitor's calls run in when timed: its own (CuPy's accelerators) with torch on CuPy's
+    current stream (:func:`torch_stream_guard`), as :class:`experiments.timing.Timed` takes it."""
+    def context() -> Any:
+        stack = contextlib.ExitStack()
+        stack.enter_context(call.context())
+        stack.enter_context(torch_stream_guard())
+        return stack
+
+    return context
+
+
 # -------------------------------------------------------------------------------------- tuned competitors
 def _triton_missing() -> str:
     if torch_cuda() is None:

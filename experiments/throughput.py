@@ -21,14 +21,13 @@ throughput_calls.png/.pdf (back-to-back calls from Python).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 
 from .ceiling import measure_ceiling, read_launcher
-from .competitors import competitors, torch_stream_guard, tuned_missing
+from .competitors import competitor_context, competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, l2_bytes, torch_missing_reason
 from tcreduce.formats import get_format
@@ -173,13 +172,7 @@ def _timed(kind: str, call: Any, inputs: list, ceiling: Any) -> Timed:
     if kind == "ceiling":
         return Timed(read_launcher(ceiling.read_config), inputs)
     if kind == "competitor":
-        def context() -> Any:
-            stack = contextlib.ExitStack()
-            stack.enter_context(call.context())
-            stack.enter_context(torch_stream_guard())
-            return stack
-
-        return Timed(call.call, inputs, context)
+        return Timed(call.call, inputs, competitor_context(call))
     return Timed(call, inputs)
 
 

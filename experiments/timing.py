@@ -270,7 +270,9 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
     every label alike, and every label follows every other as often (a call after torch's code runs slower than after
     tcreduce's). Each label's time is the mean of its samples from the 10th to the 90th percentile (``median_s``; p10
     and p90 beside it): on a host that flips between two states the samples have two modes, whose median jumps between
-    them for labels of the same cost, while their mean is the time per call of a long stream of calls."""
+    them for labels of the same cost, while their mean is the time per call of a long stream of calls. With
+    ``below_s = math.inf`` every label of ``timed`` is re-timed (the segment study's contenders: GPU-bound calls whose
+    back-to-back speed can settle into one of two levels for seconds)."""
     labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
     out = dict(first)
     if not labels:
