@@ -10,8 +10,8 @@ regimes.py's process the autotuner kept XBLOCK 256, R0_BLOCK 2, 4 warps and read
 - compiles ``triton_red_fused_sum_0`` as inductor writes it for ``torch.sum(x, 0, dtype=float32)`` with static
   shapes (``replica_kernel``: an [XBLOCK, R0_BLOCK] tile of columns x rows, rows walked R0_BLOCK at a time with
   evict-first loads into a tile accumulator, summed over the rows at the end) at each configuration of ``CONFIGS``,
-  checks each against a float64 sum, and writes its TTGIR, PTX and cubin to DIR/<case>_<config>.* (its layout and
-  loads: disassemble the cubin with ``nvdisasm``);
+  checks each against a float64 sum, and writes the TTGIR, PTX and cubin of the first ``DUMPED`` configurations to
+  DIR/<case>_<config>.* (their layout and loads: disassemble the cubin with ``nvdisasm``);
 - takes ``--turns`` interleaved turns (:func:`experiments.timing.interleaved_samples`: one call of every label per
   turn, in a new random order) of tcreduce's ``shuffle`` and ``tensorcore``, torch.compile's sum (its kept
   configuration printed) and every replica configuration, all on the same input, and prints GB/s (bytes read /
@@ -39,6 +39,8 @@ TOTAL_BYTES = 1 << 29
 # then neighbours of the first
 CONFIGS = ((64, 4, 8), (256, 2, 4), (64, 4, 4), (32, 8, 8), (128, 4, 8), (64, 8, 8), (128, 2, 4), (64, 2, 2),
            (32, 4, 4), (16, 16, 8))
+DUMPED = 2  # the first configurations of CONFIGS whose TTGIR, PTX and cubin are written (the device tool returns few
+# files)
 
 
 def replica_kernel():
@@ -111,9 +113,10 @@ def main() -> None:
             if not err <= tol:
                 raise AssertionError(f"{case} replica {cfg}: max error {err} > {tol}")
             stem = f"{dtype}_{r}_x{cfg[0]}_r{cfg[1]}_w{cfg[2]}"
-            for kind in ("ttgir", "ptx"):
-                (out / f"{stem}.{kind}").write_text(compiled.asm[kind])
-            (out / f"{stem}.cubin").write_bytes(compiled.asm["cubin"])
+            if cfg in CONFIGS[:DUMPED]:
+                for kind in ("ttgir", "ptx"):
+                    (out / f"{stem}.{kind}").write_text(compiled.asm[kind])
+                (out / f"{stem}.cubin").write_bytes(compiled.asm["cubin"])
             regs.append(f"{stem}: {compiled.n_regs} registers, {compiled.n_spills} spills")
             methods[f"replica {cfg[0]}x{cfg[1]} w{cfg[2]}"] = lambda _x, cfg=cfg: replica_call(cfg)[0]
         for m in ("shuffle", "tensorcore"):
