@@ -879,6 +879,43 @@ def planned(module: Any, setting: dict | None):
     return contextlib.nullcontext() if setting is None else patched(module, setting)
 
 
+def setting_label(setting: dict | None) -> str:
+    return "(as this GPU plans it)" if setting is None else " ".join(f"{k}={v}" for k, v in setting.items())
+
+
+def interleaved_sweep(module: Any, settings: list[dict], dtype: str, x: Any, axis: Any, kw: dict, method: str,
+                      check_shapes: list, rng: np.random.Generator, turns: int) -> None:
+    """``--turns``: each setting's bits checked, then its plan fixed in a :func:`tcreduce.reducer` handle built while
+    the setting is patched; ``turns`` interleaved turns of every handle and ``shuffle`` as this GPU plans it
+    (:func:`experiments.timing.interleaved_samples`), each timed as the mean of its samples' middle 80%."""
+    import cupy
+
+    import tcreduce
+    from experiments.timing import Timed, interleaved_samples, middle_mean
+
+    def handle(method_name: str) -> Timed:
+        r = tcreduce.reducer(like=x, axis=axis, method=method_name, **kw)
+        out = cupy.empty(r.result_shape, r.result_dtype)
+        return Timed(lambda xx: r(xx, out=out), [x])
+
+    timed, checks = {"shuffle": handle("shuffle")}, {}
+    for setting in [None, *settings]:
+        label = setting_label(setting)
+        try:
+            with planned(module, setting):
+                checks[label] = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)
+                timed[label] = handle(method)
+        except Exception as e:  # report and go on
+            print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)
+    series = interleaved_samples(timed, turns)
+    base = middle_mean(series.pop("shuffle"))[0]
+    for label, times in series.items():
+        t, p10, p90 = middle_mean(times)
+        print(f"  {label:60} {x.nbytes / t / 1e9:6.0f} GB/s {t * 1e6:9.2f} us (p10 {p10 * 1e6:.2f}, p90 "
+              f"{p90 * 1e6:.2f})  x shuffle {base / t:.3f}  GPU == emulator: {'yes' if checks[label] else 'NO'}",
+              flush=True)
+
+
 def kernels_of(names: list[str], device: Any) -> set[tuple[str, str]]:
     """(source, name expression) of every launch the sweeps ``names`` make on ``device`` (each setting, the large
     shape and the check shapes, contiguous and 16-byte aligned as the sweep allocates them)."""
@@ -936,6 +973,10 @@ def main() -> None:
                     help="first compile every kernel of the chosen sweeps on N processes (0: compile as they run)")
     ap.add_argument("--device", default="", help="with --precompile and no GPU: compile for this GPU (e.g. H100) "
                     "and exit")
+    ap.add_argument("--turns", type=int, default=0, metavar="N",
+                    help="time the settings of a sweep together in N interleaved turns (one call of each per turn, "
+                    "in a random order; GB/s from the mean of the middle 80%% of samples) instead of one after another "
+                    "back to back, where a 512 MiB call can keep one of two speeds 2.5%% apart for seconds")
     ap.add_argument("--graph", action="store_true", help="time every call inside a CUDA graph (the GPU's time per "
                     "call without host dispatch: small sizes, the *_flat_cluster_* sweeps)")
     args = ap.parse_args()
@@ -979,9 +1020,12 @@ def main() -> None:
                     base[comp.label] = timed(lambda: comp.call(xt), args.reps, "torch")
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s ({t * 1e6:.2f} us)" for k, t in base.items()), flush=True)
+        if args.turns:
+            interleaved_sweep(module, settings, dtype, x, axis, kw, method, check_shapes, rng, args.turns)
+            x = xt = None
+            continue
         for setting in [None, *settings]:
-            label = ("(as this GPU plans it)" if setting is None
-                     else " ".join(f"{k}={v}" for k, v in setting.items()))
+            label = setting_label(setting)
             try:
                 with planned(module, setting):
                     ok = all(bits_match(dtype, s, axis, rng, method) for s in check_shapes)

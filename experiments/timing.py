@@ -31,7 +31,7 @@ import numpy as np
 from .env import gpu_local_cpus, torch_cuda
 
 __all__ = ["Timing", "TimingConfig", "Timed", "time_gpu", "time_graph", "time_interleaved", "turn_order", "fill_timing",
-           "HOST_BOUND_S", "HOST_SAMPLES", "timing_cpu", "pinned"]
+           "interleaved_samples", "middle_mean", "HOST_BOUND_S", "HOST_SAMPLES", "timing_cpu", "pinned"]
 
 HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: time_interleaved re-times them
 # samples per host-bound label in time_interleaved. Until session 26 host-bound points were re-timed in 7 rounds of
@@ -280,12 +280,16 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
     batch = max(first[label].batch for label in labels)
     series = interleaved_samples({label: timed[label] for label in labels}, samples, batch, seed)
     for label in labels:
-        times = series[label]
-        p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
-        mid = times[(times >= p10) & (times <= p90)]
-        out[label] = Timing(float(mid.mean()), float(p10), float(p90), samples, batch,
-                            min(len(timed[label].inputs), samples * batch))
+        mean, p10, p90 = middle_mean(series[label])
+        out[label] = Timing(mean, p10, p90, samples, batch, min(len(timed[label].inputs), samples * batch))
     return out
+
+
+def middle_mean(times: np.ndarray) -> tuple[float, float, float]:
+    """(mean of the samples from the 10th to the 90th percentile, p10, p90) of one label's interleaved samples (any
+    unit): :func:`time_interleaved`'s time per call."""
+    p10, p90 = np.percentile(times, 10), np.percentile(times, 90)
+    return float(times[(times >= p10) & (times <= p90)].mean()), float(p10), float(p90)
 
 
 def interleaved_samples(timed: dict[str, Timed], samples: int, batch: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
