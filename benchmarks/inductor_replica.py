@@ -13,9 +13,10 @@ regimes.py's process the autotuner kept XBLOCK 256, R0_BLOCK 2, 4 warps and read
   checks each against a float64 sum, and writes the TTGIR, PTX and cubin of the first ``DUMPED`` configurations to
   DIR/<case>_<config>.* (their layout and loads: disassemble the cubin with ``nvdisasm``);
 - takes ``--turns`` interleaved turns (:func:`experiments.timing.interleaved_samples`: one call of every label per
-  turn, in a new random order) of tcreduce's ``shuffle`` and ``tensorcore``, torch.compile's sum (its kept
-  configuration printed) and every replica configuration, all on the same input, and prints GB/s (bytes read /
-  time) at p10 / p50 / p90 per label, then the replicas' registers and spills.
+  turn, in a new random order, each sample after a read of twice the L2's size unless ``--no-scrub``) of
+  tcreduce's ``shuffle`` and ``tensorcore``, torch.compile's sum (its kept configuration printed) and every replica
+  configuration, all on the same input, and prints GB/s (bytes read / time) at p10 / p50 / p90 per label, then the
+  replicas' registers and spills.
 
 Writes inductor_replica.csv (one row per case and label, with the metadata line) and the inductor source files found
 in its cache (DIR/inductor_src/).
@@ -75,6 +76,8 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--cases", default="float32:128,float16:128")
+    ap.add_argument("--no-scrub", action="store_true", help="no read of twice the L2 before each sample "
+                    "(experiments.ceiling.l2_scrubber), as session 43 first ran it")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,6 +89,7 @@ def main() -> None:
     import tcreduce
     from experiments.competitors import CompiledSum, torch_stream_guard
     from experiments.env import command_line, device_info, git_info
+    from experiments.ceiling import l2_scrubber
     from experiments.timing import Timed, interleaved_samples
 
     kernel = replica_kernel()
@@ -130,7 +134,7 @@ def main() -> None:
         for name in methods:  # warm-up: every label once, outside the samples
             with timed[name].context():
                 timed[name].fn(x)
-        series = interleaved_samples(timed, args.turns)
+        series = interleaved_samples(timed, args.turns, before=None if args.no_scrub else l2_scrubber())
         for name, times in series.items():
             p10, p50, p90 = np.percentile(times, [10, 50, 90])
             gbs = [x.nbytes / s / 1e9 for s in (p10, p50, p90)]

@@ -27,10 +27,11 @@ of two; 16-byte aligned where P x itemsize is a multiple of 16), without the stu
 of two pitch of 512 MiB first-axis cases (rows 1-4 MiB apart) decide how fast a kernel reads them?
 
 With ``--turns N`` each case then also takes N turns of one call per method, each turn in a new random order
-(:func:`experiments.timing.interleaved_samples`, about N x 1 ms at 512 MiB): every method meets the GPU's states of
-those seconds alike. Per method it prints GB/s at p10 / p50 / p90, the share of samples more than 1.5% slower than
-its p10 (a slow state), and the correlation of its per-turn times with each other method's (1: they switch
-together, as a shared GPU state would make them; about 0: a state of that kernel alone); the samples, in the order
+(:func:`experiments.timing.interleaved_samples`, about N x 1 ms at 512 MiB; each sample after a read of twice the
+L2's size unless ``--no-scrub``, so that no call finds in L2 what the call before it read): every method meets the
+GPU's states of those seconds alike. Per method it prints GB/s at p10 / p50 / p90, the share of samples more than
+1.5% slower than its p10 (a slow state), and the correlation of its per-turn times with each other method's (1: they
+switch together, as a shared GPU state would make them; about 0: a state of that kernel alone); the samples, in the order
 taken, go to regimes_series.csv.
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
@@ -116,6 +117,8 @@ def main() -> None:
     ap.add_argument("--cases", default="float16:cols:128,float16:cols:256,float32:cols:128,float16:rows:32768")
     ap.add_argument("--placements", type=int, default=0)
     ap.add_argument("--turns", type=int, default=0, help="interleaved turns of one call per method (0: none)")
+    ap.add_argument("--no-scrub", action="store_true", help="--turns without the read of twice the L2 before each "
+                    "sample (experiments.ceiling.l2_scrubber), as session 43 first ran it")
     ap.add_argument("--pad", type=int, default=0, help="elements added to each row's pitch (the inputs become views)")
     args = ap.parse_args()
     import cupy
@@ -125,6 +128,7 @@ def main() -> None:
     from experiments.competitors import CompiledSum, torch_stream_guard
     from experiments.env import command_line, device_info, git_info
     from experiments.inputs import case_seed, random_pool
+    from experiments.ceiling import l2_scrubber
     from experiments.timing import Timed, TimingConfig, interleaved_samples, time_gpu
     from perf_floor import make_input
     from tcreduce.formats import get_format
@@ -194,7 +198,7 @@ def main() -> None:
                       flush=True)
         if args.turns:
             timed = {name: Timed(fn, [x], torch_stream_guard) for name, (fn, _) in methods.items()}
-            series = interleaved_samples(timed, args.turns)
+            series = interleaved_samples(timed, args.turns, before=None if args.no_scrub else l2_scrubber())
             _print_series(case, series, x.nbytes)
             series_rows += [{"case": case, "turn": k, "method": name, "us": round(sec * 1e6, 2)}
                             for name, times in series.items() for k, sec in enumerate(times)]

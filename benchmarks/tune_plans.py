@@ -887,10 +887,12 @@ def interleaved_sweep(module: Any, settings: list[dict], dtype: str, x: Any, axi
                       check_shapes: list, rng: np.random.Generator, turns: int) -> None:
     """``--turns``: each setting's bits checked, then its plan fixed in a :func:`tcreduce.reducer` handle built while
     the setting is patched; ``turns`` interleaved turns of every handle and ``shuffle`` as this GPU plans it
-    (:func:`experiments.timing.interleaved_samples`), each timed as the mean of its samples' middle 80%."""
+    (:func:`experiments.timing.interleaved_samples`, each sample after a read of twice the L2's size), each timed
+    as the mean of its samples' middle 80%."""
     import cupy
 
     import tcreduce
+    from experiments.ceiling import l2_scrubber
     from experiments.timing import Timed, interleaved_samples, middle_mean
 
     def handle(method_name: str) -> Timed:
@@ -907,7 +909,7 @@ def interleaved_sweep(module: Any, settings: list[dict], dtype: str, x: Any, axi
                 timed[label] = handle(method)
         except Exception as e:  # report and go on
             print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)
-    series = interleaved_samples(timed, turns)
+    series = interleaved_samples(timed, turns, before=l2_scrubber())
     base = middle_mean(series.pop("shuffle"))[0]
     for label, times in series.items():
         t, p10, p90 = middle_mean(times)

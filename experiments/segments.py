@@ -13,9 +13,10 @@ at the same total size in the same run.
 
 Timing: every label back to back first (:func:`experiments.timing.time_gpu`); then the labels within CONTEND_WITHIN of
 the point's fastest are timed again together, ``turns`` turns of one sample each in a random order
-(:func:`experiments.timing.time_interleaved`), and keep the mean of their samples' middle 80% (the CSV's
-``interleaved`` column says which): back to back, a kernel can keep one of two speeds 2.5% apart for seconds, so the
-close ones are compared over the same turns instead.
+(:func:`experiments.timing.time_interleaved`), each sample after a read of twice the L2's size
+(:func:`experiments.ceiling.l2_scrubber`: no label finds in L2 what the one before it read last), and keep the mean
+of their samples' middle 80% (the CSV's ``interleaved`` column says which): back to back, a kernel can keep one of
+two speeds 2.5% apart for seconds, so the close ones are compared over the same turns instead.
 
 Needs a GPU. Outputs: segments.csv, segments.json, segments.png/.pdf (GB/s vs n), segments_speedup.png/.pdf
 (each tcreduce method over the fastest library call).
@@ -27,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .ceiling import measure_ceiling
+from .ceiling import l2_scrubber, measure_ceiling
 from .competitors import competitor_context, competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, torch_missing_reason
@@ -73,8 +74,8 @@ def config(ctx: Context) -> dict[str, Any]:
             "input": "uniform [-0.25, 0.75), one pool per dtype reshaped", "timing": tcfg.__dict__,
             "contend_within": CONTEND_WITHIN, "turns": {"tiny": 10, "quick": 100}.get(ctx.mode, HOST_SAMPLES),
             "time_us": "labels within contend_within of a point's fastest first timing: the mean of the middle 80% "
-                       "of `turns` interleaved samples (experiments.timing.time_interleaved); the others: the median "
-                       "back-to-back sample"}
+                       "of `turns` interleaved samples, each after a read of twice the L2 "
+                       "(experiments.timing.time_interleaved); the others: the median back-to-back sample"}
 
 
 def run(ctx: Context) -> list[Path]:
@@ -82,6 +83,7 @@ def run(ctx: Context) -> list[Path]:
     tcfg = TimingConfig(**cfg["timing"])
     total = cfg["total_bytes"]
     ceiling = measure_ceiling(total, TimingConfig.for_mode(ctx.mode))
+    scrub = l2_scrubber()  # before every interleaved sample
     ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
              f"({total / 2**20:.0f} MiB)")
     comps_probe = competitors(-1, tuned=True)
@@ -146,7 +148,8 @@ def run(ctx: Context) -> list[Path]:
                     contenders = {label: timed[label] for label, t in first.items()
                                   if t.median_s <= cfg["contend_within"] * fastest}
                     try:
-                        final = time_interleaved(first, contenders, samples=cfg["turns"], below_s=math.inf)
+                        final = time_interleaved(first, contenders, samples=cfg["turns"], below_s=math.inf,
+                                                 before=scrub)
                     except Exception as e:
                         ctx.error(f"segments {dt} {layout} n={n}, interleaved timing (the first timings kept): "
                                   f"{error_note(e)[7:]}")

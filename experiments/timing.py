@@ -260,7 +260,8 @@ class Timed:
 
 
 def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples: int = HOST_SAMPLES,
-                     below_s: float = HOST_BOUND_S, seed: int = 0) -> dict[str, Timing]:
+                     below_s: float = HOST_BOUND_S, seed: int = 0,
+                     before: Callable[[], None] | None = None) -> dict[str, Timing]:
     """The timings of one size: ``first`` (label -> :func:`time_gpu`'s Timing, which warmed the label up) where its
     median is ``below_s`` or more; the host-bound labels of ``timed`` re-timed together instead, ``samples`` turns of
     one sample each (one batch of back-to-back calls between two CUDA events, the same batch for every label: the
@@ -272,13 +273,13 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
     and p90 beside it): on a host that flips between two states the samples have two modes, whose median jumps between
     them for labels of the same cost, while their mean is the time per call of a long stream of calls. With
     ``below_s = math.inf`` every label of ``timed`` is re-timed (the segment study's contenders: GPU-bound calls whose
-    back-to-back speed can settle into one of two levels for seconds)."""
+    back-to-back speed can settle into one of two levels for seconds). ``before``: see :func:`interleaved_samples`."""
     labels = [label for label, t in first.items() if t.median_s < below_s and label in timed]
     out = dict(first)
     if not labels:
         return out
     batch = max(first[label].batch for label in labels)
-    series = interleaved_samples({label: timed[label] for label in labels}, samples, batch, seed)
+    series = interleaved_samples({label: timed[label] for label in labels}, samples, batch, seed, before)
     for label in labels:
         mean, p10, p90 = middle_mean(series[label])
         out[label] = Timing(mean, p10, p90, samples, batch, min(len(timed[label].inputs), samples * batch))
@@ -292,10 +293,14 @@ def middle_mean(times: np.ndarray) -> tuple[float, float, float]:
     return float(times[(times >= p10) & (times <= p90)].mean()), float(p10), float(p90)
 
 
-def interleaved_samples(timed: dict[str, Timed], samples: int, batch: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
+def interleaved_samples(timed: dict[str, Timed], samples: int, batch: int = 1, seed: int = 0,
+                        before: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
     """Seconds per call of each label's ``samples`` samples, in the order taken: ``samples`` turns, each taking one
     sample of every label of ``timed`` (``batch`` back-to-back calls between two CUDA events, the label's inputs in
-    turn) in a new random order (:func:`turn_order`), from one pinned CPU (:func:`pinned`)."""
+    turn) in a new random order (:func:`turn_order`), from one pinned CPU (:func:`pinned`). ``before()``, when given,
+    runs on the same stream before each sample, outside its events (e.g. :func:`experiments.ceiling.l2_scrubber`:
+    labels that share one input far larger than L2 would otherwise find in L2 what the label before them read
+    last)."""
     import cupy
 
     labels = list(timed)
@@ -308,6 +313,8 @@ def interleaved_samples(timed: dict[str, Timed], samples: int, batch: int = 1, s
             for label in turn_order(labels, rng):
                 t = timed[label]
                 s, e = cupy.cuda.Event(), cupy.cuda.Event()
+                if before is not None:
+                    before()
                 with t.context():
                     s.record(stream)
                     for _ in range(batch):
