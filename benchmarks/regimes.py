@@ -31,8 +31,8 @@ With ``--turns N`` each case then also takes N turns of one call per method, eac
 L2's size unless ``--no-scrub``, so that no call finds in L2 what the call before it read): every method meets the
 GPU's states of those seconds alike. Per method it prints GB/s at p10 / p50 / p90, the share of samples more than
 1.5% slower than its p10 (a slow state), and the correlation of its per-turn times with each other method's (1: they
-switch together, as a shared GPU state would make them; about 0: a state of that kernel alone); the samples, in the order
-taken, go to regimes_series.csv.
+switch together, as a shared GPU state would make them; about 0: a state of that kernel alone); the samples, in the
+order taken, go to regimes_series.csv.
 
 Methods: tcreduce's ``shuffle``, ``tensorcore`` and ``auto``, ``torch.sum`` and ``torch.compile``'d torch.sum
 (``experiments.competitors.CompiledSum``, as the studies compile it; the configurations its autotuners kept in this
