@@ -549,6 +549,19 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048)), ("bf
         SWEEPS[f"shuffle_{_dt}_cols{_r}_one_item"] = (
             shuffle_plan, SHUFFLE_ONE_ITEM, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
+# ... in torch.compile's tile (benchmarks/inductor_replica.py, session 43, scrubbed turns: inductor's [64 columns x 4
+# rows] fp32 tile on 8 warps read [128, 2^20] at 4,515 GB/s against `shuffle`'s 4,440; its loop unrolled whole, each
+# thread issues all 32 of its 4-byte loads at once, 32 KiB per block in flight): narrow strips whose j lanes load their
+# whole share of the rows at once (rows in flight >= rows / lanes), at 4-8 blocks per SM. Timed with --turns
+SHUFFLE_TILE_AT_ONCE = [committed(shuffle_plan, "COLS_ONE_ITEM_TUNING", "COLS_CT_MANY")]
+SHUFFLE_TILE_AT_ONCE += [dict(COLS_ONE_ITEM_TUNING={1: (u, b), 2: (u, b), 4: (u, b)}, COLS_CT_MANY=c)
+                         for c, u, b in ((16, 8, 4), (16, 8, 6), (16, 8, 8), (32, 8, 4), (32, 4, 6), (16, 4, 8),
+                                         (64, 8, 4), (64, 4, 6), (32, 16, 4))]
+for _dt, _isz in (("float32", 4), ("float16", 2)):
+    for _r in (128, 256):
+        SWEEPS[f"shuffle_{_dt}_cols{_r}_tile_at_once"] = (
+            shuffle_plan, SHUFFLE_TILE_AT_ONCE, _dt, (_r, (1 << 29) // _isz // _r), 0,
+            [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
 # rows of 2-4 chunks of 32 (33-128 elements) in tc_rows' SHORT path: whole row tiles in flight per warp at 4 blocks per
 # SM, against chunks in flight at 2 blocks per SM (the committed path; the same mmas in the same order, bits checked)
 # (bytes in flight per warp: 1, one tile). Run 46 (H200) swept tiles in flight by chunks per tile alone, run 47 the
