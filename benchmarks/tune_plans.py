@@ -555,10 +555,9 @@ for _dt, _isz, _rs in (("float16", 2, (32, 64, 128, 256, 512, 1024, 2048)), ("bf
 # whole share of the rows at once (rows in flight >= rows / lanes), at 4-8 blocks per SM. Timed with --turns
 SHUFFLE_TILE_AT_ONCE = [committed(shuffle_plan, "COLS_ONE_ITEM_TUNING", "COLS_CT_MANY")]
 SHUFFLE_TILE_AT_ONCE += [dict(COLS_ONE_ITEM_TUNING={1: (u, b), 2: (u, b), 4: (u, b)}, COLS_CT_MANY=c)
-                         for c, u, b in ((16, 8, 4), (16, 8, 6), (16, 8, 8), (32, 8, 4), (32, 4, 6), (16, 4, 8),
-                                         (64, 8, 4), (64, 4, 6), (32, 16, 4))]
-for _dt, _isz in (("float32", 4), ("float16", 2)):
-    for _r in (128, 256):
+                         for c, u, b in ((16, 8, 4), (16, 8, 6), (32, 8, 4), (64, 8, 4), (128, 8, 4), (32, 16, 4))]
+for _dt, _isz in (("float32", 4), ("float16", 2), ("float8_e4m3fn", 1)):
+    for _r in (16, 32, 64, 128, 256, 512):
         SWEEPS[f"shuffle_{_dt}_cols{_r}_tile_at_once"] = (
             shuffle_plan, SHUFFLE_TILE_AT_ONCE, _dt, (_r, (1 << 29) // _isz // _r), 0,
             [(_r + 3, 36000 * 16 // _isz), (_r, 34000 * 16 // _isz + 3), (_r - 5, 1000)], "shuffle")
