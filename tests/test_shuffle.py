@@ -185,7 +185,40 @@ def test_cols_many_columns(dtype):
 def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
     """Plans with no splits and one pass launch shuffle_cols<..., ONE_ITEM = true> with COLS_ONE_ITEM_TUNING's rows in
     flight and blocks per SM (the H200's own for fp16 and bf16); split plans and resident grids keep the general
-    kernel at (COLS_UNROLL, BLOCKS_PER_SM["cols"])."""
+    kernel at (COLS_UNROLL, BLOCKS_PER_SM["cols"]). (COLS_TILE_AT_ONCE, which takes over from 64 rows on an H200, is
+    off here: test_cols_tile_at_once.)"""
+    with patched_plans(sh, dict(COLS_TILE_AT_ONCE={})):
+        _one_item_and_its_tuning(monkeypatch)
+
+
+def test_cols_tile_at_once():
+    """COLS_TILE_AT_ONCE (H200: 16-bit and fp32 data from 64 rows): first-axis sums with many column chunks run the
+    one-item kernel in strips of max(16, BLOCK * rows in flight / rows) chunks at the tile's rows in flight and
+    blocks per SM; fp8, fewer rows, split plans and an H100 plan as before; kernel_names lists the kernels."""
+    u, m = 8, 4
+    for dtype, isz in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
+        assert sh.FAMILY_TUNING["H200"]["COLS_TILE_AT_ONCE"][isz] == (64, u, m)
+        for r, ct in ((64, 32), (96, 16), (128, 16), (256, 16), (512, 16)):
+            n = (1 << 29) // isz // r
+            prob = Cols(1, r, n, 0, n)
+            p = param_dict(sh.plan_shuffle(prob, dtype, "float32", H200))
+            assert (p["ct"], p["unroll"], p["minb"], p["splits"], p["grid"]) == (ct, u, m, 1, _cdiv(n // (16 // isz),
+                                                                                                     ct)), (r, p)
+            name = sh.plan_shuffle(prob, dtype, "float32", H200).launches[0].kernel
+            assert name.split(":")[-1] in sh.kernel_names(dtype, "float32")
+            with patched_plans(sh, dict(COLS_TILE_AT_ONCE={})):
+                assert param_dict(sh.plan_shuffle(prob, dtype, "float32", H200))["ct"] == sh.BLOCK
+            assert param_dict(sh.plan_shuffle(prob, dtype, "float32", H100))["ct"] == sh.BLOCK
+        for r in (16, 32, 1024):  # too few rows; too few column chunks for strips of BLOCK alone (splits or wider)
+            n = (1 << 29) // isz // r
+            with patched_plans(sh, dict(COLS_TILE_AT_ONCE={})):
+                before = sh.plan_shuffle(Cols(1, r, n, 0, n), dtype, "float32", H200)
+            assert sh.plan_shuffle(Cols(1, r, n, 0, n), dtype, "float32", H200) == before
+    fp8 = Cols(1, 128, 1 << 22, 0, 1 << 22)
+    assert param_dict(sh.plan_shuffle(fp8, "float8_e4m3fn", "float32", H200))["ct"] == sh.BLOCK
+
+
+def _one_item_and_its_tuning(monkeypatch):
     many = Cols(1, 128, 1 << 21, 0, 1 << 21)
     for dtype in ("float16", "bfloat16"):
         h100, h200 = (param_dict(sh.plan_shuffle(many, dtype, "float32", d)) for d in (H100, H200))

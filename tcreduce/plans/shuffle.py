@@ -105,6 +105,18 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 # rows and more read 0.86-0.87 of the read ceiling at (8, 2) in the eaa22ef segment study (H200): converting 16
 # elements per chunk, they may want more threads resident (tune_plans `shuffle_*_cols*_general`)
 COLS_TUNING: dict[int, tuple[int, int]] = {}
+# cols with many column chunks (the COLS_CT_MANY case) in torch.compile's tile, by bytes per element: (the fewest rows,
+# rows in flight per thread, blocks per SM). From that many rows the one-item kernel runs strips of
+# max(16, BLOCK * rows in flight / rows) chunks (a power of two, at most BLOCK), so that a block's j lanes load their
+# whole share of a 128-row tile at once, as inductor's [64 columns x 4 rows] fp32 tile, its loop unrolled whole, does
+# (benchmarks/inductor_replica.py). Another order of additions (the strip width: step 3 of kernels/shuffle.cu); the
+# twin reads ct from the plan. A size absent: never. tune_plans `shuffle_*_cols*_tile_at_once --turns` (H200, session
+# 43, x the committed plan in the same scrubbed turns): fp32 64 rows 1.010 (32 chunks), 128 1.016, 256 1.017, 512
+# 1.013 (16 chunks); fp16 64 1.014, 128 1.022, 256 1.018, 512 1.013; below 64 rows wider strips lose (fp16 32 rows
+# 0.95 at 64 chunks) and fp8 loses at every length (0.96-0.99 at 128-512), GPU == emulator at every setting.
+# FAMILY_TUNING: an H200 takes (64, 8, 4) for 16-bit and fp32 data; an H100 is not measured
+COLS_TILE_AT_ONCE: dict[int, tuple[int, int, int]] = {}
+COLS_TILE_MIN_CT = 16  # the narrowest strips COLS_TILE_AT_ONCE plans (chunks)
 # cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
 # by bytes per element, a size not listed: never. The same values either way. H200 below. An H100 keeps plain loads:
@@ -132,6 +144,7 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # 2,470), so an H200 keeps the block per row for 16-bit rows only
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H100": {"FLAT_ROUNDS": {4: 4}, "FLAT_ONE_PASS_MIN_WAVES": 6},
                                             "H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
+                                                     "COLS_TILE_AT_ONCE": {2: (64, 8, 4), 4: (64, 8, 4)},
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
                                                      "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK},
@@ -307,11 +320,17 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     # the strips and splits that fill the general kernel's blocks, through the one-item kernel when there are no
     # splits
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
-    ct, splits = strips_and_splits(device.sm_count * one_minb)
-    if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
-        unroll, minb = one_unroll, one_minb
+    tile = tuned(_THIS, "COLS_TILE_AT_ONCE", device).get(isz)
+    if (tile is not None and r >= tile[0] and ONE_PASS_COLS
+            and strips_and_splits(device.sm_count * one_minb) == (tuned(_THIS, "COLS_CT_MANY", device), 1)):
+        unroll, minb = tile[1], tile[2]
+        ct, splits = min(BLOCK, max(COLS_TILE_MIN_CT, 1 << ((BLOCK * unroll // r).bit_length() - 1))), 1
     else:
-        ct, splits = strips_and_splits(device.sm_count * minb)
+        ct, splits = strips_and_splits(device.sm_count * one_minb)
+        if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
+            unroll, minb = one_unroll, one_minb
+        else:
+            ct, splits = strips_and_splits(device.sm_count * minb)
     one_item = splits == 1 and ONE_PASS_COLS
     cap = device.sm_count * minb
     jt = BLOCK // ct
@@ -399,7 +418,8 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
 
     defaults = {(COLS_UNROLL, BLOCKS_PER_SM["cols"])} | {t[isz] for t in anywhere("COLS_TUNING") if isz in t}
     # the one-item kernel where the tuned one would not fill, or at the general kernel's setting
-    cols_one_item = defaults | {t[isz] for t in anywhere("COLS_ONE_ITEM_TUNING") if isz in t}
+    cols_one_item = (defaults | {t[isz] for t in anywhere("COLS_ONE_ITEM_TUNING") if isz in t}
+                     | {t[isz][1:] for t in anywhere("COLS_TILE_AT_ONCE") if isz in t})
     rows_short = [(UNROLL, BLOCKS_PER_SM["rows"])] + [um for t in anywhere("ROWS_SHORT_TUNING")
                                                       for (size, _), um in t.items() if size == isz]
     rows_hinted = any(isz in t for t in anywhere("ROWS_EVICT_FIRST_MIN_CHUNKS"))
