@@ -7,17 +7,9 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
   throughput.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:26:26+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit d2ce667d5fe0, 2026-12-01T01:35:26+00:00
-  segments_runs/1245da0.csv: NVIDIA H200 (132 SMs), commit 1245da0, 2026-11-30T06:19:11+00:00
-  segments_runs/1e1d5b4.csv: NVIDIA H200 (132 SMs), commit 1e1d5b40c7c1, 2026-11-30T19:28:42+00:00
-  segments_runs/7ef120a.csv: NVIDIA H200 (132 SMs), commit 7ef120ac9c92, 2026-11-30T21:21:59+00:00
-  segments_runs/9dcc468.csv: NVIDIA H200 (132 SMs), commit 9dcc468, 2026-11-30T11:27:02+00:00
-  segments_runs/a0d2c8a.csv: NVIDIA H200 (132 SMs), commit a0d2c8a, 2026-11-30T15:44:11+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 5458a8e54a28, 2026-12-01T02:00:14+00:00
   segments_runs/b479fb6.csv: NVIDIA H200 (132 SMs), commit b479fb650b0e, 2026-11-30T23:35:37+00:00
-  segments_runs/d6709fe.csv: NVIDIA H200 (132 SMs), commit d6709fe, 2026-11-30T06:13:40+00:00
-  segments_runs/d723673.csv: NVIDIA H200 (132 SMs), commit d723673, 2026-11-30T17:44:54+00:00
-  segments_runs/db78f48.csv: NVIDIA H200 (132 SMs), commit db78f48, 2026-11-30T13:23:59+00:00
-  segments_runs/eaa22ef.csv: NVIDIA H200 (132 SMs), commit eaa22ef, 2026-11-30T09:05:19+00:00
+  segments_runs/d2ce667.csv: NVIDIA H200 (132 SMs), commit d2ce667d5fe0, 2026-12-01T01:35:26+00:00
 Measure: median time per call of back-to-back calls (time_us). A method within 1% of the fastest in
 every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie
 goes to tensorcore, shuffle, wmma in that order; where no method ties in every run, the least worst ratio
@@ -126,8 +118,8 @@ TABLE = {
 DEVICE_TABLES = {
     'H200': {
         ('bfloat16', 'cols'): {
-            4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
+            4: 'tensorcore', 5: 'tensorcore', 6: 'tensorcore', 7: 'shuffle',
+            8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
@@ -149,8 +141,8 @@ DEVICE_TABLES = {
         },
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'shuffle', 11: 'tensorcore',
-            12: 'tensorcore', 13: 'shuffle', 14: 'shuffle', 15: 'tensorcore',
+            8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            12: 'tensorcore', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
