@@ -567,4 +567,36 @@ __device__ __forceinline__ unsigned pack_half2(__half lo, __half hi) {
     return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
 }
 
+// Two adjacent outputs from_float<OutT>(lo), from_float<OutT>(hi) (OutT float, double or __half) as one word of
+// 2 * sizeof(OutT) bytes, lo first: what tc_cols' store_pairs and shuffle_cols' run_word write with one store.
+template <typename OutT> struct PairWord;
+template <> struct PairWord<float> { using type = float2; };
+template <> struct PairWord<double> { using type = double2; };
+template <> struct PairWord<__half> { using type = unsigned; };
+
+template <typename OutT>
+__device__ __forceinline__ typename PairWord<OutT>::type output_pair(float lo, float hi) {
+    if constexpr (sizeof(OutT) == 4) {
+        return make_float2(from_float<float>(lo), from_float<float>(hi));
+    } else if constexpr (sizeof(OutT) == 8) {
+        return make_double2(from_float<double>(lo), from_float<double>(hi));
+    } else {
+        return pack_half2(from_float<__half>(lo), from_float<__half>(hi));
+    }
+}
+
+// An output_pair word's bits as 32-bit words w[0 .. 2 * sizeof(OutT) / 4), lo's first.
+__device__ __forceinline__ void pair_bits(unsigned p, unsigned* w) { w[0] = p; }
+__device__ __forceinline__ void pair_bits(float2 p, unsigned* w) {
+    w[0] = __float_as_uint(p.x);
+    w[1] = __float_as_uint(p.y);
+}
+__device__ __forceinline__ void pair_bits(double2 p, unsigned* w) {
+    const unsigned long long lo = __double_as_longlong(p.x), hi = __double_as_longlong(p.y);
+    w[0] = (unsigned)lo;
+    w[1] = (unsigned)(lo >> 32);
+    w[2] = (unsigned)hi;
+    w[3] = (unsigned)(hi >> 32);
+}
+
 }  // namespace tcr

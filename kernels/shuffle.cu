@@ -126,26 +126,18 @@ __device__ __forceinline__ void walk_column(float (&acc)[Vec<T>::N], const T* __
     }
 }
 
-// Bytes 16q .. 16q + 15 of the run of N outputs from_float<OutT>(v[0..N)) (N * sizeof(OutT) a multiple of 16).
+// Bytes 16q .. 16q + 15 of the run of N outputs from_float<OutT>(v[0..N)) (N * sizeof(OutT) a multiple of 16): its
+// pairs q * PAIRS .. q * PAIRS + PAIRS - 1 (tcr::output_pair), PAIRS = 16 / (2 * sizeof(OutT)).
 template <typename OutT, int N>
 __device__ __forceinline__ uint4 run_word(const float (&v)[N], int q) {
-    if constexpr (sizeof(OutT) == 4) {
-        return make_uint4(__float_as_uint(tcr::from_float<float>(v[4 * q])),
-                          __float_as_uint(tcr::from_float<float>(v[4 * q + 1])),
-                          __float_as_uint(tcr::from_float<float>(v[4 * q + 2])),
-                          __float_as_uint(tcr::from_float<float>(v[4 * q + 3])));
-    } else if constexpr (sizeof(OutT) == 8) {
-        const unsigned long long lo = __double_as_longlong(tcr::from_float<double>(v[2 * q]));
-        const unsigned long long hi = __double_as_longlong(tcr::from_float<double>(v[2 * q + 1]));
-        return make_uint4((unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
-    } else {
-        unsigned w[4];
+    constexpr int PAIRS = 16 / (2 * (int)sizeof(OutT));
+    unsigned w[4];
 #pragma unroll
-        for (int h = 0; h < 4; ++h)
-            w[h] = tcr::pack_half2(tcr::from_float<__half>(v[8 * q + 2 * h]),
-                                   tcr::from_float<__half>(v[8 * q + 2 * h + 1]));
-        return make_uint4(w[0], w[1], w[2], w[3]);
+    for (int k = 0; k < PAIRS; ++k) {
+        const int e = 2 * (PAIRS * q + k);
+        tcr::pair_bits(tcr::output_pair<OutT>(v[e], v[e + 1]), w + k * (4 / PAIRS));
     }
+    return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Stores N consecutive outputs dst[0..valid): one or more 16-byte stores when all N are valid and dst is 16-byte

@@ -783,14 +783,7 @@ __device__ __forceinline__ void store_pairs(OutT* __restrict__ out, i64 i, i64 b
     for (int k = 0; k < LE / 8; ++k) {
         OutT* const dst = row + col + 8 * k;
         if (col + 8 * k + 1 < b && (reinterpret_cast<unsigned long long>(dst) & (2 * sizeof(OutT) - 1)) == 0) {
-            const float lo = v[2 * k], hi = v[2 * k + 1];
-            if constexpr (sizeof(OutT) == 4) {
-                *reinterpret_cast<float2*>(dst) = make_float2(from_float<float>(lo), from_float<float>(hi));
-            } else if constexpr (sizeof(OutT) == 8) {
-                *reinterpret_cast<double2*>(dst) = make_double2(from_float<double>(lo), from_float<double>(hi));
-            } else {
-                *reinterpret_cast<unsigned*>(dst) = pack_half2(from_float<__half>(lo), from_float<__half>(hi));
-            }
+            *reinterpret_cast<typename PairWord<OutT>::type*>(dst) = output_pair<OutT>(v[2 * k], v[2 * k + 1]);
         } else {
             if (col + 8 * k < b) dst[0] = from_float<OutT>(v[2 * k]);
             if (col + 8 * k + 1 < b) dst[1] = from_float<OutT>(v[2 * k + 1]);
