@@ -757,6 +757,10 @@ AXIS_CASES = [
     ((96, 80), 0, lambda x: x[:, ::-1]), ((32, 48, 16), 1, lambda x: x.transpose(2, 0, 1)),
     ((20, 64), None, lambda x: x.T), ((1000,), None, lambda x: x[::-1]), ((1000,), None, lambda x: x[::3]),
     ((50, 64), 0, lambda x: x[:, 3:35]), ((50, 64), 1, lambda x: x[:, 3:35]),
+    # first-axis sums in COLS_TILE_AT_ONCE's tile on an H200 (16-bit and fp32: at least 132 x 2 x 128 column chunks):
+    # 64 rows in strips of 32 chunks, the last chunk of a row partial; 131 rows (not a multiple of the 16 j lanes) in
+    # strips of 16, rows 16-byte aligned
+    ((64, 270403), 0, None), ((131, 270336), 0, None),
 ]
 
 
