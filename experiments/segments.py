@@ -37,7 +37,8 @@ from tcreduce.formats import get_format
 from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, torch_view
 from .methods import FULL_SUM_ONLY, sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
-from .timing import HOST_SAMPLES, Timed, TimingConfig, fill_timing, time_gpu, time_interleaved
+from .timing import (CONTEND_WITHIN, HOST_SAMPLES, Timed, TimingConfig, contenders, fill_timing, time_gpu,
+                     time_interleaved)
 
 NAME = "segments"
 NEEDS_GPU = True
@@ -47,12 +48,6 @@ WHY_GPU = "it times kernels on a GPU with CUDA events"
 COLUMNS = ["dtype", "layout", "shape", "axis", "n", "m", "method", "kind", "time_us", "p10_us", "p90_us", "reps",
            "batch", "bytes", "gbs", "frac_ceiling", "interleaved", "note"]
 DTYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn")
-# labels whose first (back-to-back) time at a point is within this factor of the fastest label's are timed again
-# together, in interleaved turns. Back to back, a 512 MiB first-axis sum settles into one of two speeds about 2.5%
-# apart and keeps it for seconds; which one is luck, so the first timings of two kernels of the same speed can differ
-# by 2.5% either way (session 43, benchmarks/inductor_replica.py and regimes.py --turns: in turns, each call's speed
-# is drawn afresh, uncorrelated with the last call's and with other kernels')
-CONTEND_WITHIN = 1.10
 LAYOUTS = ("rows", "cols")
 
 
@@ -144,12 +139,9 @@ def run(ctx: Context) -> list[Path]:
                     bar.update(1, f"{dtype_label(dt)} {layout} n=2^{int(math.log2(n))} {label}")
                 final = first
                 if first:  # the contenders again, in turns
-                    fastest = min(t.median_s for t in first.values())
-                    contenders = {label: timed[label] for label, t in first.items()
-                                  if t.median_s <= cfg["contend_within"] * fastest}
+                    close = {label: timed[label] for label in contenders(first, cfg["contend_within"])}
                     try:
-                        final = time_interleaved(first, contenders, samples=cfg["turns"], below_s=math.inf,
-                                                 before=scrub)
+                        final = time_interleaved(first, close, samples=cfg["turns"], below_s=math.inf, before=scrub)
                     except Exception as e:
                         ctx.error(f"segments {dt} {layout} n={n}, interleaved timing (the first timings kept): "
                                   f"{error_note(e)[7:]}")

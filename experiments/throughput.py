@@ -9,7 +9,8 @@ N = 2^10 .. 2^30 (every power of two; --quick: 2^12, 2^16, 2^20, 2^24, 2^28). In
 the L2 cache (up to 1024 views, so N below about 2^15 fp16 stays partly L2-resident, and is launch-bound anyway).
 Two timings per point: back-to-back calls from Python (:func:`experiments.timing.time_gpu`; for small N the
 per-call cost of a stream of calls, host dispatch included: ``time_us``, ``gbs``; calls under 50 us re-timed with
-every label of their size in turns, :func:`experiments.timing.time_interleaved`) and, where a call takes under
+every label of their size in turns, :func:`experiments.timing.time_interleaved`, and longer calls within
+``CONTEND_WITHIN`` of the fastest likewise, each sample after a read of twice the L2) and, where a call takes under
 1 ms, the same calls captured into a CUDA graph and replayed (:func:`experiments.timing.time_graph`; the GPU's cost
 without host dispatch: ``graph_us``, ``graph_gbs``; torch through torch.cuda.graph). Graphs replay up to 256
 captured calls, so small N rotate among at most 256 buffers there. A method whose call takes longer than 50 ms
@@ -26,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .ceiling import measure_ceiling, read_launcher
+from .ceiling import l2_scrubber, measure_ceiling, read_launcher
 from .competitors import competitor_context, competitors, torch_stream_guard, tuned_missing
 from .context import Context
 from .env import free_gpu_memory, l2_bytes, torch_missing_reason
@@ -35,8 +36,8 @@ from tcreduce.formats import get_format
 from .inputs import NEW_FORMATS, case_seed, dtype_label, format_missing, random_pool, rotating_views, torch_view
 from .methods import sum_methods
 from .records import error_note, metadata, write_csv, write_metadata
-from .timing import (HOST_BOUND_S, HOST_SAMPLES, Timed, TimingConfig, fill_timing, time_gpu, time_graph,
-                     time_interleaved)
+from .timing import (CONTEND_WITHIN, HOST_BOUND_S, HOST_SAMPLES, Timed, TimingConfig, contenders, fill_timing,
+                     time_gpu, time_graph, time_interleaved)
 
 NAME = "throughput"
 NEEDS_GPU = True
@@ -63,8 +64,12 @@ def config(ctx: Context) -> dict[str, Any]:
         "graph_below_s": 1e-3,
         "host_bound_s": HOST_BOUND_S,  # calls faster than this: re-timed together, HOST_SAMPLES turns
         "host_samples": HOST_SAMPLES,
+        "contend_within": CONTEND_WITHIN,  # GPU-bound labels this close to the fastest: re-timed together, gpu_turns
+        "gpu_turns": {"tiny": 10, "quick": 100}.get(ctx.mode, HOST_SAMPLES),
         "host_bound_time": "rows with interleaved=true: time_us is the mean of the samples' middle 80% "
-                           "(experiments.timing.time_interleaved), elsewhere the median sample",
+                           "(experiments.timing.time_interleaved: host-bound labels in host_samples turns, GPU-bound "
+                           "ones within contend_within of the fastest in gpu_turns turns, each sample after a read of "
+                           "twice the L2), elsewhere the median sample",
         "input": "uniform [-0.25, 0.75), one pool per dtype, 256-byte aligned views",
         "timing": TimingConfig.for_mode(ctx.mode).__dict__,
     }
@@ -77,6 +82,7 @@ def run(ctx: Context) -> list[Path]:
     tcfg = TimingConfig.for_mode(ctx.mode)
     gcfg = dataclasses.replace(tcfg, target_s=min(tcfg.target_s, 0.03))
     ceiling = measure_ceiling(cfg["ceiling_bytes"], tcfg)
+    scrub = l2_scrubber()  # before every interleaved sample of GPU-bound labels
     ctx.note(f"ceiling: read kernel {ceiling.read_gbs:,.0f} GB/s, copy {ceiling.copy_gbs:,.0f} GB/s "
              f"({ceiling.bytes / 2**20:.0f} MiB)")
     comps = competitors(None, tuned=True)
@@ -143,8 +149,13 @@ def run(ctx: Context) -> list[Path]:
                     ctx.error(f"throughput {label} {dt} n={n}: {row['note'][7:]}")
                 bar.update(1, f"{dtype_label(dt)} 2^{int(math.log2(n))} {label}")
 
-            try:  # host-bound points: every label of the size re-timed together, sample by sample
+            try:  # host-bound points: every label of the size re-timed together, sample by sample; GPU-bound ones
+                # close to the fastest likewise, each sample after a read of twice the L2
                 final = time_interleaved(first, {label: _timed(*by_label[label], ceiling) for label in first})
+                close = contenders(first, cfg["contend_within"], HOST_BOUND_S)
+                if len(close) > 1:
+                    final = time_interleaved(final, {label: _timed(*by_label[label], ceiling) for label in close},
+                                             samples=cfg["gpu_turns"], below_s=math.inf, before=scrub)
             except Exception as e:
                 ctx.error(f"throughput {dt} n={n}, interleaved timing (the first timings kept): {error_note(e)[7:]}")
                 final = first

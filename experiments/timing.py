@@ -31,7 +31,8 @@ import numpy as np
 from .env import gpu_local_cpus, torch_cuda
 
 __all__ = ["Timing", "TimingConfig", "Timed", "time_gpu", "time_graph", "time_interleaved", "turn_order", "fill_timing",
-           "interleaved_samples", "middle_mean", "HOST_BOUND_S", "HOST_SAMPLES", "timing_cpu", "pinned"]
+           "interleaved_samples", "middle_mean", "contenders", "CONTEND_WITHIN", "HOST_BOUND_S", "HOST_SAMPLES",
+           "timing_cpu", "pinned"]
 
 HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: time_interleaved re-times them
 # samples per host-bound label in time_interleaved. Until session 26 host-bound points were re-timed in 7 rounds of
@@ -39,6 +40,12 @@ HOST_BOUND_S = 5e-5  # calls faster than this are bound by host dispatch: time_i
 # one size still read 9 or 12-13 us per call by the rounds they met (bf16 2^11: tensorcore 12.9, auto 9.5; fp16 2^22
 # the read kernel 12.6 against 8.9-9.5), and auto's derived table followed them (kahan at fp16 2^22)
 HOST_SAMPLES = 300
+# GPU-bound labels whose first (back-to-back) time at a point is within this factor of the fastest's are timed again
+# together, in interleaved turns after a read of twice the L2 (the segment and throughput studies). Back to back, a
+# 512 MiB call settles into one of two speeds about 2.5% apart and keeps it for seconds; which one is luck, so the
+# first timings of two kernels of the same speed can differ by 2.5% either way (session 43, benchmarks/regimes.py
+# --turns and inductor_replica.py: in turns each call's speed is drawn afresh, uncorrelated with the last call's)
+CONTEND_WITHIN = 1.10
 
 
 @dataclass(frozen=True)
@@ -284,6 +291,17 @@ def time_interleaved(first: dict[str, Timing], timed: dict[str, Timed], samples:
         mean, p10, p90 = middle_mean(series[label])
         out[label] = Timing(mean, p10, p90, samples, batch, min(len(timed[label].inputs), samples * batch))
     return out
+
+
+def contenders(first: dict[str, Timing], within: float, at_least_s: float = 0.0) -> list[str]:
+    """The labels of ``first`` whose median is at least ``at_least_s`` and within ``within`` times the fastest such
+    label's (none if no label reaches ``at_least_s``): the GPU-bound labels close enough to the fastest that a
+    back-to-back state (two speeds about 2.5% apart that a 512 MiB kernel can keep for seconds) could reorder them."""
+    slow_enough = {label: t.median_s for label, t in first.items() if t.median_s >= at_least_s}
+    if not slow_enough:
+        return []
+    fastest = min(slow_enough.values())
+    return [label for label, s in slow_enough.items() if s <= within * fastest]
 
 
 def middle_mean(times: np.ndarray) -> tuple[float, float, float]:

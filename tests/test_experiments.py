@@ -231,6 +231,41 @@ def test_time_interleaved_times_host_bound_labels_in_turns_under_the_same_host_s
     assert abs(got["c"].median_s / got["a"].median_s - 1.2) < 0.03, got
 
 
+def test_contenders_and_the_read_before_each_interleaved_sample(monkeypatch):
+    """contenders: the labels of at least ``at_least_s`` within ``within`` of the fastest such label;
+    interleaved_samples runs ``before`` once before every sample, outside the sample's events."""
+    import types
+
+    from experiments import timing
+    from experiments.timing import Timed, Timing, contenders, interleaved_samples
+
+    def t(us: float) -> Timing:
+        return Timing(us * 1e-6, us * 1e-6, us * 1e-6, 10, 1, 1)
+
+    first = {"a": t(100.0), "b": t(108.0), "c": t(111.0), "host": t(20.0)}
+    assert contenders(first, 1.10, 50e-6) == ["a", "b"]
+    assert contenders(first, 1.10) == ["host"]
+    assert contenders({"host": t(20.0)}, 1.10, 50e-6) == []
+
+    log: list[str] = []
+
+    class Event:
+        def record(self, stream=None):
+            log.append("|")
+
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Event=Event, get_current_stream=lambda: stream, get_elapsed_time=lambda s, e: 1.0))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(timing, "pinned", contextlib.nullcontext)
+    timed = {label: Timed(lambda x, label=label: log.append(label), [None]) for label in "ab"}
+    series = interleaved_samples(timed, 5, before=lambda: log.append("scrub"))
+    assert all(len(v) == 5 for v in series.values())
+    samples = "".join(x if x != "scrub" else "s" for x in log)
+    assert samples.count("s") == 10 and all(chunk in ("s|a|", "s|b|") for chunk in
+                                             (samples[i:i + 4] for i in range(0, len(samples), 4))), samples
+
+
 def test_metadata_fields(tmp_path):
     ctx = Context(out=tmp_path, gpu=False, mode="tiny")
     meta = metadata("accuracy", ctx, {"sizes": [1]})
