@@ -151,10 +151,11 @@ def run(ctx: Context) -> list[Path]:
 
             try:  # host-bound points: every label of the size re-timed together, sample by sample; GPU-bound ones
                 # close to the fastest likewise, each sample after a read of twice the L2
-                final = time_interleaved(first, {label: _timed(*by_label[label], ceiling) for label in first})
+                timed_calls = {label: _timed(*by_label[label], ceiling) for label in first}
+                final = time_interleaved(first, timed_calls)
                 close = contenders(first, cfg["contend_within"], HOST_BOUND_S)
                 if len(close) > 1:
-                    final = time_interleaved(final, {label: _timed(*by_label[label], ceiling) for label in close},
+                    final = time_interleaved(final, {label: timed_calls[label] for label in close},
                                              samples=cfg["gpu_turns"], below_s=math.inf, before=scrub)
             except Exception as e:
                 ctx.error(f"throughput {dt} n={n}, interleaved timing (the first timings kept): {error_note(e)[7:]}")

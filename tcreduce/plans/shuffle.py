@@ -321,16 +321,15 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     # splits
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
     tile = tuned(_THIS, "COLS_TILE_AT_ONCE", device).get(isz)
+    ct, splits = strips_and_splits(device.sm_count * one_minb)
     if (tile is not None and r >= tile[0] and ONE_PASS_COLS
-            and strips_and_splits(device.sm_count * one_minb) == (tuned(_THIS, "COLS_CT_MANY", device), 1)):
+            and (ct, splits) == (tuned(_THIS, "COLS_CT_MANY", device), 1)):
         unroll, minb = tile[1], tile[2]
-        ct, splits = min(BLOCK, max(COLS_TILE_MIN_CT, 1 << ((BLOCK * unroll // r).bit_length() - 1))), 1
+        ct = min(BLOCK, max(COLS_TILE_MIN_CT, 1 << ((BLOCK * unroll // r).bit_length() - 1)))
+    elif splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
+        unroll, minb = one_unroll, one_minb
     else:
-        ct, splits = strips_and_splits(device.sm_count * one_minb)
-        if splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
-            unroll, minb = one_unroll, one_minb
-        else:
-            ct, splits = strips_and_splits(device.sm_count * minb)
+        ct, splits = strips_and_splits(device.sm_count * minb)
     one_item = splits == 1 and ONE_PASS_COLS
     cap = device.sm_count * minb
     jt = BLOCK // ct
