@@ -192,12 +192,14 @@ def test_cols_one_item_per_block_and_its_tuning(monkeypatch):
 
 
 def test_cols_tile_at_once():
-    """COLS_TILE_AT_ONCE (H200: 16-bit and fp32 data from 64 rows): first-axis sums with many column chunks run the
+    """COLS_TILE_AT_ONCE (H200: 16-bit and fp32 data of 64-512 rows): first-axis sums with many column chunks run the
     one-item kernel in strips of max(16, BLOCK * rows in flight / rows) chunks at the tile's rows in flight and
-    blocks per SM; fp8, fewer rows, split plans and an H100 plan as before; kernel_names lists the kernels."""
+    blocks per SM; fp8, fewer or more rows, split plans and an H100 plan as before; kernel_names lists the kernels.
+    A patched tile over any number of rows plans strips of 16 chunks from BLOCK * rows in flight / 16 rows (5458a8e
+    failed to plan from 2049 rows)."""
     u, m = 8, 4
     for dtype, isz in (("float32", 4), ("float16", 2), ("bfloat16", 2)):
-        assert sh.FAMILY_TUNING["H200"]["COLS_TILE_AT_ONCE"][isz] == (64, u, m)
+        assert sh.FAMILY_TUNING["H200"]["COLS_TILE_AT_ONCE"][isz] == (64, 512, u, m)
         for r, ct in ((64, 32), (96, 16), (128, 16), (256, 16), (512, 16)):
             n = (1 << 29) // isz // r
             prob = Cols(1, r, n, 0, n)
@@ -209,11 +211,18 @@ def test_cols_tile_at_once():
             with patched_plans(sh, dict(COLS_TILE_AT_ONCE={})):
                 assert param_dict(sh.plan_shuffle(prob, dtype, "float32", H200))["ct"] == sh.BLOCK
             assert param_dict(sh.plan_shuffle(prob, dtype, "float32", H100))["ct"] == sh.BLOCK
-        for r in (16, 32, 1024):  # too few rows; too few column chunks for strips of BLOCK alone (splits or wider)
-            n = (1 << 29) // isz // r
+        # too few rows; too few column chunks for strips of BLOCK alone (splits or wider); more rows than measured,
+        # with many column chunks (2^21-2^22 elements per row)
+        many = 132 * 2 * sh.BLOCK * 16 // isz
+        for r, n in ((16, (1 << 29) // isz // 16), (32, (1 << 29) // isz // 32), (1024, (1 << 29) // isz // 1024),
+                     (513, many), (2049, many), (4099, many + 3)):
             with patched_plans(sh, dict(COLS_TILE_AT_ONCE={})):
                 before = sh.plan_shuffle(Cols(1, r, n, 0, n), dtype, "float32", H200)
-            assert sh.plan_shuffle(Cols(1, r, n, 0, n), dtype, "float32", H200) == before
+            assert sh.plan_shuffle(Cols(1, r, n, 0, n), dtype, "float32", H200) == before, (r, n)
+        with patched_plans(sh, dict(COLS_TILE_AT_ONCE={isz: (64, 1 << 40, u, m)})):
+            for r, ct in ((2048, 16), (2049, 16), (1 << 20, 16)):
+                p = param_dict(sh.plan_shuffle(Cols(1, r, many, 0, many), dtype, "float32", H200))
+                assert (p["ct"], p["unroll"], p["minb"], p["splits"]) == (ct, u, m, 1), (r, p)
     fp8 = Cols(1, 128, 1 << 22, 0, 1 << 22)
     assert param_dict(sh.plan_shuffle(fp8, "float8_e4m3fn", "float32", H200))["ct"] == sh.BLOCK
 

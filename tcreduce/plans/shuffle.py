@@ -106,7 +106,7 @@ COLS_ONE_ITEM_TUNING: dict[int, tuple[int, int]] = {}
 # elements per chunk, they may want more threads resident (tune_plans `shuffle_*_cols*_general`)
 COLS_TUNING: dict[int, tuple[int, int]] = {}
 # cols with many column chunks (the COLS_CT_MANY case) in torch.compile's tile, by bytes per element: (the fewest rows,
-# rows in flight per thread, blocks per SM). From that many rows the one-item kernel runs strips of
+# the most rows, rows in flight per thread, blocks per SM). Between those the one-item kernel runs strips of
 # max(16, BLOCK * rows in flight / rows) chunks (a power of two, at most BLOCK), so that a block's j lanes load their
 # whole share of a 128-row tile at once, as inductor's [64 columns x 4 rows] fp32 tile, its loop unrolled whole, does
 # (benchmarks/inductor_replica.py). Another order of additions (the strip width: step 3 of kernels/shuffle.cu); the
@@ -114,8 +114,9 @@ COLS_TUNING: dict[int, tuple[int, int]] = {}
 # 43, x the committed plan in the same scrubbed turns): fp32 64 rows 1.010 (32 chunks), 128 1.016, 256 1.017, 512
 # 1.013 (16 chunks); fp16 64 1.014, 128 1.022, 256 1.018, 512 1.013; below 64 rows wider strips lose (fp16 32 rows
 # 0.95 at 64 chunks) and fp8 loses at every length (0.96-0.99 at 128-512), GPU == emulator at every setting.
-# FAMILY_TUNING: an H200 takes (64, 8, 4) for 16-bit and fp32 data; an H100 is not measured
-COLS_TILE_AT_ONCE: dict[int, tuple[int, int, int]] = {}
+# FAMILY_TUNING: an H200 takes (64, 512, 8, 4) for 16-bit and fp32 data, the rows measured (longer columns were not:
+# 5458a8e planned them too and, from 2049 rows, failed to plan); an H100 is not measured
+COLS_TILE_AT_ONCE: dict[int, tuple[int, int, int, int]] = {}
 COLS_TILE_MIN_CT = 16  # the narrowest strips COLS_TILE_AT_ONCE plans (chunks)
 # cols: aligned first-axis sums over at least this many rows load their whole chunks evict-first in L1 and L2 (an L2
 # cache-hint policy, as Triton's evict_first loads; kernels/shuffle.cu LOAD 1), the others through ld.global.nc; keyed
@@ -144,7 +145,7 @@ COLS_EVICT_FIRST_MIN_ROWS: dict[int, int] = {}
 # 2,470), so an H200 keeps the block per row for 16-bit rows only
 FAMILY_TUNING: dict[str, dict[str, Any]] = {"H100": {"FLAT_ROUNDS": {4: 4}, "FLAT_ONE_PASS_MIN_WAVES": 6},
                                             "H200": {"COLS_ONE_ITEM_TUNING": {2: (4, 4), 1: (4, 4)},
-                                                     "COLS_TILE_AT_ONCE": {2: (64, 8, 4), 4: (64, 8, 4)},
+                                                     "COLS_TILE_AT_ONCE": {2: (64, 512, 8, 4), 4: (64, 512, 8, 4)},
                                                      "COLS_EVICT_FIRST_MIN_ROWS": {2: 64, 4: 64, 1: 128},
                                                      "ROWS_EVICT_FIRST_MIN_CHUNKS": {2: 16, 4: 16},
                                                      "ROWS_BLOCK_MIN_CHUNKS": {2: 4 * BLOCK},
@@ -322,10 +323,10 @@ def _plan_cols(problem: Cols, in_dtype: str, out_dtype: str, device: DeviceSpec)
     one_unroll, one_minb = tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz, (unroll, minb))
     tile = tuned(_THIS, "COLS_TILE_AT_ONCE", device).get(isz)
     ct, splits = strips_and_splits(device.sm_count * one_minb)
-    if (tile is not None and r >= tile[0] and ONE_PASS_COLS
+    if (tile is not None and tile[0] <= r <= tile[1] and ONE_PASS_COLS
             and (ct, splits) == (tuned(_THIS, "COLS_CT_MANY", device), 1)):
-        unroll, minb = tile[1], tile[2]
-        ct = min(BLOCK, max(COLS_TILE_MIN_CT, 1 << ((BLOCK * unroll // r).bit_length() - 1)))
+        unroll, minb = tile[2], tile[3]
+        ct = min(BLOCK, max(COLS_TILE_MIN_CT, 1 << (max(1, BLOCK * unroll // r).bit_length() - 1)))
     elif splits == 1 and ONE_PASS_COLS and cdiv(ncv, ct) > device.sm_count * minb:
         unroll, minb = one_unroll, one_minb
     else:
@@ -418,7 +419,7 @@ def kernel_names(in_dtype: str, out_dtype: str) -> list[str]:
     defaults = {(COLS_UNROLL, BLOCKS_PER_SM["cols"])} | {t[isz] for t in anywhere("COLS_TUNING") if isz in t}
     # the one-item kernel where the tuned one would not fill, or at the general kernel's setting
     cols_one_item = (defaults | {t[isz] for t in anywhere("COLS_ONE_ITEM_TUNING") if isz in t}
-                     | {t[isz][1:] for t in anywhere("COLS_TILE_AT_ONCE") if isz in t})
+                     | {t[isz][2:] for t in anywhere("COLS_TILE_AT_ONCE") if isz in t})
     rows_short = [(UNROLL, BLOCKS_PER_SM["rows"])] + [um for t in anywhere("ROWS_SHORT_TUNING")
                                                       for (size, _), um in t.items() if size == isz]
     rows_hinted = any(isz in t for t in anywhere("ROWS_EVICT_FIRST_MIN_CHUNKS"))
