@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perf_floor import within_fp32_bound  # noqa: E402
 from read_probe import _write  # noqa: E402
 
 TOTAL_BYTES = 1 << 29
@@ -93,6 +94,7 @@ def main() -> None:
     from experiments.timing import Timed, interleaved_samples
 
     kernel = replica_kernel()
+    scrub = None if args.no_scrub else l2_scrubber()
     rows_out, regs = [], []
     for case in args.cases.split(","):
         dtype, r = case.split(":")
@@ -101,8 +103,6 @@ def main() -> None:
         n = TOTAL_BYTES // itemsize // r
         x = cupy.random.default_rng(43).standard_normal((r, n), dtype=cupy.float32).astype(dtype)
         t = torch.from_dlpack(x)
-        want = cupy.asnumpy(x.astype(cupy.float64).sum(axis=0))
-        tol = 1e-5 * r * float(cupy.abs(x).astype(cupy.float32).max()) + 1e-6
 
         def replica_call(cfg, t=t, n=n, r=r):
             xb, rb, w = cfg
@@ -113,9 +113,8 @@ def main() -> None:
         for cfg in CONFIGS:
             with torch_stream_guard():
                 o, compiled = replica_call(cfg)
-            err = float(np.max(np.abs(cupy.asnumpy(cupy.from_dlpack(o)) - want)))
-            if not err <= tol:
-                raise AssertionError(f"{case} replica {cfg}: max error {err} > {tol}")
+            if not within_fp32_bound(cupy.from_dlpack(o), x, 0):
+                raise AssertionError(f"{case} replica {cfg}: a column sum outside n 2^-23 sum|x| of the float64 sum")
             stem = f"{dtype}_{r}_x{cfg[0]}_r{cfg[1]}_w{cfg[2]}"
             if cfg in CONFIGS[:DUMPED]:
                 for kind in ("ttgir", "ptx"):
@@ -134,7 +133,7 @@ def main() -> None:
         for name in methods:  # warm-up: every label once, outside the samples
             with timed[name].context():
                 timed[name].fn(x)
-        series = interleaved_samples(timed, args.turns, before=None if args.no_scrub else l2_scrubber())
+        series = interleaved_samples(timed, args.turns, before=scrub)
         for name, times in series.items():
             p10, p50, p90 = np.percentile(times, [10, 50, 90])
             gbs = [x.nbytes / s / 1e9 for s in (p10, p50, p90)]

@@ -136,6 +136,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = TimingConfig()
+    scrub = None if args.no_scrub or not args.turns else l2_scrubber()
     rows, series_rows = [], []
     for case in args.cases.split(","):
         dtype, form, n_text = case.split(":")
@@ -198,7 +199,7 @@ def main() -> None:
                       flush=True)
         if args.turns:
             timed = {name: Timed(fn, [x], torch_stream_guard) for name, (fn, _) in methods.items()}
-            series = interleaved_samples(timed, args.turns, before=None if args.no_scrub else l2_scrubber())
+            series = interleaved_samples(timed, args.turns, before=scrub)
             _print_series(case, series, x.nbytes)
             series_rows += [{"case": case, "turn": k, "method": name, "us": round(sec * 1e6, 2)}
                             for name, times in series.items() for k, sec in enumerate(times)]

@@ -896,15 +896,14 @@ def setting_label(setting: dict | None) -> str:
 
 
 def interleaved_sweep(module: Any, settings: list[dict], dtype: str, x: Any, axis: Any, kw: dict, method: str,
-                      check_shapes: list, rng: np.random.Generator, turns: int) -> None:
+                      check_shapes: list, rng: np.random.Generator, turns: int, scrub: Any) -> None:
     """``--turns``: each setting's bits checked, then its plan fixed in a :func:`tcreduce.reducer` handle built while
     the setting is patched; ``turns`` interleaved turns of every handle and ``shuffle`` as this GPU plans it
-    (:func:`experiments.timing.interleaved_samples`, each sample after a read of twice the L2's size), each timed
-    as the mean of its samples' middle 80%."""
+    (:func:`experiments.timing.interleaved_samples`, each sample after ``scrub``, a read of twice the L2's size:
+    :func:`experiments.ceiling.l2_scrubber`), each timed as the mean of its samples' middle 80%."""
     import cupy
 
     import tcreduce
-    from experiments.ceiling import l2_scrubber
     from experiments.timing import Timed, interleaved_samples, middle_mean
 
     def handle(method_name: str) -> Timed:
@@ -921,7 +920,7 @@ def interleaved_sweep(module: Any, settings: list[dict], dtype: str, x: Any, axi
                 timed[label] = handle(method)
         except Exception as e:  # report and go on
             print(f"  {label:60} failed: {type(e).__name__}: {e}", flush=True)
-    series = interleaved_samples(timed, turns, before=l2_scrubber())
+    series = interleaved_samples(timed, turns, before=scrub)
     base = middle_mean(series.pop("shuffle"))[0]
     for label, times in series.items():
         t, p10, p90 = middle_mean(times)
@@ -1013,6 +1012,11 @@ def main() -> None:
 
         print(f"{precompile(names, current_device()[1], args.precompile)} kernels compiled", flush=True)
     rng = np.random.default_rng(7)
+    scrub = None
+    if args.turns:  # one buffer for every sweep's turns
+        from experiments.ceiling import l2_scrubber
+
+        scrub = l2_scrubber()
     def timed(fn, reps: int, lib: str = "cupy") -> float:
         """Seconds per call: inside a CUDA graph (--graph; ``lib`` "torch" for torch's calls) or back to back."""
         return graph_timed(fn, reps, lib) if args.graph else back_to_back(fn, reps)
@@ -1035,7 +1039,7 @@ def main() -> None:
         print(f"== {name}: {dtype} {shape} axis={axis}; " +
               ", ".join(f"{k} {nbytes / t / 1e9:.0f} GB/s ({t * 1e6:.2f} us)" for k, t in base.items()), flush=True)
         if args.turns:
-            interleaved_sweep(module, settings, dtype, x, axis, kw, method, check_shapes, rng, args.turns)
+            interleaved_sweep(module, settings, dtype, x, axis, kw, method, check_shapes, rng, args.turns, scrub)
             x = xt = None
             continue
         for setting in [None, *settings]:
