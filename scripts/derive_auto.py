@@ -8,15 +8,17 @@ primary table (``TABLE``, the GPU those sweeps ran on). Sweeps of another GPU, c
 its family (``paper_figures/h200/``: a :data:`tcreduce._device.KNOWN_GPUS` key in lower case; either CSV may be
 missing), give that family's table (``DEVICE_TABLES``), which auto uses on that GPU for the forms it measured. For every
 swept point (dtype, form, log2 of the reduced length) it keeps the fastest *eligible* method measured there, by the
-median time per call of back-to-back calls (``time_us``); methods within ``TIE`` (1%) of the fastest count as tied
-and the tie goes to the first in ``PREFERENCE`` (the tensor cores first: one fused 16-term block per mma, the smaller
-error bound). Where the sweep also timed the methods inside CUDA graphs (``graph_us``, the GPU's own time per call:
-the throughput study's full sums) and that pick takes more than ``TIE`` more GPU time than another method within
-``TOLERANCE`` (2%) of the fastest back-to-back time, the pick is the method with the least GPU time instead (within
-``TIE`` of it, by ``PREFERENCE``): at small sizes back-to-back calls time the host, whose noise would otherwise choose
-among methods whose GPU time differs by 20-60%. Eligible: every registered sum method with a launch plan and an
-emulator twin except those in ``EXCLUDED`` (each with its reason). Points where an excluded method was more than 2%
-faster than the pick are listed in the table's ``NOTES``.
+time per call (``time_us``: the median of back-to-back calls, or the mean of the middle 80% of interleaved turns for
+the labels the CSV's ``interleaved`` column marks); methods within ``TIE`` (1%) of the fastest count as tied, within
+``TIE_INTERLEAVED`` (0.5%) where every run timed both in interleaved turns (whose spread is smaller: a tie there
+would give away a measured 0.5-1%), and the tie goes to the first in ``PREFERENCE`` (the tensor cores first: one
+fused 16-term block per mma, the smaller error bound). Where the sweep also timed the methods inside CUDA graphs
+(``graph_us``, the GPU's own time per call: the throughput study's full sums) and that pick takes more than ``TIE`` more
+GPU time than another method within ``TOLERANCE`` (2%) of the fastest back-to-back time, the pick is the method with the
+least GPU time instead (within ``TIE`` of it, by ``PREFERENCE``): at small sizes back-to-back calls time the host, whose
+noise would otherwise choose among methods whose GPU time differs by 20-60%. Eligible: every registered sum method with
+a launch plan and an emulator twin except those in ``EXCLUDED`` (each with its reason). Points where an excluded method
+was more than 2% faster than the pick are listed in the table's ``NOTES``.
 
 More runs of the same plans: a directory's ``segments_runs/*.csv`` (other machines or other days, the same kernels
 and plans as its ``segments.csv``; each with every point of the formats it measures) join the derivation point by
@@ -41,7 +43,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-TIE = 0.01  # methods within 1% of the fastest are tied
+TIE = 0.01  # methods within 1% of the fastest are tied ...
+TIE_INTERLEAVED = 0.005  # ... or within 0.5% where every run timed both in interleaved turns (the CSV's `interleaved`)
 PREFERENCE = ("tensorcore", "shuffle", "wmma")  # tie-break order (methods not listed follow, by name)
 EXCLUDED = {
     "tensorcore_chained": "less accurate by design (one round-toward-zero tensor-core accumulator per warp)",
@@ -57,7 +60,8 @@ TOLERANCE = 0.02  # what the CPU test allows between auto's pick and the fastest
 class Point:
     """One swept point: dtype, form ("full", "rows", "cols"), the reduced length, the array's shape and reduced axes,
     the median time per call (us) of every method measured there back to back, and (full sums) inside CUDA graphs;
-    ``more_times``: the same from the directory's other runs of the same plans (``segments_runs/``)."""
+    ``more_times``: the same from the directory's other runs of the same plans (``segments_runs/``);
+    ``interleaved``: per run, the set of methods it timed in interleaved turns (the CSV's ``interleaved`` column)."""
 
     dtype: str
     form: str
@@ -67,6 +71,7 @@ class Point:
     times: dict
     graph_times: dict = field(default_factory=dict)
     more_times: tuple = ()
+    interleaved: tuple = ()  # per run (times, *more_times): the methods it timed in interleaved turns
 
     @property
     def bucket(self) -> int:
@@ -119,54 +124,74 @@ def load_points(csv_dir: Path, required: bool = True) -> tuple[list[Point], dict
     points: list[Point] = []
     meta = {}
     acc: dict = defaultdict(dict)
+    turns: dict = defaultdict(set)
     graph: dict = defaultdict(dict)
     rows, meta["throughput"] = _read(csv_dir / "throughput.csv", required)
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n = int(r["n"])
             acc[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["time_us"])
+            if r.get("interleaved") == "true":
+                turns[(r["dtype"], "full", n, (n,), (0,))].add(r["method"])
             if r.get("graph_us"):
                 graph[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["graph_us"])
     rows, meta["segments"] = _read(csv_dir / "segments.csv", required)
-    _segment_times(rows, acc)
+    _segment_times(rows, acc, turns)
     more: dict = defaultdict(list)
+    more_turns: dict = defaultdict(list)
     for path in sorted((csv_dir / "segments_runs").glob("*.csv")):
         rows, meta[f"segments_runs/{path.stem}"] = _read(path, True)
         run: dict = defaultdict(dict)
-        _segment_times(rows, run)
+        run_turns: dict = defaultdict(set)
+        _segment_times(rows, run, run_turns)
         forms = {k[:2] for k in run}  # a run may lack whole formats (an older one, before fp8 joined the study)
         if set(run) != {k for k in acc if k[:2] in forms}:
             raise ValueError(f"{path} does not measure the points of {csv_dir / 'segments.csv'}")
         for key, times in run.items():
             more[key].append(times)
+            more_turns[key].append(frozenset(run_turns[key]))
     for key, times in sorted(acc.items()):
-        points.append(Point(*key, times, graph.get(key, {}), tuple(more.get(key, ()))))
+        points.append(Point(*key, times, graph.get(key, {}), tuple(more.get(key, ())),
+                            (frozenset(turns[key]), *more_turns.get(key, ()))))
     return points, meta
 
 
-def _segment_times(rows: list[dict], acc: dict) -> None:
-    """Add a segment study's tcreduce times to ``acc``: (dtype, layout, n, shape, axes) -> {method: us}."""
+def _segment_times(rows: list[dict], acc: dict, turns: dict) -> None:
+    """Add a segment study's tcreduce times to ``acc`` ((dtype, layout, n, shape, axes) -> {method: us}) and the
+    methods it timed in interleaved turns to ``turns`` (the same key -> set)."""
     from experiments.records import num
 
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n, m = int(r["n"]), int(r["m"])
             shape, axes = ((m, n), (1,)) if r["layout"] == "rows" else ((n, m), (0,))
-            acc[(r["dtype"], r["layout"], n, shape, axes)][r["method"]] = num(r["time_us"])
+            key = (r["dtype"], r["layout"], n, shape, axes)
+            acc[key][r["method"]] = num(r["time_us"])
+            if r.get("interleaved") == "true":
+                turns[key].add(r["method"])
+
+
+def tie_of(point: Point, method: str, fastest: list[str]) -> float:
+    """How close to the fastest ``method`` counts as tied at ``point``: TIE_INTERLEAVED where every run timed it and
+    that run's fastest method (``fastest``, one per run) in interleaved turns, else TIE."""
+    runs = len(point.more_times) + 1
+    precise = len(point.interleaved) == runs and all(method in s and f in s for s, f in zip(point.interleaved, fastest))
+    return TIE_INTERLEAVED if precise else TIE
 
 
 def pick(point: Point) -> tuple[str, float]:
-    """(the method kept at this point, its time): the fastest eligible method, ties (within TIE in every run) to the
-    least GPU time in a graph where every near-fastest method has one, then to the preferred; where no method ties
-    in every run, the least worst ratio to a run's fastest."""
+    """(the method kept at this point, its time): the fastest eligible method, ties (within :func:`tie_of` in every
+    run) to the least GPU time in a graph where every near-fastest method has one, then to the preferred; where no
+    method ties in every run, the least worst ratio to a run's fastest."""
     runs = (point.times, *point.more_times)
     order = eligible(point.dtype)
     measured = [m for m in order if all(m in r and math.isfinite(r[m]) for r in runs)]
     if not measured:
         raise ValueError(f"no eligible method measured at {point}")
-    fastest = [min(r[k] for k in measured) for r in runs]
+    fastest_names = [min(measured, key=lambda k: r[k]) for r in runs]
+    fastest = [r[k] for r, k in zip(runs, fastest_names)]
     worst = {m: max(r[m] / f for r, f in zip(runs, fastest)) for m in measured}
-    tied = [m for m in measured if worst[m] <= 1 + TIE]
+    tied = [m for m in measured if worst[m] <= 1 + tie_of(point, m, fastest_names)]
     m = tied[0] if tied else min(measured, key=lambda k: (worst[k], order.index(k)))
     cands = [(point.times[k], k) for k in measured]
     best = min(t for t, _ in cands)
@@ -239,8 +264,11 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         *sources(primary),
         *[line for d in devices
           for line in (f"Sources of DEVICE_TABLES[{d.family!r}] (paper_figures/{d.family.lower()}/):", *sources(d))],
-        f"Measure: median time per call of back-to-back calls (time_us). A method within {TIE:.0%} of the fastest in",
-        "every run of a directory (segments.csv and segments_runs/*.csv: the same plans) ties with it, and the tie",
+        "Measure: time per call (time_us: the median of back-to-back calls, or for labels timed in interleaved",
+        f"turns the mean of their middle 80%). A method within {TIE:.0%} of the fastest in every run of a directory",
+        "(segments.csv and segments_runs/*.csv: the same plans) ties with it, within "
+        f"{TIE_INTERLEAVED:.1%} where every run timed",
+        "both in interleaved turns, and the tie",
         f"goes to {', '.join(PREFERENCE)} in that order; where no method ties in every run, the least worst ratio",
         f"to a run's fastest wins. Where that pick took more than {TIE:.0%} more GPU time in a CUDA graph (graph_us:",
         f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within",
@@ -248,6 +276,7 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         '"""',
         "",
         f"TIE = {TIE!r}",
+        f"TIE_INTERLEAVED = {TIE_INTERLEAVED!r}",
         f"TOLERANCE = {TOLERANCE!r}",
         f"PREFERENCE = {PREFERENCE!r}",
         "EXCLUDED = {",
