@@ -59,7 +59,8 @@ TOLERANCE = 0.02  # what the CPU test allows between auto's pick and the fastest
 @dataclass(frozen=True)
 class Point:
     """One swept point: dtype, form ("full", "rows", "cols"), the reduced length, the array's shape and reduced axes,
-    the median time per call (us) of every method measured there back to back, and (full sums) inside CUDA graphs;
+    the time per call (us; ``time_us``, see the module docstring) of every method measured there, and (full sums)
+    inside CUDA graphs;
     ``more_times``: the same from the directory's other runs of the same plans (``segments_runs/``);
     ``interleaved``: per run, the set of methods it timed in interleaved turns (the CSV's ``interleaved`` column)."""
 
@@ -266,13 +267,12 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
           for line in (f"Sources of DEVICE_TABLES[{d.family!r}] (paper_figures/{d.family.lower()}/):", *sources(d))],
         "Measure: time per call (time_us: the median of back-to-back calls, or for labels timed in interleaved",
         f"turns the mean of their middle 80%). A method within {TIE:.0%} of the fastest in every run of a directory",
-        "(segments.csv and segments_runs/*.csv: the same plans) ties with it, within "
-        f"{TIE_INTERLEAVED:.1%} where every run timed",
-        "both in interleaved turns, and the tie",
-        f"goes to {', '.join(PREFERENCE)} in that order; where no method ties in every run, the least worst ratio",
-        f"to a run's fastest wins. Where that pick took more than {TIE:.0%} more GPU time in a CUDA graph (graph_us:",
-        f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within",
-        f"{TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
+        f"(segments.csv and segments_runs/*.csv: the same plans; {TIE_INTERLEAVED:.1%} where every run timed both in",
+        f"interleaved turns) ties with it, and the tie goes to {', '.join(PREFERENCE)} in that order; where no",
+        "method ties in every run, the least worst ratio to a run's fastest wins. Where that pick took more than",
+        f"{TIE:.0%} more GPU time in a CUDA graph (graph_us: full sums) than a method within {TOLERANCE:.0%} of the",
+        f"fastest, the least GPU time wins instead (within {TIE:.0%}, by that order). Lookup and fallbacks:",
+        "tcreduce/_auto.py.",
         '"""',
         "",
         f"TIE = {TIE!r}",
