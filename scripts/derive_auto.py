@@ -10,9 +10,10 @@ missing), give that family's table (``DEVICE_TABLES``), which auto uses on that 
 swept point (dtype, form, log2 of the reduced length) it keeps the fastest *eligible* method measured there, by the
 time per call (``time_us``: the median of back-to-back calls, or the mean of the middle 80% of interleaved turns for
 the labels the CSV's ``interleaved`` column marks); methods within ``TIE`` (1%) of the fastest count as tied, within
-``TIE_INTERLEAVED`` (0.5%) where every run timed both in interleaved turns (whose spread is smaller: a tie there
-would give away a measured 0.5-1%), and the tie goes to the first in ``PREFERENCE`` (the tensor cores first: one
-fused 16-term block per mma, the smaller error bound). Where the sweep also timed the methods inside CUDA graphs
+``TIE_INTERLEAVED`` (0.5%) where every run timed both in interleaved turns and both are GPU-bound (at least
+``experiments.timing.HOST_BOUND_S`` a call; such turns follow a read of twice the L2 and resolve far less than 1%, so a
+tie there would give away a measured 0.5-1%), and the tie goes to the first in ``PREFERENCE`` (the tensor cores first:
+one fused 16-term block per mma, the smaller error bound). Where the sweep also timed the methods inside CUDA graphs
 (``graph_us``, the GPU's own time per call: the throughput study's full sums) and that pick takes more than ``TIE`` more
 GPU time than another method within ``TOLERANCE`` (2%) of the fastest back-to-back time, the pick is the method with the
 least GPU time instead (within ``TIE`` of it, by ``PREFERENCE``): at small sizes back-to-back calls time the host, whose
@@ -44,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 TIE = 0.01  # methods within 1% of the fastest are tied ...
-TIE_INTERLEAVED = 0.005  # ... or within 0.5% where every run timed both in interleaved turns (the CSV's `interleaved`)
+TIE_INTERLEAVED = 0.005  # ... or 0.5% where every run timed both, GPU-bound, in interleaved turns (tie_of)
 PREFERENCE = ("tensorcore", "shuffle", "wmma")  # tie-break order (methods not listed follow, by name)
 EXCLUDED = {
     "tensorcore_chained": "less accurate by design (one round-toward-zero tensor-core accumulator per warp)",
@@ -174,9 +175,15 @@ def _segment_times(rows: list[dict], acc: dict, turns: dict) -> None:
 
 def tie_of(point: Point, method: str, fastest: list[str]) -> float:
     """How close to the fastest ``method`` counts as tied at ``point``: TIE_INTERLEAVED where every run timed it and
-    that run's fastest method (``fastest``, one per run) in interleaved turns, else TIE."""
-    runs = len(point.more_times) + 1
-    precise = len(point.interleaved) == runs and all(method in s and f in s for s, f in zip(point.interleaved, fastest))
+    that run's fastest method (``fastest``, one per run) in interleaved turns and both took at least
+    ``experiments.timing.HOST_BOUND_S`` a call (GPU-bound calls, whose turns follow a read of the L2; faster ones are
+    timed in turns for the host's sake, and their host-bound times keep TIE), else TIE."""
+    from experiments.timing import HOST_BOUND_S
+
+    runs = (point.times, *point.more_times)
+    precise = len(point.interleaved) == len(runs) and all(
+        method in s and f in s and min(r[method], r[f]) >= HOST_BOUND_S * 1e6
+        for r, s, f in zip(runs, point.interleaved, fastest))
     return TIE_INTERLEAVED if precise else TIE
 
 
@@ -268,11 +275,11 @@ def render(primary: Sweep, devices: list[Sweep]) -> str:
         "Measure: time per call (time_us: the median of back-to-back calls, or for labels timed in interleaved",
         f"turns the mean of their middle 80%). A method within {TIE:.0%} of the fastest in every run of a directory",
         f"(segments.csv and segments_runs/*.csv: the same plans; {TIE_INTERLEAVED:.1%} where every run timed both in",
-        f"interleaved turns) ties with it, and the tie goes to {', '.join(PREFERENCE)} in that order; where no",
-        "method ties in every run, the least worst ratio to a run's fastest wins. Where that pick took more than",
-        f"{TIE:.0%} more GPU time in a CUDA graph (graph_us: full sums) than a method within {TOLERANCE:.0%} of the",
-        f"fastest, the least GPU time wins instead (within {TIE:.0%}, by that order). Lookup and fallbacks:",
-        "tcreduce/_auto.py.",
+        "interleaved turns, each call taking at least experiments.timing.HOST_BOUND_S) ties with it, and the tie",
+        f"goes to {', '.join(PREFERENCE)} in that order; where no method ties in every run, the least worst ratio",
+        f"to a run's fastest wins. Where that pick took more than {TIE:.0%} more GPU time in a CUDA graph (graph_us:",
+        f"full sums) than a method within {TOLERANCE:.0%} of the fastest, the least GPU time wins instead (within",
+        f"{TIE:.0%}, by that order). Lookup and fallbacks: tcreduce/_auto.py.",
         '"""',
         "",
         f"TIE = {TIE!r}",

@@ -13,11 +13,11 @@ Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
 Measure: time per call (time_us: the median of back-to-back calls, or for labels timed in interleaved
 turns the mean of their middle 80%). A method within 1% of the fastest in every run of a directory
 (segments.csv and segments_runs/*.csv: the same plans; 0.5% where every run timed both in
-interleaved turns) ties with it, and the tie goes to tensorcore, shuffle, wmma in that order; where no
-method ties in every run, the least worst ratio to a run's fastest wins. Where that pick took more than
-1% more GPU time in a CUDA graph (graph_us: full sums) than a method within 2% of the
-fastest, the least GPU time wins instead (within 1%, by that order). Lookup and fallbacks:
-tcreduce/_auto.py.
+interleaved turns, each call taking at least experiments.timing.HOST_BOUND_S) ties with it, and the tie
+goes to tensorcore, shuffle, wmma in that order; where no method ties in every run, the least worst ratio
+to a run's fastest wins. Where that pick took more than 1% more GPU time in a CUDA graph (graph_us:
+full sums) than a method within 2% of the fastest, the least GPU time wins instead (within
+1%, by that order). Lookup and fallbacks: tcreduce/_auto.py.
 """
 
 TIE = 0.01

@@ -134,21 +134,22 @@ def test_ties_hold_in_every_run(derive):
 
 def test_ties_are_narrower_where_every_run_timed_both_in_interleaved_turns(derive):
     """Within TIE_INTERLEAVED (0.5%) instead of TIE (1%), only where each run timed the method and its fastest in
-    interleaved turns."""
-    def point(turns, *more):
-        return derive.Point("float32", "full", 1 << 30, (1 << 30,), (0,), {"shuffle": 10.0, "tensorcore": 10.07}, {},
-                            tuple(t for t, _ in more), (frozenset(turns), *(frozenset(s) for _, s in more)))
+    interleaved turns, GPU-bound (at least HOST_BOUND_S a call: 50 us)."""
+    def point(turns, *more, us=1000.0):
+        return derive.Point("float32", "full", 1 << 30, (1 << 30,), (0,), {"shuffle": us, "tensorcore": us * 1.007},
+                            {}, tuple(t for t, _ in more), (frozenset(turns), *(frozenset(s) for _, s in more)))
 
     both = {"shuffle", "tensorcore"}
     assert derive.TIE_INTERLEAVED < 0.007 < derive.TIE
     assert derive.pick(point(both))[0] == "shuffle"  # 0.7% measured in turns: no tie
     assert derive.pick(point({"shuffle"}))[0] == "tensorcore"  # the tensor cores timed back to back: a tie
     assert derive.pick(point(()))[0] == "tensorcore"
-    other = {"shuffle": 10.0, "tensorcore": 10.02}
+    assert derive.pick(point(both, us=10.0))[0] == "tensorcore"  # host-bound calls' turns: a 1% tie
+    other = {"shuffle": 1000.0, "tensorcore": 1002.0}
     assert derive.pick(point(both, (other, both)))[0] == "shuffle"  # 0.7% in turns in the first run
     assert derive.pick(point(both, (other, ())))[0] == "tensorcore"  # a run timed back to back: 1% in each
     assert derive.pick(derive.Point("float32", "full", 1 << 30, (1 << 30,), (0,),
-                                    {"shuffle": 10.0, "tensorcore": 10.03}, {}, (), (frozenset(both),)))[0] \
+                                    {"shuffle": 1000.0, "tensorcore": 1003.0}, {}, (), (frozenset(both),)))[0] \
         == "tensorcore"  # 0.3%: tied either way
 
 
