@@ -132,11 +132,12 @@ def load_points(csv_dir: Path, required: bool = True) -> tuple[list[Point], dict
     for r in rows:
         if r.get("kind") == "tcreduce" and r.get("time_us"):
             n = int(r["n"])
-            acc[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["time_us"])
+            key = (r["dtype"], "full", n, (n,), (0,))
+            acc[key][r["method"]] = num(r["time_us"])
             if r.get("interleaved") == "true":
-                turns[(r["dtype"], "full", n, (n,), (0,))].add(r["method"])
+                turns[key].add(r["method"])
             if r.get("graph_us"):
-                graph[(r["dtype"], "full", n, (n,), (0,))][r["method"]] = num(r["graph_us"])
+                graph[key][r["method"]] = num(r["graph_us"])
     rows, meta["segments"] = _read(csv_dir / "segments.csv", required)
     _segment_times(rows, acc, turns)
     more: dict = defaultdict(list)
