@@ -852,6 +852,12 @@ for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("flo
                 ("float16", 262144), ("float16", 1 << 20), ("bfloat16", 32768), ("float8_e4m3fn", 65536)):
     SWEEPS[f"{_dt}_rows{_k}_stream_8x4"] = (tc_plan, STREAM_8X4, _dt, ((1 << 28) // _k, _k), -1,
                                             [(3, _k), (37, _k), (5, _k + 256)])
+# ... and where the H200's long-row setting begins (STREAM_LONG_CHUNKS: the committed 16 first, then session 18's 32);
+# run with --turns (the margin is under 1%). The same sums
+STREAM_LONG_FROM = [committed(tc_plan, "STREAM_LONG_CHUNKS"), dict(STREAM_LONG_CHUNKS=32)]
+for _dt, _k in (("float16", 8192), ("bfloat16", 8192), ("float8_e4m3fn", 16384), ("float16", 4096)):
+    SWEEPS[f"{_dt}_rows{_k}_stream_long_from"] = (tc_plan, STREAM_LONG_FROM, _dt, ((1 << 28) // _k, _k), -1,
+                                                  [(3, _k), (37, _k), (5, _k + 256)])
 # shuffle_rows with a block per row: a one-pass grid instead of a resident grid looping over rows (the same sums)
 for _k in (16384, 65536):
     SWEEPS[f"shuffle_rows{_k}"] = (shuffle_plan, [dict(ONE_PASS_ROWS=p) for p in (True, False)], "float16",

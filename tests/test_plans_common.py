@@ -71,7 +71,13 @@ def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
     # tc_rows_stream: (chunks in flight, blocks per SM) in the kernel name and the plan
     ("float16", (1 << 16, 4096), -1, "tc_rows_stream<__half, 256, 4, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__half, 256, 2, 8, 1, float, 3, 0, 1>"),
-    # ... and rows of more than 32 chunks their own there (STREAM_LONG_TUNING: 8 in flight at 4 blocks per SM)
+    # ... and rows of more than 16 chunks their own there (STREAM_LONG_TUNING: 8 in flight at 4 blocks per SM)
+    ("float16", (1 << 16, 8192), -1, "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__half, 256, 4, 8, 1, float, 4, 0, 1>"),
+    ("float8_e4m3fn", (1 << 14, 16384), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 8, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__nv_fp8_e4m3, 256, 4, 8, 1, float, 4, 0, 1>"),
+    ("float8_e4m3fn", (1 << 14, 8192), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 4, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__nv_fp8_e4m3, 256, 2, 8, 1, float, 3, 0, 1>"),  # 16 chunks: the H200's short-row values
     ("float16", (1 << 10, 1 << 18), -1, "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__half, 256, 8, 8, 1, float, 4, 0, 1>"),
     ("bfloat16", (1 << 13, 1 << 15), -1, "tc_rows_stream<__nv_bfloat16, 256, 8, 4, 1, float, 4, 0, 1>",

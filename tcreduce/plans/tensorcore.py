@@ -144,7 +144,12 @@ STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
 # ... a GPU family's own values of those two hold for rows of up to STREAM_LONG_CHUNKS chunks (0: every row); longer
-# rows take STREAM_LONG_TUNING, (chunks in flight, blocks per SM), where a family has one (empty: the values above)
+# rows take STREAM_LONG_TUNING, (chunks in flight, blocks per SM), where a family has one (empty: the values above).
+# An H200 took 8 on 4 from 33 chunks in session 18, from 17 in session 45: tune_plans --turns (session 44, `notes/data/
+# 2026-12-01-h200-s44/tune_turns_stream*.log`, GB/s, 8 on 4 / 8 on 3, two H200s): fp16 rows of 8192 (32 chunks) 4,442 /
+# 4,410, 4,436 / 4,402 and 4,502 / 4,468, bf16 4,474 / 4,441; fp8 rows of 16384 (32 chunks) 4,221 / 4,224. The same
+# sums. (4 on 4 beyond 256 chunks read +1.0-1.2% at fp16 rows of 2^17-2^18 on one H200 and -0.6-0.7% on the other,
+# fp8 rows of 2^18 -2.8%: not taken)
 STREAM_LONG_CHUNKS = 0
 STREAM_LONG_TUNING: tuple[int, ...] = ()
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
@@ -277,7 +282,7 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 4 on 4 (64 3,745 -> 3,892, 128 3,429 -> 4,011, 256 1,243 -> 4,317: one chunk per row, half of each load masked)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
-    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=32, STREAM_LONG_TUNING=(8, 4),
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=16, STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
                  FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
                  FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
