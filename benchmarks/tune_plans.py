@@ -164,7 +164,7 @@ SWEEPS["fp32_rows32"] = (tc32_plan, [dict(TILE_UNROLL=u, TILE_BLOCKS_PER_SM=b) f
                          "float32", (1 << 22, 32), -1, [(4099, 32), (333, 40), (37, 300)])
 SWEEPS["fp32_rows16"] = (tc32_plan, [dict(ONE_PASS=p) for p in (True, False)], "float32", (1 << 23, 16), -1,
                          [(4099, 16), (333, 40)])
-STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0)
+STREAM_SETTINGS = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS={})
                    for u, b in ((4, 4), (8, 2), (4, 2), (16, 2), (8, 3), (16, 1), (4, 3))]
 for _k in (256, 1024, 4096):  # tc_rows_stream: rows of at least STREAM_MIN_K aligned elements
     SWEEPS[f"rows{_k}"] = (tc_plan, STREAM_SETTINGS, "float16", ((1 << 28) // _k, _k),
@@ -328,8 +328,9 @@ for _n in (128, 1024, 4096, 1 << 20):
 # module values first (run 50 had the H200's resident grid of then up to 256 rows there: COLS_ONE_PASS_MIN_CHUNKS);
 # the same chunks in the same order, the bits checked. The check shapes have strips enough for the one-item path: a
 # partial last chunk and a partial last strip
-TC_ONE_ITEM = [committed(tc_plan, "COLS_ONE_ITEM_TUNING")]
-TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: ((2 * u, b),), 2: ((u, b),)}, COLS_ONE_PASS_MIN_CHUNKS=0)
+TC_ONE_ITEM = [committed(tc_plan, "COLS_ONE_ITEM_TUNING", "COLS_ONE_ITEM_LONG")]
+TC_ONE_ITEM += [dict(COLS_ONE_ITEM_TUNING={1: ((2 * u, b),), 2: ((u, b),)}, COLS_ONE_ITEM_LONG={},
+                     COLS_ONE_PASS_MIN_CHUNKS=0)
                 for u, b in ((2, 2), (1, 3), (2, 3), (1, 4), (4, 2), (2, 4))]
 # ... from 2048 rows (fp16) a strip per 2-8 warps, where only the first five settings are swept (run 52 left out
 # (4, 2) and (2, 4) to keep the call short); the check shapes add strips of 2 and 4 warps
@@ -709,24 +710,28 @@ SWEEPS["float8_e4m3fn_rows512_stream"] = (tc_plan, E4M3_ROWS512, "float8_e4m3fn"
 # follows the plan (with no minimum of waves, its first shape has 257 blocks at one round: two groups). Run 45 (H200)
 # swept 1, 2 and 4 rounds too: 0.56-0.93x the resident grid; 4 rounds is back for fp8 (session 20: fp32 on an H100
 # read best at 4)
-FLAT_ROUNDS_SETTINGS = [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS_MIN_WAVES")]
-FLAT_ROUNDS_SETTINGS += [dict(FLAT_ROUNDS={1: r, 2: r}, FLAT_ONE_PASS_MIN_WAVES=0) for r in (0, 4, 8, 16, 32, 64)]
+FLAT_ROUNDS_SETTINGS = [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES",
+                                  "FLAT_ONE_PASS_SIZE_MIN_WAVES")]
+FLAT_ROUNDS_SETTINGS += [dict(FLAT_ROUNDS={1: r, 2: r}, FLAT_ONE_PASS={}, FLAT_ONE_PASS_MIN_WAVES=0,
+                              FLAT_ONE_PASS_SIZE_MIN_WAVES={}) for r in (0, 4, 8, 16, 32, 64)]
 for _dt, _n in (*(("float16", 1 << _e) for _e in range(25, 31)), ("bfloat16", 1 << 28), ("bfloat16", 1 << 30),
                 ("float8_e4m3fn", 1 << 29), ("float8_e4m3fn", 1 << 31)):
     SWEEPS[f"{_dt}_flat_rounds_2p{_n.bit_length() - 1}"] = (
         tc_plan, FLAT_ROUNDS_SETTINGS, _dt, (_n,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and that one-pass walk with more vectors in flight per thread (FLAT_ONE_PASS: (unroll, blocks per SM), rounds
-# chosen for blocks of 256 KiB as the H200's 16-bit 2 x 32; 16 on 2 at 4 rounds 512 KiB), the committed setting first
-# (fp8: the resident grid of 8 on 4), then the one-pass grid of the module's 2 on 5 at 32 rounds. Another order of
-# additions for another unroll (the bits check follows the plan). NVRTC sm_90: 48 registers for fp16 up to 8 on 5, fp8
-# 8 on 3-4 60, 16 on 2 80-92, no spills
+# chosen for blocks of 256 KiB as the H200's 16-bit 2 x 32; fp8's 16 on 2 at 4 rounds too), the committed setting first
+# (fp8 on an H200: 16 on 2 at 4 rounds from 6 waves, session 45), then the one-pass grid of the module's 2 on 5 at 32
+# rounds. Another order of additions for another unroll (the bits check follows the plan). NVRTC sm_90: 48 registers
+# for fp16 up to 8 on 5, fp8 8 on 3-4 60, 16 on 2 80-92, no spills
 FLAT_ONE_PASS_SETTINGS = ((2, 5, 32), (4, 4, 16), (4, 5, 16), (8, 3, 8), (8, 4, 8), (8, 5, 8), (16, 2, 4))
 for _dt, _e in (("float16", 28), ("float16", 29), ("float16", 30), ("float8_e4m3fn", 28), ("float8_e4m3fn", 29),
                 ("float8_e4m3fn", 30), ("float8_e5m2", 30)):
     _isz = 1 if _dt.startswith("float8") else 2
     SWEEPS[f"{_dt}_flat_one_pass_2p{_e}"] = (
-        tc_plan, [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES")]
-        + [dict(FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0)
+        tc_plan, [committed(tc_plan, "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES",
+                            "FLAT_ONE_PASS_SIZE_MIN_WAVES")]
+        + [dict(FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0,
+                FLAT_ONE_PASS_SIZE_MIN_WAVES={})
            for u, b, r in FLAT_ONE_PASS_SETTINGS if (u, b) != (8, 5) or _isz == 2],  # fp8 8 on 5 spills
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and in blocks of 32-128 threads (BLOCK patched: a block's epilogue waits on fewer warps, a block of one warp
@@ -738,8 +743,10 @@ FLAT_SMALL_BLOCKS = ((256, 2, 5, 32), (128, 2, 10, 32), (128, 4, 8, 16), (128, 4
 for _dt, _e in (("float16", 28), ("float16", 30), ("float8_e4m3fn", 30)):
     _isz = 1 if _dt.startswith("float8") else 2
     SWEEPS[f"{_dt}_flat_small_blocks_2p{_e}"] = (
-        tc_plan, [committed(tc_plan, "BLOCK", "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES")]
-        + [dict(BLOCK=t, FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0)
+        tc_plan, [committed(tc_plan, "BLOCK", "FLAT_ROUNDS", "FLAT_ONE_PASS", "FLAT_ONE_PASS_MIN_WAVES",
+                            "FLAT_ONE_PASS_SIZE_MIN_WAVES")]
+        + [dict(BLOCK=t, FLAT_ROUNDS={_isz: r}, FLAT_ONE_PASS={_isz: (u, b)}, FLAT_ONE_PASS_MIN_WAVES=0,
+                FLAT_ONE_PASS_SIZE_MIN_WAVES={})
            for t, u, b, r in FLAT_SMALL_BLOCKS],
         _dt, (1 << _e,), None, [((1 << 20) + 4099,), (4099,), (77,)])
 # ... and shuffle_flat and tc32_flat (fp32 full sums) over the same one-pass walk (session 20), the committed setting
@@ -836,7 +843,7 @@ for _k in (2048, 4096, 8192, 16384, 1 << 20):
 # tc_rows_stream on an H200 (session 9): chunks in flight per warp, blocks per SM and the steps per warp before more
 # warps share a row, together (the tuning of each alone on an H100 picked 4 on 4 blocks per SM and one step; an H200
 # read rows of 4096 8% faster with 16 in flight on 2 blocks per SM); the same sums whatever the geometry
-STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEPS=m, STREAM_LONG_CHUNKS=0)
+STREAM_GEOMETRY = [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_MAX_STEPS=m, STREAM_LONG_CHUNKS={})
                    for u, b, m in ((4, 4, 1), (16, 2, 1), (8, 2, 1), (8, 3, 1), (16, 2, 2), (8, 3, 2), (16, 1, 1),
                                    (4, 4, 2))]
 for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
@@ -847,14 +854,15 @@ for _k in (256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1 << 20):
 # tried; 8 at 3 blocks per SM is the H200's setting for rows of up to 32 chunks (the first setting here is the module
 # values for every row length, an H200's plan from 33 chunks on before session 18, which adopted 8 x 4 there)
 STREAM_8X4 = [committed(tc_plan, "STREAM_UNROLL", "STREAM_BLOCKS_PER_SM", "STREAM_LONG_CHUNKS")]
-STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS=0) for u, b in ((8, 4), (8, 3), (6, 4))]
+STREAM_8X4 += [dict(STREAM_UNROLL=u, STREAM_BLOCKS_PER_SM=b, STREAM_LONG_CHUNKS={})
+               for u, b in ((8, 4), (8, 3), (6, 4))]
 for _dt, _k in (("float16", 8192), ("float16", 16384), ("float16", 32768), ("float16", 65536), ("float16", 131072),
                 ("float16", 262144), ("float16", 1 << 20), ("bfloat16", 32768), ("float8_e4m3fn", 65536)):
     SWEEPS[f"{_dt}_rows{_k}_stream_8x4"] = (tc_plan, STREAM_8X4, _dt, ((1 << 28) // _k, _k), -1,
                                             [(3, _k), (37, _k), (5, _k + 256)])
 # ... and where the H200's long-row setting begins (STREAM_LONG_CHUNKS: the committed 16 first, then session 18's 32);
 # run with --turns (the margin is under 1%). The same sums
-STREAM_LONG_FROM = [committed(tc_plan, "STREAM_LONG_CHUNKS"), dict(STREAM_LONG_CHUNKS=32)]
+STREAM_LONG_FROM = [committed(tc_plan, "STREAM_LONG_CHUNKS"), dict(STREAM_LONG_CHUNKS={2: 32, 1: 32})]
 for _dt, _k in (("float16", 8192), ("bfloat16", 8192), ("float8_e4m3fn", 16384), ("float16", 4096)):
     SWEEPS[f"{_dt}_rows{_k}_stream_long_from"] = (tc_plan, STREAM_LONG_FROM, _dt, ((1 << 28) // _k, _k), -1,
                                                   [(3, _k), (37, _k), (5, _k + 256)])

@@ -131,7 +131,8 @@ def _one_pass_flat_tuning(method: str, dtype: str, rounds: int) -> tuple:
     from tcreduce.plans import shuffle, tensorcore, tensorcore_fp32
 
     if method == "tensorcore" and dtype != "float32":
-        return (tensorcore, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS_MIN_WAVES=0),
+        return (tensorcore, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS={}, FLAT_ONE_PASS_MIN_WAVES=0,
+                                 FLAT_ONE_PASS_SIZE_MIN_WAVES={}),
                 lambda dtype: tensorcore.BLOCK * tensorcore.FLAT_UNROLL, 32)
     if method == "shuffle":
         return (shuffle, dict(FLAT_ROUNDS={1: rounds, 2: rounds, 4: rounds}, FLAT_ONE_PASS_MIN_WAVES=0),
@@ -572,7 +573,7 @@ def test_gpu_rows32_half_row_loads_equal_emulator(dtype, method, unroll, rng):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
-@pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2)])
+@pytest.mark.parametrize("tuning", [(1, 4), (2, 3), (4, 2), (2, 2)])
 def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):
     """tc_cols' one-item walk (COLS_ONE_ITEM_TUNING patched for every family, one pass from the first chunk): GPU ==
     twin bit for bit and within the bound of the float64 sum, into a NaN-poisoned output, on whole strips of whole
@@ -591,7 +592,8 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):
 
     unroll, minb = tuning
     with patched_plans(tensorcore, dict(COLS_ONE_ITEM_TUNING={1: ((2 * unroll, minb),), 2: ((unroll, minb),)},
-                                        COLS_ONE_PASS_MIN_CHUNKS=0, COLS_WIDE_STRIPS={})):  # 64-column strips
+                                        COLS_ONE_ITEM_LONG={}, COLS_ONE_PASS_MIN_CHUNKS=0,
+                                        COLS_WIDE_STRIPS={})):  # 64-column strips
         device = current_device()[1]
         isz = np.dtype(numpy_dtype(dtype)).itemsize
         strips = device.sm_count * 2 * 8 + 64  # 272 blocks of 8 strips: as full on 2, 3 or 4 blocks per SM
@@ -633,7 +635,7 @@ def test_gpu_one_item_cols_walk_equals_emulator(dtype, tuning, rng):
 # first chunk (an H100 has none of its own); its partial last strip and a misaligned view walk without the hint.
 EVICT_FIRST = [
     ("tensorcore", "tensorcore", dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0}, COLS_ONE_ITEM_TUNING={2: ((2, 3),)},
-                                      COLS_ONE_PASS_MIN_CHUNKS=0), dtype, shape, 0, ", 3>")
+                                      COLS_ONE_ITEM_LONG={}, COLS_ONE_PASS_MIN_CHUNKS=0), dtype, shape, 0, ", 3>")
     for dtype in ("float16", "bfloat16") for shape in ((96, 64 * 2200), (35, 64 * 2200 + 40))
 ] + [  # fp8's 128-column strips (16-byte loads per lane and row): a partial chunk and strip, 8 warps per strip
     ("tensorcore", "tensorcore", dict(COLS_EVICT_FIRST_MIN_ROWS={2: 0, 1: 0}, COLS_WIDE_STRIPS={1: ((2, 2),)},

@@ -71,11 +71,14 @@ def test_tuned_takes_the_family_setting_and_falls_back_to_the_module_value():
     # tc_rows_stream: (chunks in flight, blocks per SM) in the kernel name and the plan
     ("float16", (1 << 16, 4096), -1, "tc_rows_stream<__half, 256, 4, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__half, 256, 2, 8, 1, float, 3, 0, 1>"),
-    # ... and rows of more than 16 chunks their own there (STREAM_LONG_TUNING: 8 in flight at 4 blocks per SM)
+    # ... and 16-bit rows of more than 16 chunks, fp8 rows of more than 32, their own there (STREAM_LONG_CHUNKS,
+    # STREAM_LONG_TUNING: 8 in flight at 4 blocks per SM)
     ("float16", (1 << 16, 8192), -1, "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__half, 256, 4, 8, 1, float, 4, 0, 1>"),
     ("float8_e4m3fn", (1 << 14, 16384), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 8, 4, 1, float, 4, 0, 1>",
-     "tc_rows_stream<__nv_fp8_e4m3, 256, 4, 8, 1, float, 4, 0, 1>"),
+     "tc_rows_stream<__nv_fp8_e4m3, 256, 4, 8, 1, float, 3, 0, 1>"),  # 32 chunks
+    ("float8_e4m3fn", (1 << 13, 32768), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 8, 4, 1, float, 4, 0, 1>",
+     "tc_rows_stream<__nv_fp8_e4m3, 256, 8, 8, 1, float, 4, 0, 1>"),
     ("float8_e4m3fn", (1 << 14, 8192), -1, "tc_rows_stream<__nv_fp8_e4m3, 256, 4, 4, 1, float, 4, 0, 1>",
      "tc_rows_stream<__nv_fp8_e4m3, 256, 2, 8, 1, float, 3, 0, 1>"),  # 16 chunks: the H200's short-row values
     ("float16", (1 << 10, 1 << 18), -1, "tc_rows_stream<__half, 256, 8, 4, 1, float, 4, 0, 1>",
@@ -240,29 +243,35 @@ def test_fp8_rows32_take_half_row_loads_where_tuned(dtype, k, ld, align, chain, 
 
 @pytest.mark.parametrize("dtype,n,h100_rounds,h200_rounds", [
     ("float16", 1 << 30, 8, 32), ("bfloat16", 1 << 28, 8, 32), ("float16", 1 << 27, 8, 0),
-    ("float16", (1 << 26) + 17, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 0), ("float8_e4m3fn", 1 << 28, 0, 0)])
-def test_large_16_bit_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100_rounds, h200_rounds):
+    ("float16", (1 << 26) + 17, 0, 0), ("float8_e4m3fn", 1 << 31, 0, 4), ("float8_e5m2", 1 << 29, 0, 4),
+    ("float8_e4m3fn", 1 << 28, 0, 0)])
+def test_large_full_sums_walk_in_one_pass_from_a_few_waves(dtype, n, h100_rounds, h200_rounds):
     """tc_flat on an H200: fp16 and bf16 arrays that give the one-pass grid at least 3 waves (FLAT_ONE_PASS_MIN_WAVES)
-    of 660 resident blocks go in one pass of 32 rounds (256 KiB blocks, from 2^28); on an H100, from 4 waves in one
-    pass of 8 rounds (64 KiB blocks, from 2^27); smaller ones and fp8 on the resident grid: 2 vectors per thread on 6
-    blocks per SM, but on an H200 fp8 8 on 4 and 16-bit formats 8 on 3 (FLAT_RESIDENT)."""
+    of 660 resident blocks go in one pass of 32 rounds (256 KiB blocks, from 2^28), fp8 ones from 6 waves
+    (FLAT_ONE_PASS_SIZE_MIN_WAVES) of 264 in one pass of 16 vectors per thread on 2 blocks per SM (FLAT_ONE_PASS), 4
+    rounds (256 KiB blocks, from 2^29); on an H100, 16-bit arrays from 4 waves in one pass of 8 rounds (64 KiB
+    blocks, from 2^27); smaller ones and fp8 on the H100 on the resident grid: 2 vectors per thread on 6 blocks per
+    SM, but on an H200 fp8 8 on 4 and 16-bit formats 8 on 3 (FLAT_RESIDENT)."""
     from tcreduce._api import get_plan
     from tcreduce._device import named_device
     from tcreduce._layout import Flat
     from tcreduce._plan import param_dict
 
-    for family, rounds, waves in (("H100", h100_rounds, 4), ("H200", h200_rounds, 3)):
+    fp8 = dtype.startswith("float8")
+    for family, rounds, waves in (("H100", h100_rounds, 4), ("H200", h200_rounds, 6 if fp8 else 3)):
         plan = get_plan("tensorcore", Flat(n, 0), dtype, "float32", named_device(family))
         assert param_dict(plan).get("rounds", 0) == rounds, family
-        resident = {"H100": ", 2, 1, float, 2, 6>", "H200": ", 8, 1, float, 2, 4>" if dtype.startswith("float8")
+        resident = {"H100": ", 2, 1, float, 2, 6>", "H200": ", 8, 1, float, 2, 4>" if fp8
                     else ", 8, 1, float, 2, 3>"}[family]
-        assert plan.launches[0].kernel.endswith(f", 2, 1, float, 2, 5, {rounds}>" if rounds else resident), family
+        unroll, minb = (16, 2) if fp8 else (2, 5)
+        assert plan.launches[0].kernel.endswith(f", {unroll}, 1, float, 2, {minb}, {rounds}>" if rounds
+                                                else resident), family
         assert param_dict(plan)["unroll"] == int(plan.launches[0].kernel.split(", ")[2])
         if not rounds:
             assert param_dict(plan)["grid"] == 132 * int(resident[-2]), family  # the full resident grid
         else:
             grid, groups = param_dict(plan)["grid"], -(-param_dict(plan)["grid"] // 256)
-            assert grid >= waves * 132 * 5 and plan.workspace_floats == 0
+            assert grid >= waves * 132 * minb and plan.workspace_floats == 0
             assert plan.counters == flagged_counters(grid, groups)  # counters, then 64-bit slots
 
 
@@ -300,8 +309,9 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     of warps) launches tc_cols<..., ONE_ITEM = true> at the first (chunks in flight, blocks per SM) whose
     blocks fill its resident slots within SPLIT_TOLERANCE of the general kernel's fill at 2 blocks per SM, else at the
     general kernel's own (chunks in flight capped by the chunks, and at 2 for unaligned scalar loads), or for strips of
-    several warps the general kernel. Other plans, and every plan of an element size not tuned, keep the general
-    kernel. The H200's own tuning; the H100 has none."""
+    several warps the general kernel; strips of at least COLS_ONE_ITEM_LONG's rows take its candidates instead. Other
+    plans, and every plan of an element size not tuned, keep the general kernel. The H200's own tuning; the H100 has
+    none."""
     from tcreduce._device import named_device
     from tcreduce._layout import Cols
     from tcreduce._plan import param_dict
@@ -316,14 +326,17 @@ def test_tc_cols_takes_its_one_item_walk_where_tuned_at_the_first_setting_that_f
     assert tc.COLS_ONE_ITEM_TUNING == {}
     assert kernel(128, 1 << 21)[0] == "tc_cols<__half, 256, 1, true, 1, float, 0, 2, 2, false>"
     assert kernel(16, 1 << 24)[0] == "tc_cols<__half, 256, 1, true, 1, float, 1, 1, 4, false>"
-    # the H200: (2, 3) while 3 blocks per SM fill as well as 2, then (1, 4); fp8 (2, 4)
-    # ... evict-first (the last template argument, 3) from 64 rows
-    for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (128, "1, true, 1, float, 0, 2, 3, true, 3>"),
+    # the H200: (2, 3) while 3 blocks per SM fill as well as 2, then (1, 4); from 128 rows (COLS_ONE_ITEM_LONG) (1, 4),
+    # then (2, 2); fp8 (2, 4); evict-first (the last template argument, 3) from 64 rows
+    for r, want in ((32, "1, true, 1, float, 0, 2, 3, true>"), (64, "1, true, 1, float, 0, 2, 3, true, 3>"),
+                    (128, "1, true, 1, float, 0, 1, 4, true, 3>"),
                     (256, "1, true, 1, float, 0, 1, 4, true, 3>"), (1024, "1, true, 1, float, 0, 1, 4, true, 3>"),
                     (2048, "2, true, 1, float, 0, 1, 4, true, 3>"),  # 2048 rows: a strip per 2 warps
-                    (16384, "8, true, 1, float, 0, 2, 2, false>")):  # 256 blocks, 8 warps: the general kernel
+                    (16384, "8, true, 1, float, 0, 2, 2, true, 3>"),  # 256 blocks of 8 warps: 4 per SM fill too few
+                    (32768, "8, true, 1, float, 0, 2, 2, false>")):  # 128 blocks: splits, so the general kernel
         assert kernel(r, (1 << 28) // r, device=h200)[0].endswith(want), r
-    assert kernel(128, (1 << 21) + 8, align=2, device=h200)[0].endswith(", false, 1, float, 0, 2, 3, true>")
+    assert kernel(64, (1 << 22) + 8, align=2, device=h200)[0].endswith(", false, 1, float, 0, 2, 3, true>")
+    assert kernel(128, (1 << 21) + 8, align=2, device=h200)[0].endswith(", false, 1, float, 0, 1, 4, true>")
     # ... fp8 rows only 8-byte aligned (16-byte aligned ones take COLS_WIDE_STRIPS' 128-column strips)
     assert kernel(128, (1 << 22) + 8, "float8_e4m3fn", device=h200)[0].endswith(", 2, 4, true>")
     monkeypatch.setattr(tc, "COLS_ONE_ITEM_TUNING", {2: ((1, 4),), 1: ((4, 3),)})

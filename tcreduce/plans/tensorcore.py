@@ -72,6 +72,14 @@ FLAT_ROUNDS_BLOCKS_PER_SM = 5  # ... compiled for 5 blocks per SM (at 6, fp16's 
 # (FLAT_UNROLL, FLAT_ROUNDS_BLOCKS_PER_SM); a block still owns FLAT_ROUNDS rounds of BLOCK x unroll vectors (another
 # order of additions for another unroll: the twin follows the plan)
 FLAT_ONE_PASS: dict[int, tuple[int, int]] = {}
+# ... and, by element size, that size's own FLAT_ONE_PASS_MIN_WAVES (a size absent: FLAT_ONE_PASS_MIN_WAVES). fp8 in one
+# pass of 16 vectors per thread at 2 blocks per SM, 4 rounds (256 KiB blocks): tune_plans --turns 300
+# float8_*_flat_one_pass_2p* (H200, session 45, `notes/data/2026-12-01-h200-s45/fp8_one_pass*.log`, GB/s against the
+# resident grid of 8 on 4 in the same turns): e4m3 2^28 (3.9 waves) 4,110 / 4,130, 2^29 (7.8) 4,338 / 4,325, 2^30
+# (15.5) 4,477 / 4,443; e5m2 2^30 4,456 / 4,421 (8 on 3 at 8 rounds +0.6-0.7% at 2^30, -0.3% at 2^29; 2 on 5 at 32
+# rounds, fp16's, -1.0 to -3.8%), GPU == emulator at every one (another order of additions: the twin follows the
+# plan). FAMILY_TUNING: an H200's fp8 from 6 waves; an H100 is not measured
+FLAT_ONE_PASS_SIZE_MIN_WAVES: dict[int, int] = {}
 # Full sums whose resident grid has 2..FLAT_CLUSTER_MAX_BLOCKS blocks (up to 16; 2^13-2^16 fp16) run as one thread-block
 # cluster (tc_flat_cluster, sm_90): the partials combined through distributed shared memory instead of the last block's
 # fence, counter and L2 round trip; the same additions in the same order, so the same bits. GPU time per call in a CUDA
@@ -143,14 +151,15 @@ ROWS32_HALF_ROW_LOADS: dict[int, bool] = {}
 STREAM_MIN_K = 256  # rows at least this long (and 16-byte aligned) are streamed one per warp by tc_rows_stream
 STREAM_UNROLL = 4  # chunks (a 16-byte load per lane) in flight per warp in tc_rows_stream (rows of <= 4 chunks: 8 per warp)
 STREAM_BLOCKS_PER_SM = 4  # tc_rows_stream: __launch_bounds__(256, 4)
-# ... a GPU family's own values of those two hold for rows of up to STREAM_LONG_CHUNKS chunks (0: every row); longer
-# rows take STREAM_LONG_TUNING, (chunks in flight, blocks per SM), where a family has one (empty: the values above).
-# An H200 took 8 on 4 from 33 chunks in session 18, from 17 in session 45: tune_plans --turns (session 44, `notes/data/
-# 2026-12-01-h200-s44/tune_turns_stream*.log`, GB/s, 8 on 4 / 8 on 3, two H200s): fp16 rows of 8192 (32 chunks) 4,442 /
-# 4,410, 4,436 / 4,402 and 4,502 / 4,468, bf16 4,474 / 4,441; fp8 rows of 16384 (32 chunks) 4,221 / 4,224. The same
-# sums. (4 on 4 beyond 256 chunks read +1.0-1.2% at fp16 rows of 2^17-2^18 on one H200 and -0.6-0.7% on the other,
-# fp8 rows of 2^18 -2.8%: not taken)
-STREAM_LONG_CHUNKS = 0
+# ... a GPU family's own values of those two hold, by element size (bytes), for rows of up to STREAM_LONG_CHUNKS[size]
+# chunks (a size absent: every row); longer rows take STREAM_LONG_TUNING, (chunks in flight, blocks per SM), where a
+# family has one (empty: the values above). An H200 took 8 on 4 from 33 chunks in session 18, and for 16-bit rows from
+# 17 in session 45: tune_plans --turns (sessions 44-45, `notes/data/2026-12-01-h200-s4[45]/tune_turns_stream*.log`
+# and `ab_long_from.log`, GB/s, 8 on 4 / 8 on 3, three H200s): fp16 rows of 8192 (32 chunks) 4,442 / 4,410, 4,436 /
+# 4,402, 4,502 / 4,468 and 4,442 / 4,402; bf16 4,474 / 4,441 and 4,441 / 4,408; fp8 rows of 16384 (32 chunks) 4,221 /
+# 4,224 and 4,176 / 4,192, so fp8 keeps 8 on 3 there. The same sums. (4 on 4 beyond 256 chunks read +1.0-1.2% at fp16
+# rows of 2^17-2^18 on one H200 and -0.6-0.7% on the other, fp8 rows of 2^18 -2.8%: not taken)
+STREAM_LONG_CHUNKS: dict[int, int] = {}
 STREAM_LONG_TUNING: tuple[int, ...] = ()
 # few long rows split over blocks: the fewest splits that fill the resident blocks (True), or about 4 waves of blocks
 # (_common.stream_work). Run 33 (H100, 512 MiB, GB/s, against the old rule): float16 [128, 2^21] 2,857 -> 2,957,
@@ -201,6 +210,17 @@ COLS_UNROLL_LONG = 2  # 16-row chunks (2 KiB per warp each) in flight per warp i
 # same sums. An element size absent, or tensorcore_chained (its C fragments stay live across the walk, which spills
 # at these blocks per SM): the general kernel
 COLS_ONE_ITEM_TUNING: dict[int, tuple[tuple[int, int], ...]] = {}
+# ... and, by element size, (rows, candidates): strips of at least that many rows take these candidates in place of
+# COLS_ONE_ITEM_TUNING's (a size absent: those for every length), as COLS_WIDE_LONG_STRIPS does for fp8's wide strips.
+# The same sums. Tune_plans --turns 200 {float16,bfloat16}_cols*_one_item (H200, session 45, `notes/data/
+# 2026-12-01-h200-s45/cols_one_item_all.log`, GB/s, (2, 3) / (1, 4) / (2, 2) / the committed plan; x shuffle of the
+# same run): fp16 32 rows 4,025 / 4,011 / 4,012; 64 4,347 / 4,329 / 4,268; 128 4,282 / 4,334 (0.987) / 4,237; 256
+# 4,303 / 4,365 / 4,303; 1024 4,299 / 4,315 / 4,298; 4096 4,159 / 4,304 / 4,258; 8192 4,086 / 4,305 / 4,203; 16384
+# 4,222 / 4,221 / 4,298 (0.996: (1, 4)'s 4 blocks per SM fill too few slots there, so the committed plan was the
+# general kernel at 4,224); bf16 64 4,350 / 4,306 / 4,273; 128 4,273 / 4,330 (0.990); 16384 4,224 / 4,224 / 4,299
+# (0.996); GPU == emulator at every one. FAMILY_TUNING: an H200 takes (1, 4), then (2, 2), from 128 rows (16-bit);
+# an H100 is not measured
+COLS_ONE_ITEM_LONG: dict[int, tuple[int, tuple[tuple[int, int], ...]]] = {}
 # ... and fp8's one-item walks in strips of 128 columns (tc_cols' LE = 16: each lane loads 16 bytes of a row where
 # 64-column strips load 8, so a load instruction reads 4 rows x 128 bytes as fp16's does; 8 mmas per chunk): (chunks
 # in flight, blocks per SM) candidates as COLS_ONE_ITEM_TUNING's, keyed by bytes per element (fp8 only); used where
@@ -282,11 +302,14 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 4 on 4 (64 3,745 -> 3,892, 128 3,429 -> 4,011, 256 1,243 -> 4,317: one chunk per row, half of each load masked)
 FAMILY_TUNING: dict[str, dict[str, Any]] = {
     "H100": dict(FLAT_ROUNDS={2: 8}, FLAT_ONE_PASS_MIN_WAVES=4),
-    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS=16, STREAM_LONG_TUNING=(8, 4),
+    "H200": dict(STREAM_UNROLL=8, STREAM_BLOCKS_PER_SM=3, STREAM_LONG_CHUNKS={2: 16, 1: 32},
+                 STREAM_LONG_TUNING=(8, 4),
                  ONE_PASS_SHORT_TILES={4: False, 8: True}, ROWS_UNROLL_WIDE=2, ROWS_SHORT_MAX_CHUNKS=4,
-                 FLAT_ROUNDS={2: 32}, FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
+                 FLAT_ROUNDS={2: 32, 1: 4}, FLAT_ONE_PASS={1: (16, 2)}, FLAT_ONE_PASS_SIZE_MIN_WAVES={1: 6},
+                 FLAT_RESIDENT={1: (8, 4), 2: (8, 3)},
                  FLAT_ONE_BLOCK={2: (16, 2, 1), 1: (16, 2, 1)},
-                 COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)}, ROWS16_PAIRED_LOADS={2: True, 1: True},
+                 COLS_ONE_ITEM_TUNING={2: ((2, 3), (1, 4)), 1: ((2, 4),)},
+                 COLS_ONE_ITEM_LONG={2: (128, ((1, 4), (2, 2)))}, ROWS16_PAIRED_LOADS={2: True, 1: True},
                  COLS_EVICT_FIRST_MIN_ROWS={2: 64}, ROWS_PACKED={2: (64, 2, 4), 1: (64, 4, 4)},
                  ROWS16_WHOLE_ROWS={1: True}, ROWS32_HALF_ROW_LOADS={1: True}, COLS_WIDE_STRIPS={1: ((4, 2), (1, 3))},
                  COLS_WIDE_LONG_STRIPS={1: (1024, ((2, 2), (1, 3)))}, COLS_WIDE_GENERAL={1: 2},
@@ -322,6 +345,16 @@ def _packs(problem: Rows, itemsize: int) -> bool:
     k = problem.k
     return (problem.ld == k and problem.align % 16 == 0 and k % (4 * vec) == 0 and 32 * vec % k == 0
             and 2 <= 32 * vec // k <= 8)
+
+
+def _one_item_candidates(knob: str, long_knob: str, isz: int, rows: int,
+                         device: DeviceSpec) -> tuple[tuple[int, int], ...] | None:
+    """tc_cols' one-item candidates for strips of ``rows`` rows of ``isz``-byte elements on ``device``: ``long_knob``'s
+    (rows, candidates) from that many rows where the size has an entry in both knobs, else ``knob``'s (None: the size
+    absent, so the general kernel)."""
+    candidates = tuned(_THIS, knob, device).get(isz)
+    long = tuned(_THIS, long_knob, device).get(isz)
+    return long[1] if candidates and long and rows >= long[0] else candidates
 
 
 def _plan_cols(common: dict, problem: Cols, isz: int, chain: int, device: DeviceSpec, strip_cols: int,
@@ -411,8 +444,9 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
         nvec = (problem.n - head) // vec
         rounds = tuned(_THIS, "FLAT_ROUNDS", device).get(isz, 0)
         unroll, minb = tuned(_THIS, "FLAT_ONE_PASS", device).get(isz, (FLAT_UNROLL, FLAT_ROUNDS_BLOCKS_PER_SM))
-        grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device),
-                                  device, minb)
+        min_waves = tuned(_THIS, "FLAT_ONE_PASS_SIZE_MIN_WAVES", device).get(
+            isz, tuned(_THIS, "FLAT_ONE_PASS_MIN_WAVES", device))
+        grid = flat_one_pass_grid(nvec, BLOCK * unroll, rounds, min_waves, device, minb)
         if grid:  # a one-pass grid; its block partials in groups of BLOCK (a group total, a counter each)
             groups, cluster = grid_groups(grid, BLOCK), 0
             tail_args, extra = f"{minb}, {rounds}", dict(rounds=rounds)
@@ -453,7 +487,7 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                                                                16):
         chunk = 32 * (16 // isz)  # a lane's 16-byte load per chunk: 256 halves, 512 fp8 values (two A fragments)
         chunks = cdiv(problem.k, chunk)
-        if 0 < tuned(_THIS, "STREAM_LONG_CHUNKS", device) < chunks:
+        if 0 < tuned(_THIS, "STREAM_LONG_CHUNKS", device).get(isz, 0) < chunks:
             unroll, blocks_per_sm = tuned(_THIS, "STREAM_LONG_TUNING", device) or (STREAM_UNROLL, STREAM_BLOCKS_PER_SM)
         else:
             unroll, blocks_per_sm = tuned(_THIS, "STREAM_UNROLL", device), tuned(_THIS, "STREAM_BLOCKS_PER_SM", device)
@@ -525,16 +559,13 @@ def plan_tensorcore(problem: Problem, in_dtype: str, out_dtype: str, device: Dev
                                 paired_loads=paired, **(dict(whole_rows=True) if whole_rows else {}),
                                 **(dict(half_rows=True) if half_rows else {})))
     if isinstance(problem, Cols):
-        wide = tuned(_THIS, "COLS_WIDE_STRIPS", device).get(isz)
-        long = tuned(_THIS, "COLS_WIDE_LONG_STRIPS", device).get(isz)
-        if wide and long and problem.r >= long[0]:
-            wide = long[1]
+        wide = _one_item_candidates("COLS_WIDE_STRIPS", "COLS_WIDE_LONG_STRIPS", isz, problem.r, device)
         if wide and chain == 1 and is_aligned(problem.align, (problem.sa * isz, problem.sr * isz), 16):
             plan = _plan_cols(common, problem, isz, chain, device, 2 * COLS_STRIP, wide)
             if plan is not None:
                 return plan
         return _plan_cols(common, problem, isz, chain, device, COLS_STRIP,
-                          tuned(_THIS, "COLS_ONE_ITEM_TUNING", device).get(isz))
+                          _one_item_candidates("COLS_ONE_ITEM_TUNING", "COLS_ONE_ITEM_LONG", isz, problem.r, device))
     raise TypeError(f"unknown problem {problem!r}")
 
 
