@@ -125,15 +125,16 @@ def test_gpu_spread_long_rows_equal_emulator(dtype, tuning, rng, monkeypatch):
 def _one_pass_flat_tuning(method: str, dtype: str, rounds: int) -> tuple:
     """(planner module, the setting that makes every full sum of ``method`` on ``dtype`` walk a one-pass grid of
     ``rounds`` rounds, 16-byte vectors a block owns per round as a function of the dtype, the most rounds at which the
-    test also sums an array of two groups of block partials) for tc_flat, shuffle_flat and tc32_flat. shuffle_flat and
-    tc32_flat sum two groups at 1 and 4 rounds only: at 8-32 rounds that takes 2^25-2^27 float32 values, slow to
-    emulate."""
+    test also sums an array of two groups of block partials) for tc_flat, shuffle_flat and tc32_flat. shuffle_flat,
+    tc32_flat and fp8's tc_flat sum two groups at 1 and 4 rounds only: at 8-32 rounds that takes 2^25-2^27 float32
+    values (fp8: 2^27-2^29), slow to emulate."""
     from tcreduce.plans import shuffle, tensorcore, tensorcore_fp32
 
-    if method == "tensorcore" and dtype != "float32":
-        return (tensorcore, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS={}, FLAT_ONE_PASS_MIN_WAVES=0,
-                                 FLAT_ONE_PASS_SIZE_MIN_WAVES={}),
-                lambda dtype: tensorcore.BLOCK * tensorcore.FLAT_UNROLL, 32)
+    if method == "tensorcore" and dtype != "float32":  # fp8 at the H200's 16 vectors per thread on 2 blocks per SM
+        return (tensorcore, dict(FLAT_ROUNDS={1: rounds, 2: rounds}, FLAT_ONE_PASS={1: (16, 2)},
+                                 FLAT_ONE_PASS_MIN_WAVES=0, FLAT_ONE_PASS_SIZE_MIN_WAVES={}),
+                lambda dtype: tensorcore.BLOCK * (16 if dtype.startswith("float8") else tensorcore.FLAT_UNROLL),
+                4 if dtype.startswith("float8") else 32)
     if method == "shuffle":
         return (shuffle, dict(FLAT_ROUNDS={1: rounds, 2: rounds, 4: rounds}, FLAT_ONE_PASS_MIN_WAVES=0),
                 lambda dtype: shuffle.BLOCK * shuffle.FLAT_TUNING[dtype][0], 4)
@@ -149,7 +150,8 @@ def _one_pass_flat_tuning(method: str, dtype: str, rounds: int) -> tuple:
 @pytest.mark.parametrize("rounds", [1, 4, 8, 16, 32])
 def test_gpu_one_pass_flat_walk_equals_emulator(method, dtype, rounds, rng):
     """tc_flat, shuffle_flat and tc32_flat over a one-pass grid (FLAT_ROUNDS patched for every family, with no
-    minimum of waves; an H200 plans 32 rounds for 16-bit data from 3 waves on, an H100 8 from 4, and for fp32 4-32):
+    minimum of waves; an H200 plans 32 rounds for 16-bit data from 3 waves on, 4 of 16 vectors per thread for fp8 from
+    6, an H100 8 from 4 for 16-bit data, and for fp32 4-32):
     GPU == twin bit for bit, within the bound of the float64 sum, on sizes with one block, one group and two groups of
     block partials (a head and a tail on misaligned views), called twice (the group and final counters reset
     themselves, and the flagged slots of tc_flat's, shuffle_flat's and tc32_flat's combinations are zero again: the stream's
