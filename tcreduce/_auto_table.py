@@ -6,8 +6,9 @@ Sources of TABLE (H100; used on every GPU for the forms DEVICE_TABLES lacks):
   throughput.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit b7739b3, 2026-11-28T07:12:45+00:00
   segments.csv: NVIDIA H100 80GB HBM3 (132 SMs), commit 55837df, 2026-11-28T04:16:25+00:00
 Sources of DEVICE_TABLES['H200'] (paper_figures/h200/):
-  throughput.csv: NVIDIA H200 (132 SMs), commit da3cb7e3587c, 2026-12-01T04:20:07+00:00
-  segments.csv: NVIDIA H200 (132 SMs), commit 5458a8e54a28, 2026-12-01T02:00:14+00:00
+  throughput.csv: NVIDIA H200 (132 SMs), commit 9ce9b94ba9b6, 2026-12-01T07:23:46+00:00
+  segments.csv: NVIDIA H200 (132 SMs), commit 9ce9b94ba9b6, 2026-12-01T07:18:44+00:00
+  segments_runs/5458a8e.csv: NVIDIA H200 (132 SMs), commit 5458a8e54a28, 2026-12-01T02:00:14+00:00
   segments_runs/b479fb6.csv: NVIDIA H200 (132 SMs), commit b479fb650b0e, 2026-11-30T23:35:37+00:00
   segments_runs/d2ce667.csv: NVIDIA H200 (132 SMs), commit d2ce667d5fe0, 2026-12-01T01:35:26+00:00
 Measure: time per call (time_us: the median of back-to-back calls, or for labels timed in interleaved
@@ -123,9 +124,9 @@ DEVICE_TABLES = {
         ('bfloat16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
-            12: 'shuffle', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
+            12: 'shuffle', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
-            20: 'tensorcore',
+            20: 'shuffle',
         },
         ('bfloat16', 'full'): {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'tensorcore',
@@ -137,7 +138,7 @@ DEVICE_TABLES = {
         },
         ('bfloat16', 'rows'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'tensorcore', 7: 'tensorcore',
-            8: 'tensorcore', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
+            8: 'shuffle', 9: 'tensorcore', 10: 'tensorcore', 11: 'tensorcore',
             12: 'tensorcore', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
@@ -145,7 +146,7 @@ DEVICE_TABLES = {
         ('float16', 'cols'): {
             4: 'tensorcore', 5: 'tensorcore', 6: 'shuffle', 7: 'shuffle',
             8: 'shuffle', 9: 'shuffle', 10: 'tensorcore', 11: 'shuffle',
-            12: 'shuffle', 13: 'tensorcore', 14: 'shuffle', 15: 'tensorcore',
+            12: 'shuffle', 13: 'tensorcore', 14: 'tensorcore', 15: 'tensorcore',
             16: 'tensorcore', 17: 'tensorcore', 18: 'tensorcore', 19: 'tensorcore',
             20: 'tensorcore',
         },
@@ -175,7 +176,7 @@ DEVICE_TABLES = {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'shuffle', 15: 'shuffle', 16: 'shuffle', 17: 'shuffle',
             18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'shuffle',
-            22: 'tensorcore', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
+            22: 'shuffle', 23: 'shuffle', 24: 'shuffle', 25: 'shuffle',
             26: 'shuffle', 27: 'shuffle', 28: 'shuffle', 29: 'shuffle',
             30: 'shuffle',
         },
@@ -197,7 +198,7 @@ DEVICE_TABLES = {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
             18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
-            22: 'tensorcore', 23: 'tensorcore', 24: 'shuffle', 25: 'tensorcore',
+            22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
         },
@@ -211,7 +212,7 @@ DEVICE_TABLES = {
         ('float8_e5m2', 'full'): {
             10: 'shuffle', 11: 'shuffle', 12: 'shuffle', 13: 'shuffle',
             14: 'tensorcore', 15: 'tensorcore', 16: 'tensorcore', 17: 'shuffle',
-            18: 'shuffle', 19: 'shuffle', 20: 'shuffle', 21: 'tensorcore',
+            18: 'shuffle', 19: 'shuffle', 20: 'tensorcore', 21: 'tensorcore',
             22: 'tensorcore', 23: 'tensorcore', 24: 'tensorcore', 25: 'tensorcore',
             26: 'tensorcore', 27: 'tensorcore', 28: 'tensorcore', 29: 'tensorcore',
             30: 'tensorcore',
@@ -237,8 +238,6 @@ NOTES = (
 )
 DEVICE_NOTES = {
     'H200': (
-        'float16 full n=2097152: tensorcore_chained 8.3 us, tensorcore 8.5 us (+2.3%)',
-        'float16 full n=8388608: tensorcore_chained 9.2 us, tensorcore 9.6 us (+3.7%)',
-        'float32 full n=4194304: tensorcore_tf32 9.6 us, tensorcore 10.0 us (+4.3%)',
+        'float8_e5m2 full n=8388608: tensorcore_chained 11.5 us, tensorcore 11.9 us (+3.1%)',
     ),
 }
