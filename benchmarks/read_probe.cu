@@ -84,14 +84,19 @@ __global__ void __launch_bounds__(256) chunk_walk(const uint4* __restrict__ x, i
 // adjacent columns b*W .. b*W + W - 1 of every row and exits (a one-pass grid of words / W blocks); its 256 / W
 // thread rows split the rows (thread row g reads rows g, g + 256/W, ...), U loads in flight per thread. W = 256 is
 // shuffle_cols' walk at 128+ rows (a thread per column chunk walks the whole column); W = 8-32 with several thread
-// rows per column is closer to inductor's XBLOCK x R0_BLOCK programs.
+// rows per column is closer to inductor's XBLOCK x R0_BLOCK programs. Tall matrices split their rows too: block
+// (b, s) walks rows s * rows_per_split .. (s + 1) * rows_per_split - 1 only (rows_per_split = rows: no splits), as
+// tc_cols' and shuffle_cols' splits do.
 template <int U, int MODE, int W>
-__global__ void __launch_bounds__(256) col_walk(const uint4* __restrict__ x, i64 rows, i64 words, unsigned* sink) {
+__global__ void __launch_bounds__(256) col_walk(const uint4* __restrict__ x, i64 rows, i64 words, i64 rows_per_split,
+                                                unsigned* sink) {
     const unsigned long long pol = MODE == 4 ? evict_first_policy() : 0ull;
     constexpr int G = 256 / W;
     const i64 col = (i64)blockIdx.x * W + threadIdx.x % W;
     if (col >= words) return;
-    sink_if(xor_walk<U, MODE>(x, (i64)(threadIdx.x / W) * words + col, rows * words, G * words, pol), sink);
+    const i64 r0 = (i64)blockIdx.y * rows_per_split;
+    const i64 r1 = r0 + rows_per_split < rows ? r0 + rows_per_split : rows;
+    sink_if(xor_walk<U, MODE>(x, (r0 + threadIdx.x / W) * words + col, r1 * words, G * words, pol), sink);
 }
 
 // An 8-byte load (MODE as ld's; 3 reads as plain).

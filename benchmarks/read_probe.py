@@ -1,7 +1,7 @@
 """Which memory walk and which load hints read fastest on this GPU, beside torch.compile's and our kernels' reads.
 
     python3 benchmarks/read_probe.py [--out DIR] [--reps 20] [--no-compile] [--skip-walks] [--col-walks]
-                                     [--inductor-walks] [--shapes default|cols|walks]
+                                     [--tall-col-walks] [--inductor-walks] [--shapes default|cols|walks]
 
 Parts, one CSV each (with a metadata line), plus the torch.compile sources; every timing is ``perf_floor.timed``,
 the studies' own (``experiments.timing.time_gpu``: calls back to back, no synchronisation between samples, so
@@ -12,7 +12,8 @@ probe did before session 15, charged torch.compile's heavier launch path 6-8% at
 1. ``read_probe.csv``: the read-only kernels of benchmarks/read_probe.cu (grid-stride, block-contiguous,
    warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (one buffer
    larger than L2). 1b (``--col-walks``, ``read_probe_cols.csv``): first-axis walks by strip width, loads in flight
-   and blocks per SM. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
+   and blocks per SM. 1d (``--tall-col-walks``, ``read_probe_tall_cols.csv``): first-axis walks of tall matrices
+   (32768-2^20 rows) with row splits, against the grid-stride read of the same buffer. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
    (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints), its long-row walk, and whole fp16 first-axis
    sums in the first-axis walk's shape (``inductor_col_sum``, checked against float64).
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
@@ -148,7 +149,7 @@ def probe_col_walks(reps: int) -> list[dict]:
         if dtype != "float16":
             continue
         nrows, words = shape[0], shape[1] * 2 // 16
-        args = (buf, cupy.int64(nrows), cupy.int64(words), sink)
+        args = (buf, cupy.int64(nrows), cupy.int64(words), cupy.int64(nrows), sink)
         for w, u, mode in specs:
             if u > nrows // (256 // w):
                 continue  # fewer rows per thread than loads in flight
@@ -161,6 +162,51 @@ def probe_col_walks(reps: int) -> list[dict]:
                              "grid": grid, "GBps": round(nbytes / t / 1e9, 1)})
                 print(f"{label:18s} W={w:<3d} U={u} bps={bps or 'max':<3} {MODES[mode]:28s} "
                       f"{rows[-1]['GBps']:8.1f} GB/s", flush=True)
+    del buf
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+# part 1d: first-axis walks of tall matrices (512 MiB of fp16, the segment sweep's first-axis shapes of 32768 rows and
+# more, where `auto`, `shuffle` and torch.compile all read 0.92-0.95 of the read ceiling since session 43): col_walk
+# with row splits, by strip width W (16-byte words per block), loads in flight, splits per strip and load flavour
+TALL_COLS_SHAPES = [(1 << 15, 1 << 13), (1 << 17, 1 << 11), (1 << 20, 1 << 8)]  # [rows, fp16 columns]
+
+
+def probe_tall_col_walks(reps: int) -> list[dict]:
+    """Part 1d: col_walk with row splits (read_probe.cu) over TALL_COLS_SHAPES, one 512 MiB buffer, with the grid
+    stride read kernel's reading of the same buffer in the same call as its yardstick: whether a pure first-axis read
+    of tall matrices reaches the ceiling (then the sums' plans lose the rest) or stops near 0.93-0.95 of it (then the
+    walk itself does)."""
+    import cupy
+
+    specs = [(w, u, mode) for w in (256, 64, 32, 8) for u in (4, 8) for mode in (1, 4)]
+    names = sorted({f"probe::col_walk<{u}, {m}, {w}>" for w, u, m in specs} | {"probe::grid_stride<4, 1>"})
+    mod, sink, buf = _walk_setup(names)
+    nbytes = buf.nbytes
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    ref = mod.get_function("probe::grid_stride<4, 1>")
+    ref_args = (buf, cupy.int64(nbytes // 16), sink)
+    t_ref = timed(lambda: ref((sms * 8,), (256,), ref_args), reps)
+    rows = [{"case": "grid_stride<4, nc>", "W": 0, "unroll": 4, "load": MODES[1], "splits": 0, "grid": sms * 8,
+             "GBps": round(nbytes / t_ref / 1e9, 1), "of_read": 1.0}]
+    print(f"grid_stride (the yardstick) {rows[0]['GBps']:8.1f} GB/s", flush=True)
+    for nrows, cols in TALL_COLS_SHAPES:
+        label = f"cols [{nrows}, {cols}]"
+        words = cols * 2 // 16
+        for w, u, mode in specs:
+            grid_x = -(-words // w)
+            for waves in (1, 4, 16):  # splits for about this many waves of 8 blocks per SM
+                splits = max(1, min(nrows // (256 // w * u), -(-waves * sms * 8 // grid_x)))
+                rps = -(-nrows // splits)
+                fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
+                args = (buf, cupy.int64(nrows), cupy.int64(words), cupy.int64(rps), sink)
+                t = timed(lambda: fn((grid_x, splits), (256,), args), reps)
+                rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "splits": splits,
+                             "grid": grid_x * splits, "GBps": round(nbytes / t / 1e9, 1),
+                             "of_read": round(t_ref / t, 3)})
+                print(f"{label:20s} W={w:<3d} U={u} splits={splits:<5d} {MODES[mode]:28s} "
+                      f"{rows[-1]['GBps']:8.1f} GB/s {rows[-1]['of_read']:.3f}", flush=True)
     del buf
     cupy.get_default_memory_pool().free_all_blocks()
     return rows
@@ -311,6 +357,8 @@ def main() -> None:
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (part 3 and its timings)")
     ap.add_argument("--skip-walks", action="store_true")
     ap.add_argument("--col-walks", action="store_true", help="also part 1b, the first-axis walks (read_probe_cols.csv)")
+    ap.add_argument("--tall-col-walks", action="store_true",
+                    help="also part 1d, first-axis walks of tall matrices with row splits (read_probe_tall_cols.csv)")
     ap.add_argument("--inductor-walks", action="store_true",
                     help="also part 1c, inductor's first-axis walk (read_probe_inductor_walks.csv)")
     ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="default",
@@ -329,6 +377,8 @@ def main() -> None:
         _write(out / "read_probe.csv", probe_walks(args.reps, sms), meta)
     if args.col_walks:
         _write(out / "read_probe_cols.csv", probe_col_walks(args.reps), meta)
+    if args.tall_col_walks:
+        _write(out / "read_probe_tall_cols.csv", probe_tall_col_walks(args.reps), meta)
     if args.inductor_walks:
         _write(out / "read_probe_inductor_walks.csv", probe_inductor_walks(args.reps), meta)
     shapes = probe_shapes(args.reps, out, not args.no_compile, SHAPE_SETS[args.shapes])
