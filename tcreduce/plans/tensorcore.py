@@ -4,8 +4,9 @@ against an all-ones operand, fp32 accumulation (fp8 converted to fp16 in registe
 order of additions); emulator twin: ``tcreduce/emulate/tensorcore.py``.
 
 What it launches: one kernel per call. Full sums: a grid-stride kernel (about 4 blocks of 256 threads per SM) whose last
-block combines the block partials, or, for large 16-bit arrays on an H100 or H200 (FLAT_ROUNDS), a one-pass grid of
-blocks of a fixed number of rounds, their partials combined in two levels (float32: tensorcore_fp32.py, the same walk).
+block combines the block partials, or, for large 16-bit arrays on an H100 or H200 and large fp8 ones on an H200
+(FLAT_ROUNDS, FLAT_ONE_PASS), a one-pass grid of blocks of a fixed number of rounds, their partials combined in two
+levels (float32: tensorcore_fp32.py, the same walk).
 Last-axis sums: row tiles of 16 rows per warp group, columns split across warps and, for few long rows, across blocks
 (the last block of a tile combines; rows of at most 16 elements may take tc_rows16, one load of 8 elements per lane,
 where ROWS16_PAIRED_LOADS has their format, and fp8 rows starting 16-byte aligned a whole row per lane where
@@ -14,7 +15,8 @@ ROWS32_HALF_ROW_LOADS has it); rows of at least STREAM_MIN_K aligned columns are
 group instead (tc_flat's inner loop), split the same way; short rows back to back, 2-8 to a warp's 512-byte load, go
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
-per warp, split the same way; fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
+per warp, split the same way (a strip per warp group in one pass through the one-item walk where a family sets
+COLS_ONE_ITEM_TUNING, long strips at COLS_ONE_ITEM_LONG's candidates); fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
 COLS_WIDE_STRIPS (an H200; long strips at COLS_WIDE_LONG_STRIPS' candidates), and their splits and short columns so
 where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
 
