@@ -283,9 +283,10 @@ NO_FLUSH = 1 << 30  # a chain that never flushes: the tensor core accumulates th
 # 128 rows 3,750 -> 3,866, 256 rows 3,918 -> 3,988 (run 43; 4096 rows: 4,065 one pass, 3,985 resident); tc_rows'
 # whole-tile path for rows of 2-4 chunks (runs 46-47, session 11: fp16 rows of 40 2,253 -> 3,029, 64 3,515 -> 3,970,
 # 96 3,207 -> 3,988, 128 3,849 -> 3,973; fp8 rows of 64 2,370 -> 3,697); tc_flat in one pass of 32 rounds from 3
-# waves for fp16 and bf16 (FLAT_ONE_PASS_MIN_WAVES above; fp8 keeps the resident grid: the throughput study at aed24eb
-# read its one pass 0.8-1.3% slower at 2^29-2^30, where fp16 gained 1%); tc_cols' one-item walk in one pass from the
-# first chunk (run 50, session 13, 512 MiB, GB/s against the resident grid up to 256 rows and the one-pass general
+# waves for fp16 and bf16 (FLAT_ONE_PASS_MIN_WAVES above; fp8 kept the resident grid until session 45: the
+# throughput study at aed24eb read its one pass 0.8-1.3% slower at 2^29-2^30, where fp16 gained 1%); tc_cols' one-item
+# walk in one pass from the first chunk (run 50, session 13, 512 MiB, GB/s against the resident grid up to 256 rows
+# and the one-pass general
 # kernel from 512: fp16 (2, 3) 32 rows 3,639 -> 3,993, 64 3,870 -> 4,045, 128 3,917 -> 4,080; (1, 4) 256 4,033 ->
 # 4,183, 512 4,124 -> 4,231, 1024 4,164 -> 4,133; bf16 (2, 3) 64 3,733 -> 4,045, 128 3,795 -> 3,995; (1, 4) 256
 # 3,886 -> 4,174, 1024 4,177 -> 4,244; fp8 (2 fp8 chunks, 4 blocks per SM) 64 3,007 -> 3,425, 128 3,208 -> 3,568,
