@@ -12,10 +12,11 @@ probe did before session 15, charged torch.compile's heavier launch path 6-8% at
 1. ``read_probe.csv``: the read-only kernels of benchmarks/read_probe.cu (grid-stride, block-contiguous,
    warp-contiguous walks; five load flavours) over 512 MiB and 2 GiB, GB/s = bytes read / median time (one buffer
    larger than L2). 1b (``--col-walks``, ``read_probe_cols.csv``): first-axis walks by strip width, loads in flight
-   and blocks per SM. 1d (``--tall-col-walks``, ``read_probe_tall_cols.csv``): first-axis walks of tall matrices
-   (32768-2^20 rows) with row splits, against the grid-stride read of the same buffer. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
+   and blocks per SM. 1c (``--inductor-walks``, ``read_probe_inductor_walks.csv``): inductor's own first-axis walk
    (XBLOCK x R0_BLOCK programs, 4-16-byte loads, evict-first hints), its long-row walk, and whole fp16 first-axis
-   sums in the first-axis walk's shape (``inductor_col_sum``, checked against float64).
+   sums in the first-axis walk's shape (``inductor_col_sum``, checked against float64). 1d (``--tall-col-walks``,
+   ``read_probe_tall_cols.csv``): first-axis walks of tall matrices (32768-2^20 rows) with row splits, against the
+   grid-stride read of the same buffer.
 2. ``read_probe_shapes.csv``: tcreduce's methods, torch.sum and torch.compile'd torch.sum on the shapes where
    torch.compile led the committed sweep (long rows, few long float32 columns, the full sum; ``--shapes cols``: the
    first-axis sums of few rows; ``--shapes walks``: those and long rows, part 1c's shapes).
@@ -196,10 +197,10 @@ def probe_tall_col_walks(reps: int) -> list[dict]:
         words = cols * 2 // 16
         for w, u, mode in specs:
             grid_x = -(-words // w)
+            fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
             for waves in (1, 4, 16):  # splits for about this many waves of 8 blocks per SM
                 splits = max(1, min(nrows // (256 // w * u), -(-waves * sms * 8 // grid_x)))
                 rps = -(-nrows // splits)
-                fn = mod.get_function(f"probe::col_walk<{u}, {mode}, {w}>")
                 args = (buf, cupy.int64(nrows), cupy.int64(words), cupy.int64(rps), sink)
                 t = timed(lambda: fn((grid_x, splits), (256,), args), reps)
                 rows.append({"case": label, "W": w, "unroll": u, "load": MODES[mode], "splits": splits,

@@ -16,9 +16,9 @@ group instead (tc_flat's inner loop), split the same way; short rows back to bac
 through tc_rows_stream's packed path where a family sets ROWS_PACKED (an H200).
 Other axes: the data as the A operand read transposed (16-byte row loads paired by byte permutes), 64-column strips
 per warp, split the same way (a strip per warp group in one pass through the one-item walk where a family sets
-COLS_ONE_ITEM_TUNING, long strips at COLS_ONE_ITEM_LONG's candidates); fp8's one-item walks in 128-column strips of 16-byte loads where a family sets
-COLS_WIDE_STRIPS (an H200; long strips at COLS_WIDE_LONG_STRIPS' candidates), and their splits and short columns so
-where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
+COLS_ONE_ITEM_TUNING, long strips at COLS_ONE_ITEM_LONG's candidates); fp8's one-item walks in 128-column strips of
+16-byte loads where a family sets COLS_WIDE_STRIPS (an H200; long strips at COLS_WIDE_LONG_STRIPS' candidates), and
+their splits and short columns so where it sets COLS_WIDE_GENERAL and COLS_WIDE_SHORT.
 
 The constants below were tuned on an H100; a GPU family measured apart (the H200) sets some of them in
 ``FAMILY_TUNING``, which the planner reads through :func:`~tcreduce.plans._common.tuned`.
